@@ -1,0 +1,205 @@
+"""Fingerprints, snapshots and the coherent read (channels.md C19-C22).
+
+A fingerprint is the sorted list of ``[filename, byte_size, sha256]`` over the
+readable allowed channel files plus the derived ``daemon.json`` entry; a hash is
+reused while the file's ``(dev, ino, size, mtime_ns, ctime_ns)`` is unchanged.
+A coherent read takes fingerprint → snapshot → fingerprint and calls the
+observation stable when the bookends (and the bytes it parsed) agree.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from jobs import daemon, delay, log, wake_mask
+from jobs.allowlist import Allowlist, allowlist
+from jobs.names import DAEMON, NON_CHANNEL_FILES
+from jobs.runtime import Runtime
+from store.errors import TidingsError
+from store.files import MAX_READ_BYTES, Entry, list_dir, safe_read, stat_key
+from store.jsonfmt import sha256_hex
+from store.models import AgentRecord
+
+#: C22: attempts before an observation is marked unstable.
+COHERENT_ATTEMPTS = 3
+#: Cached content hashes kept per process.
+HASH_CACHE_SIZE = 65_536
+
+NOTIFICATION_DIR = ".notification"
+
+FpEntry = list[Any]  # [filename, byte_size, sha256_hex]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One instant of an agent's visible channels (C22)."""
+
+    stable: bool
+    raw_fp: list[FpEntry]
+    masked_fp: list[FpEntry]
+    payloads: dict[str, Any]
+    delayed: str | None = None
+    error: str | None = None
+    attempts: int = 1
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class _HashCache:
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, str], tuple[tuple[int, ...], str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: tuple[str, str], key: tuple[int, ...]) -> str | None:
+        with self._lock:
+            hit = self._items.get(path)
+            if hit is None or hit[0] != key:
+                return None
+            self._items.move_to_end(path)
+            return hit[1]
+
+    def put(self, path: tuple[str, str], key: tuple[int, ...], sha: str) -> None:
+        with self._lock:
+            self._items[path] = (key, sha)
+            self._items.move_to_end(path)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_hashes = _HashCache(HASH_CACHE_SIZE)
+
+
+def is_candidate(name: str) -> bool:
+    """A ``.notification`` entry that could be a channel file by its name alone."""
+    return name.endswith(".json") and name not in NON_CHANNEL_FILES and not name.startswith(".")
+
+
+def channel_entries(root: Path, allow: Allowlist, exclude: str | None = None) -> list[Entry]:
+    """Allowed, regular channel files of at most 1 MiB, sorted by name (C19)."""
+    entries = list_dir(root, NOTIFICATION_DIR) or []
+    chosen = [
+        e
+        for e in entries
+        if is_candidate(e.name)
+        and e.is_regular
+        and e.stat.st_size <= MAX_READ_BYTES
+        and e.name[:-5] != exclude
+        and e.name[:-5] != DAEMON
+        and allow.allows(e.name[:-5])
+    ]
+    return sorted(chosen, key=lambda e: e.name)
+
+
+def _file_sha(root: Path, entry: Entry) -> str | None:
+    path = (str(root), entry.name)
+    key = stat_key(entry.stat)
+    sha = _hashes.get(path, key)
+    if sha is None:
+        outcome = safe_read(root, f"{NOTIFICATION_DIR}/{entry.name}")
+        if not outcome.ok or outcome.stat is None:
+            return None
+        sha = sha256_hex(outcome.data)
+        _hashes.put(path, stat_key(outcome.stat), sha)
+    return sha
+
+
+def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> list[FpEntry]:
+    """C20 over the allowed channel files (minus ``exclude``) and the daemon aggregate."""
+    fp: list[FpEntry] = []
+    for entry in channel_entries(root, allow, exclude):
+        sha = _file_sha(root, entry)
+        if sha is not None:
+            fp.append([entry.name, entry.stat.st_size, sha])
+    view = daemon.read_daemon(root)
+    if view.fp_entry is not None:
+        fp.append(list(view.fp_entry))
+    return sorted(fp, key=lambda item: str(item[0]))
+
+
+def parse_payload(data: bytes) -> Any | None:
+    """C8/C21: an object as is, another JSON value as ``{"data": value}``, else ``None``."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else {"data": value}
+
+
+def _snapshot(
+    root: Path, allow: Allowlist, exclude: str | None
+) -> tuple[dict[str, Any], list[FpEntry]]:
+    payloads: dict[str, Any] = {}
+    seen: list[FpEntry] = []
+    for entry in channel_entries(root, allow, exclude):
+        outcome = safe_read(root, f"{NOTIFICATION_DIR}/{entry.name}")
+        if not outcome.ok or outcome.stat is None:
+            continue
+        sha = sha256_hex(outcome.data)
+        _hashes.put((str(root), entry.name), stat_key(outcome.stat), sha)
+        seen.append([entry.name, len(outcome.data), sha])
+        payload = parse_payload(outcome.data)
+        if payload is not None:
+            payloads[entry.name[:-5]] = payload
+    view = daemon.read_daemon(root)
+    if view.fp_entry is not None:
+        seen.append(list(view.fp_entry))
+    if view.payload is not None:
+        payloads[DAEMON] = view.payload
+    ordered = {name: payloads[name] for name in sorted(payloads)}
+    return ordered, sorted(seen, key=lambda item: str(item[0]))
+
+
+def snapshot(root: Path, allow: Allowlist, exclude: str | None = None) -> dict[str, Any]:
+    """C21: ``{channel: payload}`` of allowed, readable, parseable files (fresh objects)."""
+    return _snapshot(root, allow, exclude)[0]
+
+
+def coherent_read(rt: Runtime, agent: AgentRecord) -> Observation:
+    """C22: a stable observation of the consumer's view, or an unstable last attempt."""
+    try:
+        delay.reconcile(rt, agent)
+        allow = allowlist(rt, agent)
+        target = delay.live_target(rt, agent, allow)
+    except (RedisError, TidingsError, OSError) as exc:
+        log.event("notification_read_failed", agent_id=agent.agent_id, error=type(exc).__name__)
+        return Observation(False, [], [], {}, error=type(exc).__name__)
+    exclude = target if target != DAEMON else None
+    root = agent.root
+    payloads: dict[str, Any] = {}
+    raw: list[FpEntry] = []
+    stable = False
+    attempt = 0
+    for attempt in range(1, COHERENT_ATTEMPTS + 1):  # noqa: B007 - reported below
+        before = fingerprint(root, allow, exclude)
+        payloads, seen = _snapshot(root, allow, exclude)
+        after = fingerprint(root, allow, exclude)
+        raw = after
+        if before == seen == after:
+            stable = True
+            break
+    masked = wake_mask.masked_fingerprint(root, raw, target)
+    return Observation(stable, raw, masked, payloads, delayed=target, attempts=attempt)
+
+
+def channel_stat(root: Path, channel: str) -> tuple[FpEntry | None, Any | None, str | None]:
+    """One channel's fingerprint entry, payload and read problem (for delay statistics).
+
+    ``daemon`` answers with the aggregate entry and payload.
+    """
+    if channel == DAEMON:
+        view = daemon.read_daemon(root)
+        return (list(view.fp_entry) if view.fp_entry else None), view.payload, None
+    outcome = safe_read(root, f"{NOTIFICATION_DIR}/{channel}.json")
+    if outcome.kind == "absent":
+        return None, None, None
+    if not outcome.ok:
+        return None, None, outcome.error
+    entry: FpEntry = [f"{channel}.json", len(outcome.data), sha256_hex(outcome.data)]
+    return entry, parse_payload(outcome.data), None

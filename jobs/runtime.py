@@ -1,0 +1,48 @@
+"""What every job gets: clients, clock, settings and a way to enqueue follow-ups.
+
+Jobs never import the worker layer. When a job must start another job (a flush
+after a publish, an alarm request after a delay) it asks its :class:`Dispatcher`;
+the worker layer provides one backed by dramatiq, tests and ``inline=True``
+provide one that runs the job in the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from store.clock import Clock
+from store.models import AgentRecord
+from store.scripts import Scripts
+from store.settings import Settings
+
+
+class Dispatcher(Protocol):
+    """Follow-up work a job may start."""
+
+    def flush_channel(self, agent: AgentRecord, channel: str) -> None:
+        """Run or enqueue ``flush_channel`` on the agent's host."""
+
+    def alarm_request(self, host: str, request: dict[str, Any]) -> None:
+        """Send an alarm request to the host's scheduler (delay.md D15)."""
+
+    def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
+        """Run or enqueue ``expire_delay`` on the agent's host (delay.md D17)."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The ports a job uses. Build one per process (or per test)."""
+
+    redis: Any
+    clock: Clock
+    settings: Settings
+    dispatch: Dispatcher
+    scripts: Scripts = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scripts", Scripts(self.redis))
+
+    def with_dispatch(self, dispatch: Dispatcher) -> Runtime:
+        """The same ports with another dispatcher (inline agents)."""
+        return Runtime(self.redis, self.clock, self.settings, dispatch)

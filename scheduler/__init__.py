@@ -1,0 +1,1 @@
+"""The scheduler process: APScheduler alarms, sync ticks, leader lock, start-up reconcile."""

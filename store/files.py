@@ -1,0 +1,268 @@
+"""Workdir files: atomic writes, exclusive creation and safe reads (channels.md C16, C19).
+
+Every path is walked from the agent's workdir one component at a time with
+``O_NOFOLLOW`` directory descriptors, so no write or read ever follows a symlink
+out of the workdir, even if one appears between a check and a use.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from store.errors import UnsafePathError
+
+#: The most bytes any reader takes from one file (1 MiB).
+MAX_READ_BYTES = 1_048_576
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+ReadKind = Literal["ok", "absent", "not_regular", "too_large", "unreadable"]
+
+
+@dataclass(frozen=True)
+class ReadOutcome:
+    """What a safe read found; ``data`` and ``stat`` are set only when ``kind == "ok"``."""
+
+    kind: ReadKind
+    data: bytes = b""
+    stat: os.stat_result | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+def stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """The identity tuple that lets a cached content hash be reused (C20)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _split(rel: str) -> list[str]:
+    parts = [p for p in rel.split("/") if p]
+    if not parts or any(p in (".", "..") for p in parts):
+        raise UnsafePathError(f"not a workdir-relative path: {rel!r}")
+    return parts
+
+
+def _open_child_dir(parent_fd: int, name: str, *, create: bool) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+        with suppress(FileExistsError):
+            os.mkdir(name, 0o755, dir_fd=parent_fd)
+        return _open_child_dir(parent_fd, name, create=False)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                raise UnsafePathError(f"{name} is a symlink") from None
+            raise NotADirectoryError(errno.ENOTDIR, f"{name} is not a directory") from None
+        raise
+
+
+@contextmanager
+def open_dir(root: Path, parts: list[str], *, create: bool = False) -> Iterator[int]:
+    """A no-follow descriptor of ``root/parts...``; missing parts are created if asked."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in parts:
+            child = _open_child_dir(fd, name, create=create)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _write_temp(dir_fd: int, temp: str, data: bytes) -> None:
+    fd = os.open(
+        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+        dir_fd=dir_fd,
+    )
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(root: Path, rel: str, data: bytes) -> None:
+    """Temp in the same directory + fsync + ``os.replace`` + directory fsync.
+
+    Raises :class:`UnsafePathError` if a directory on the way or the target is a
+    symlink; the link is left untouched.
+    """
+    parts = _split(rel)
+    with open_dir(root, parts[:-1], create=True) as dir_fd:
+        name = parts[-1]
+        existing = _lstat_at(dir_fd, name)
+        if existing is not None and stat.S_ISLNK(existing.st_mode):
+            raise UnsafePathError(f"{rel} is a symlink")
+        temp = f".{name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        try:
+            _write_temp(dir_fd, temp, data)
+            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
+        os.fsync(dir_fd)
+
+
+def exclusive_create(root: Path, rel: str, data: bytes) -> bool:
+    """Create ``rel`` with ``data`` only if no such name exists (block-cap.md B9).
+
+    The content is written and fsynced under a temp name first, then hard-linked
+    to the target (which fails if the target exists); the temp is always removed.
+    Returns ``True`` if this call created the file.
+    """
+    parts = _split(rel)
+    with open_dir(root, parts[:-1], create=True) as dir_fd:
+        name = parts[-1]
+        temp = f".{name}.{uuid.uuid4().hex[:16]}.tmp"
+        try:
+            _write_temp(dir_fd, temp, data)
+            try:
+                os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            except FileExistsError:
+                return False
+            os.fsync(dir_fd)
+            return True
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=dir_fd)
+
+
+def remove_file(root: Path, rel: str) -> bool:
+    """Delete a regular file without following links; ``False`` if it was absent."""
+    parts = _split(rel)
+    try:
+        with open_dir(root, parts[:-1]) as dir_fd:
+            existing = _lstat_at(dir_fd, parts[-1])
+            if existing is None:
+                return False
+            if stat.S_ISLNK(existing.st_mode):
+                raise UnsafePathError(f"{rel} is a symlink")
+            os.unlink(parts[-1], dir_fd=dir_fd)
+            os.fsync(dir_fd)
+            return True
+    except FileNotFoundError:
+        return False
+
+
+def safe_read(root: Path, rel: str, limit: int = MAX_READ_BYTES) -> ReadOutcome:
+    """Read a regular file of at most ``limit`` bytes, never following a link."""
+    parts = _split(rel)
+    try:
+        with open_dir(root, parts[:-1]) as dir_fd:
+            return _read_at(dir_fd, parts[-1], limit)
+    except (FileNotFoundError, NotADirectoryError):
+        return ReadOutcome("absent")
+    except UnsafePathError:
+        return ReadOutcome("not_regular", error="not_regular_file")
+    except OSError as exc:
+        return ReadOutcome("unreadable", error=type(exc).__name__)
+
+
+def _read_at(dir_fd: int, name: str, limit: int) -> ReadOutcome:
+    before = _lstat_at(dir_fd, name)
+    if before is None:
+        return ReadOutcome("absent")
+    if not stat.S_ISREG(before.st_mode):
+        return ReadOutcome("not_regular", error="not_regular_file")
+    if before.st_size > limit:
+        return ReadOutcome("too_large", error="too_large")
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return ReadOutcome("absent")
+    except OSError as exc:
+        return ReadOutcome("unreadable", error=type(exc).__name__)
+    try:
+        handle = os.fstat(fd)
+        if not stat.S_ISREG(handle.st_mode):
+            return ReadOutcome("not_regular", error="not_regular_file")
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+    except OSError as exc:
+        return ReadOutcome("unreadable", error=type(exc).__name__)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return ReadOutcome("too_large", error="too_large")
+    return ReadOutcome("ok", data=data, stat=handle)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One directory entry, as ``lstat`` saw it."""
+
+    name: str
+    stat: os.stat_result
+
+    @property
+    def is_regular(self) -> bool:
+        return stat.S_ISREG(self.stat.st_mode)
+
+
+def list_dir(root: Path, rel: str) -> list[Entry] | None:
+    """Entries of a workdir directory (no links followed); ``None`` if it is absent,
+    not a directory or a symlink."""
+    try:
+        with open_dir(root, _split(rel)) as dir_fd:
+            entries: list[Entry] = []
+            for name in os.listdir(dir_fd):
+                st = _lstat_at(dir_fd, name)
+                if st is not None:
+                    entries.append(Entry(name, st))
+            return entries
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        return None
+
+
+def is_symlink(root: Path, rel: str) -> bool:
+    """Whether ``rel`` or a directory on its way is a symlink (used before buffering)."""
+    current = root
+    for part in _split(rel):
+        current = current / part
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return True
+        except FileNotFoundError:
+            return False
+        except NotADirectoryError:
+            return False
+    return False

@@ -1,0 +1,38 @@
+"""JSON text forms and timestamps used by every file tidings writes (channels.md C17)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+
+def compact(value: Any) -> str:
+    """Channel files, mini-files, reports: compact, non-ASCII kept, key order kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def compact_sorted(value: Any) -> str:
+    """Control records and delay files: compact with sorted keys."""
+    return json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+    )
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def utc_stamp(epoch: float) -> str:
+    """``YYYY-MM-DDTHH:MM:SSZ``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def utc_stamp_ms(epoch: float) -> str:
+    """ISO-8601 UTC with milliseconds, ``Z`` suffix (inbox timestamps)."""
+    whole = int(epoch)
+    millis = round((epoch - whole) * 1000)
+    if millis == 1000:
+        whole, millis = whole + 1, 0
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"

@@ -1,0 +1,115 @@
+"""Redis key names.
+
+Every key of one agent carries the hash tag ``{a:<agent_id>}`` so that all of an
+agent's keys live in one Cluster slot and a Lua script may touch them together.
+Host-scoped scheduler keys carry ``{h:<host>}``. Hub-wide keys (the agent
+registry, dismiss guards) are plain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+#: Prefix of hub-wide keys and the dramatiq namespace.
+NAMESPACE = "tidings"
+
+#: Hash of agent_id -> agent record JSON.
+AGENTS = f"{NAMESPACE}:agents"
+
+#: Hash of channel -> suggested verb (channels.md C37).
+DISMISS_GUARDS = f"{NAMESPACE}:dismiss_guards"
+
+
+def host_tag(host: str) -> str:
+    return "{h:" + host + "}"
+
+
+def scheduler_jobs(host: str) -> str:
+    return f"{host_tag(host)}:aps.jobs"
+
+
+def scheduler_run_times(host: str) -> str:
+    return f"{host_tag(host)}:aps.run_times"
+
+
+def scheduler_leader(host: str) -> str:
+    return f"{host_tag(host)}:scheduler:leader"
+
+
+def sync_running(host: str) -> str:
+    return f"{host_tag(host)}:sync:running"
+
+
+class AgentKeys:
+    """Key builder for one agent."""
+
+    def __init__(self, agent_id: str) -> None:
+        self.agent_id = agent_id
+        self.tag = "{a:" + agent_id + "}"
+
+    def _k(self, *parts: str) -> str:
+        return ":".join((self.tag, *parts))
+
+    # coalescing buffers (channels.md C13-C15)
+    def buffer(self, channel: str) -> str:
+        return self._k("buf", channel)
+
+    def flush_flag(self, channel: str) -> str:
+        return self._k("flushflag", channel)
+
+    def sequence(self, channel: str) -> str:
+        return self._k("seq", channel)
+
+    def applied(self, channel: str) -> str:
+        return self._k("applied", channel)
+
+    def intent(self, channel: str) -> str:
+        return self._k("intent", channel)
+
+    def dedup(self, channel: str, key: str) -> str:
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+        return self._k("dedup", channel, digest)
+
+    @property
+    def buffered_channels(self) -> str:
+        """Set of channels that may have buffered records (for the stranded-flush scan)."""
+        return self._k("buffered")
+
+    # delivery and wake (channels.md C23-C28)
+    @property
+    def delivered_fp(self) -> str:
+        return self._k("fp", "delivered")
+
+    @property
+    def wake_fp(self) -> str:
+        return self._k("fp", "wake")
+
+    @property
+    def wake_stream(self) -> str:
+        return self._k("wake")
+
+    @property
+    def wake_cursor(self) -> str:
+        return self._k("wake", "cursor")
+
+    @property
+    def blocked(self) -> str:
+        return self._k("blocked")
+
+    @property
+    def oversized(self) -> str:
+        return self._k("oversized")
+
+    @property
+    def hook_channels(self) -> str:
+        """The last successfully loaded hook-channel set (channels.md C41)."""
+        return self._k("hooks", "channels")
+
+    @property
+    def persistent_spills(self) -> str:
+        """sha256 of a persistent spill's canonical text -> basename (block-cap.md B11)."""
+        return self._k("spills", "persistent")
+
+    @property
+    def persistent_spill_order(self) -> str:
+        return self._k("spills", "persistent", "order")

@@ -1,0 +1,114 @@
+"""Resource-scoped ``flock`` locks (channels.md C18).
+
+A mutation names the scopes it touches (``channel:email``, ``resource:hook-registry``,
+...). Each scope maps to one lock file under ``.notification/.locks/``; scopes are
+de-duplicated and taken in sorted order so two mutations never deadlock. An
+in-process re-entrant lock per lock file lets a holder (the same thread) take the
+scope again, and keeps threads of one process from sharing one ``flock``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from store.errors import LockTimeout
+from store.files import open_dir
+
+#: How long a mutation waits for its locks before answering ``lock_timeout``.
+LOCK_WAIT_SECONDS = 10.0
+
+#: Where lock files live, relative to the workdir.
+LOCK_DIR = ".notification/.locks"
+
+_LABEL_JUNK = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def lock_file_name(scope: str) -> str:
+    """``<label>-<first 20 hex of sha256(scope)>.lock``."""
+    digest = hashlib.sha256(scope.encode("utf-8")).hexdigest()[:20]
+    label = _LABEL_JUNK.sub("-", scope).strip("-._")[:48] or "scope"
+    return f"{label}-{digest}.lock"
+
+
+class _FileLock:
+    """A re-entrant, thread-aware wrapper around one ``flock`` file."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self._root = root
+        self._name = name
+        self._mutex = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    def acquire(self, deadline: float) -> None:
+        if not self._mutex.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise LockTimeout(f"lock {self._name} not obtained in time")
+        try:
+            if self._depth == 0:
+                self._fd = self._flock(deadline)
+            self._depth += 1
+        except BaseException:
+            self._mutex.release()
+            raise
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._mutex.release()
+
+    def _flock(self, deadline: float) -> int:
+        with open_dir(self._root, LOCK_DIR.split("/"), create=True) as dir_fd:
+            fd = os.open(
+                self._name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                dir_fd=dir_fd,
+            )
+        pause = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockTimeout(f"lock {self._name} not obtained in time") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)
+
+
+_registry: dict[tuple[str, str], _FileLock] = {}
+_registry_lock = threading.Lock()
+
+
+def _file_lock(root: Path, scope: str) -> _FileLock:
+    name = lock_file_name(scope)
+    key = (str(root), name)
+    with _registry_lock:
+        lock = _registry.get(key)
+        if lock is None:
+            lock = _registry[key] = _FileLock(root, name)
+        return lock
+
+
+@contextmanager
+def hold(root: Path, *scopes: str, timeout: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+    """Hold every scope of ``scopes`` for the ``with`` block, or raise LockTimeout."""
+    deadline = time.monotonic() + timeout
+    with ExitStack() as stack:
+        for scope in sorted(set(scopes)):
+            lock = _file_lock(root, scope)
+            lock.acquire(deadline)
+            stack.callback(lock.release)
+        yield

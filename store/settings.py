@@ -1,0 +1,95 @@
+"""Process settings from the environment (``TIDINGS_*``), as one typed object.
+
+Live-read knobs (the ``LINGTAI_*`` caps) are deliberately not here: the spec has
+them read on every action, so a changed value is honoured without a restart.
+"""
+
+from __future__ import annotations
+
+import socket
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Where ``tidings up`` serves its embedded store when no Redis URL is configured.
+EMBEDDED_DEFAULT_URL = "redis://127.0.0.1:6390/0"
+
+#: dramatiq's own default heartbeat timeout (ms).
+DEFAULT_HEARTBEAT_MS = 60_000
+
+
+class RedisConfig(BaseModel):
+    """A parsed Redis address. Build one with :meth:`from_url`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    scheme: str
+    sentinels: tuple[tuple[str, int], ...] = ()
+    service_name: str | None = None
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisConfig:
+        """Accepts ``redis://``, ``rediss://``, ``unix://`` and
+        ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]``."""
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel"):
+            raise ValueError(f"unsupported Redis URL scheme: {parts.scheme!r}")
+        if not scheme.endswith("+sentinel"):
+            return cls(url=url, scheme=scheme)
+        netloc = parts.netloc.rpartition("@")[2]
+        sentinels = []
+        for item in netloc.split(","):
+            host, _, port = item.rpartition(":")
+            if not host:
+                host, port = port, "26379"
+            sentinels.append((host.strip("[]"), int(port or 26379)))
+        path = [p for p in parts.path.split("/") if p]
+        if not path:
+            raise ValueError("a sentinel URL needs a service name: redis+sentinel://h:p/<service>")
+        return cls(
+            url=url,
+            scheme=scheme,
+            sentinels=tuple(sentinels),
+            service_name=path[0],
+            db=int(path[1]) if len(path) > 1 else 0,
+            username=parts.username,
+            password=parts.password,
+        )
+
+    @property
+    def is_sentinel(self) -> bool:
+        return self.scheme.endswith("+sentinel")
+
+
+class Settings(BaseSettings):
+    """Every ``TIDINGS_*`` variable of api.md's Environment table."""
+
+    model_config = SettingsConfigDict(env_prefix="TIDINGS_", extra="ignore")
+
+    #: Redis URL; ``None`` means "the embedded store" for ``up``/``demo``.
+    redis_url: str | None = None
+    #: This host's name for queue routing.
+    host: str = Field(default_factory=socket.gethostname)
+    #: Seconds between sync ticks.
+    sync_interval: float = Field(default=1.0, gt=0)
+    #: Seconds before a stranded flush flag expires (channels.md C13).
+    flush_flag_ttl: int = Field(default=30, ge=1)
+    #: dramatiq's Redis heartbeat timeout in ms.
+    broker_heartbeat_ms: int = Field(default=DEFAULT_HEARTBEAT_MS, ge=1000)
+    #: Lease of the per-agent observation lock (memory-inbox.md M52).
+    observe_lock_seconds: float = Field(default=60.0, gt=0)
+    #: Turn lease (memory-inbox.md M43).
+    turn_lease_seconds: float = Field(default=3600.0, gt=0)
+    #: Port of the Prometheus exposition server; ``None`` disables it.
+    metrics_port: int | None = None
+    #: Emit logs as JSON lines.
+    log_json: bool = True
+
+    def redis_config(self) -> RedisConfig | None:
+        return RedisConfig.from_url(self.redis_url) if self.redis_url else None

@@ -1,0 +1,38 @@
+"""tidings: keeps long-running LLM agents informed.
+
+    >>> import tidings
+    >>> hub = tidings.connect("embedded")
+    >>> agent = hub.agent("/path/to/workdir", inline=True)
+    >>> agent.publish_event("system", {"text": "hi"})
+    {'status': 'ok', 'event_id': 'evt_...', 'flushed': True}
+"""
+
+from store.clock import Clock, FakeClock, SystemClock
+from store.settings import RedisConfig, Settings
+from tidings._agent import Agent
+from tidings._hub import Hub, connect
+from tidings.errors import (
+    LockTimeout,
+    NoStoreError,
+    StoreError,
+    TidingsError,
+    UnknownAgentError,
+    UnsafePathError,
+)
+
+__all__ = [
+    "Agent",
+    "Clock",
+    "FakeClock",
+    "Hub",
+    "LockTimeout",
+    "NoStoreError",
+    "RedisConfig",
+    "Settings",
+    "StoreError",
+    "SystemClock",
+    "TidingsError",
+    "UnknownAgentError",
+    "UnsafePathError",
+    "connect",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from tidings.cli import main
+
+sys.exit(main())

@@ -1,0 +1,90 @@
+"""The :class:`Agent`: what producers, the agent's tool and the orchestrator call.
+
+Every method is a thin wrapper around a ``jobs`` function, run against this
+agent's record with the hub's ports. With ``inline=True`` the flush that a
+publish starts runs in the caller instead of on a worker; both paths run the
+same job functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jobs import delivery, reading
+from jobs import publish as publishing
+from jobs.runtime import Runtime
+from store.models import AgentRecord
+from tidings import _tool as tool
+from workers.dispatch import InlineDispatcher
+
+if TYPE_CHECKING:
+    from tidings._hub import Hub
+
+Result = dict[str, Any]
+
+
+class Agent:
+    def __init__(self, hub: Hub, record: AgentRecord, *, inline: bool = False) -> None:
+        self.hub = hub
+        self.record = record
+        self.inline = inline
+        self.runtime: Runtime = (
+            hub.runtime.with_dispatch(InlineDispatcher(hub.broker, lambda: self.runtime))
+            if inline
+            else hub.runtime
+        )
+
+    @property
+    def agent_id(self) -> str:
+        return self.record.agent_id
+
+    @property
+    def workdir(self) -> str:
+        return self.record.workdir
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.agent_id} {self.workdir} host={self.record.host}>"
+
+    # -- producers (channels.md C10, C11, C30) ----------------------------------
+
+    def publish(self, channel: str, envelope: dict[str, Any], wait: bool = False) -> Result:
+        """Replace the whole mirror of ``channel`` (C10)."""
+        return publishing.publish(self.runtime, self.record, channel, envelope, wait=wait)
+
+    def publish_event(
+        self,
+        channel: str,
+        event: dict[str, Any],
+        priority: str | None = None,
+        idempotency_key: str | None = None,
+        wait: bool = False,
+    ) -> Result:
+        """Append ``event`` to ``channel`` with coalescing (C11)."""
+        return publishing.publish_event(
+            self.runtime, self.record, channel, event, priority=priority,
+            idempotency_key=idempotency_key, wait=wait,
+        )
+
+    # -- consumer reads (channels.md C21-C24) ------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """A coherent read of the visible channels ``{channel: envelope}``; commits nothing."""
+        return reading.coherent_read(self.runtime, self.record).payloads
+
+    def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None) -> Result:
+        """``result`` with ``_meta.agent_meta`` stamped from one stable read (C24)."""
+        return delivery.stamp(self.runtime, self.record, result, persistent)
+
+    def render(self, persistent: dict[str, Any] | None = None) -> Result:
+        """The capped ``notifications`` object; commits the delivered version (C24)."""
+        return delivery.render(self.runtime, self.record, persistent)
+
+    # -- the agent-facing tool (channels.md C44) ----------------------------------
+
+    def notification(self, action: str, input: dict[str, Any] | None = None) -> Result:
+        """Run one action of the ``notification`` tool; ``None`` input means ``{}``."""
+        return tool.notification(self, action, input)
+
+    def call_tool(self, arguments: dict[str, Any]) -> Result:
+        """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
+        return tool.call_tool(self, arguments)

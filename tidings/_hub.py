@@ -1,0 +1,175 @@
+"""``connect()`` and the :class:`Hub`: one Redis, its broker and its agent registry."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from dramatiq import Worker
+from pydantic import ValidationError
+
+from jobs.names import name_error
+from jobs.runtime import Runtime
+from store import keys
+from store.clock import Clock, SystemClock
+from store.connection import client_for, ping
+from store.errors import TidingsError
+from store.models import AgentRecord, default_agent_id
+from store.registry import AgentRegistry
+from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings._agent import Agent
+from workers.actors import declare_actors
+from workers.broker import make_broker
+from workers.dispatch import BrokerDispatcher
+from workers.routing import host_queue
+
+#: Worker threads of an in-process worker (embedded hubs, ``tidings up``).
+LOCAL_WORKER_THREADS = 4
+
+
+def connect(
+    redis_url: str | None = None,
+    *,
+    client: Any = None,
+    settings: Settings | None = None,
+    clock: Clock | None = None,
+) -> Hub:
+    """Open a hub.
+
+    ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the embedded default
+    address that ``tidings up`` serves; ``"embedded"`` keeps everything in this
+    process (an in-process store and worker threads: tests and demos). A
+    ready-made redis-py compatible ``client`` may be passed instead of a URL.
+    """
+    settings = settings or Settings()
+    if client is not None:
+        return Hub(client, settings, clock=clock, url="client")
+    if redis_url == "embedded":
+        import fakeredis
+
+        store = fakeredis.FakeRedis(server=fakeredis.FakeServer(), version=(7,))
+        return Hub(store, settings, clock=clock, url="embedded", local_worker=True)
+    url = redis_url or settings.redis_url or EMBEDDED_DEFAULT_URL
+    try:
+        config = RedisConfig.from_url(url)
+    except ValueError as exc:
+        raise TidingsError(str(exc), reason="invalid_redis_url") from None
+    redis_client = client_for(config)
+    ping(redis_client, url)
+    return Hub(redis_client, settings, clock=clock, url=url)
+
+
+class Hub:
+    """Agents, registry and broker over one Redis."""
+
+    def __init__(
+        self,
+        client: Any,
+        settings: Settings | None = None,
+        *,
+        clock: Clock | None = None,
+        url: str = "",
+        local_worker: bool = False,
+    ) -> None:
+        self.redis = client
+        self.url = url
+        self.settings = settings or Settings()
+        self.clock = clock or SystemClock()
+        self.broker = make_broker(client, self.settings)
+        self.runtime = Runtime(client, self.clock, self.settings, BrokerDispatcher(self.broker))
+        declare_actors(self.broker, self.runtime)
+        self.registry = AgentRegistry(client)
+        self._wants_local_worker = local_worker
+        self._worker: Worker | None = None
+        self._worker_lock = threading.Lock()
+
+    # -- agents ---------------------------------------------------------------
+
+    def agent(
+        self,
+        workdir: str | os.PathLike[str],
+        memory_repo: str | os.PathLike[str] | None = None,
+        agent_id: str | None = None,
+        host: str | None = None,
+        max_events: Mapping[str, int] | None = None,
+        inline: bool = False,
+    ) -> Agent:
+        """Register (idempotently) and return the agent of ``workdir``."""
+        real = os.path.realpath(workdir)
+        if not os.path.isdir(real):
+            raise TidingsError(f"workdir {str(workdir)!r} is not a directory",
+                               reason="invalid_workdir")
+        agent_id = agent_id or default_agent_id(real)
+        existing = self.registry.get(agent_id)
+        if existing is not None and existing.workdir != real:
+            raise TidingsError(
+                f"agent {agent_id!r} is registered with workdir {existing.workdir}",
+                reason="agent_id_conflict",
+            )
+        for channel in max_events or {}:
+            if name_error(channel) is not None:
+                raise TidingsError(f"max_events: bad channel {channel!r}", reason="invalid_agent")
+        repo = os.path.realpath(memory_repo) if memory_repo is not None else None
+        if repo is None and existing is not None:
+            repo = existing.memory_repo
+        try:
+            record = AgentRecord(
+                agent_id=agent_id,
+                workdir=real,
+                memory_repo=repo,
+                host=host or (existing.host if existing else self.settings.host),
+                max_events=dict(max_events) if max_events is not None
+                else (existing.max_events if existing else {}),
+            )
+        except ValidationError as exc:
+            raise TidingsError(str(exc.errors()[0]["msg"]), reason="invalid_agent") from None
+        if record != existing:
+            self.registry.put(record)
+        if not inline:
+            self._ensure_local_worker()
+        return Agent(self, record, inline=inline)
+
+    def agents(self) -> list[dict[str, Any]]:
+        """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
+        return [record.public for record in self.registry.all()]
+
+    def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
+        """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins."""
+        problem = name_error(channel)
+        if problem is not None:
+            raise TidingsError(problem, reason="invalid_channel")
+        if not isinstance(suggested_verb, str) or not suggested_verb.strip():
+            raise TidingsError("suggested_verb must be a non-empty string", reason="invalid_guard")
+        self.redis.hset(keys.DISMISS_GUARDS, channel, suggested_verb)
+
+    # -- in-process worker ------------------------------------------------------
+
+    def start_worker(self, threads: int = LOCAL_WORKER_THREADS) -> None:
+        """Consume this host's queue in this process (embedded hubs, ``tidings up``)."""
+        with self._worker_lock:
+            if self._worker is not None:
+                return
+            queue = host_queue(self.settings.host)
+            self.broker.declare_queue(queue)
+            worker = Worker(self.broker, queues={queue}, worker_threads=threads)
+            worker.start()
+            self._worker = worker
+
+    def _ensure_local_worker(self) -> None:
+        if self._wants_local_worker:
+            self.start_worker()
+
+    def close(self) -> None:
+        with self._worker_lock:
+            if self._worker is not None:
+                self._worker.stop()
+                self._worker = None
+        self.broker.close()
+
+    def __enter__(self) -> Hub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

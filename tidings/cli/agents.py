@@ -1,0 +1,60 @@
+"""``tidings agents add | list | remove``: the agent registry."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from tidings.cli._common import UsageError, emit, open_hub, option
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    a = subparsers.add_parser("agents", parents=[common], help="the agent registry")
+    sub = a.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
+
+    add = sub.add_parser("add", parents=[common], help="register an agent")
+    add.add_argument("--memory-repo")
+    add.add_argument("--agent-id")
+    add.add_argument("--host")
+    add.set_defaults(handler=add_agent)
+
+    ls = sub.add_parser("list", parents=[common], help="list registered agents")
+    ls.set_defaults(handler=list_agents)
+
+    rm = sub.add_parser("remove", parents=[common], help="forget an agent")
+    rm.add_argument("--agent-id")
+    rm.set_defaults(handler=remove_agent)
+
+
+def add_agent(args: argparse.Namespace) -> int:
+    workdir = option(args, "workdir") or os.getcwd()
+    with open_hub(args) as hub:
+        agent = hub.agent(workdir, memory_repo=args.memory_repo, agent_id=args.agent_id,
+                          host=args.host)
+        return emit(args, {"status": "ok", "agent": agent.record.public})
+
+
+def list_agents(args: argparse.Namespace) -> int:
+    with open_hub(args) as hub:
+        return emit(args, {"status": "ok", "agents": hub.agents()})
+
+
+def remove_agent(args: argparse.Namespace) -> int:
+    workdir = option(args, "workdir")
+    if bool(args.agent_id) == bool(workdir):
+        raise UsageError("give exactly one of --agent-id and --workdir")
+    with open_hub(args) as hub:
+        agent_id = args.agent_id
+        if workdir:
+            real = os.path.realpath(workdir)
+            matches = [a["agent_id"] for a in hub.agents() if a["workdir"] == real]
+            if not matches:
+                return emit(args, {"status": "error", "reason": "unknown_agent",
+                                   "message": f"no agent registered for {real}"})
+            agent_id = matches[0]
+        removed = hub.registry.remove(agent_id)
+        if not removed:
+            return emit(args, {"status": "error", "reason": "unknown_agent",
+                               "message": f"no agent registered as {agent_id}"})
+        return emit(args, {"status": "ok", "removed": agent_id})

@@ -1,0 +1,111 @@
+"""Long-running processes: ``tidings up`` and ``tidings worker``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from store.connection import client_for, ping
+from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig
+from tidings.cli._common import common_options, option, settings
+
+#: The embedded store's default port (``redis://127.0.0.1:6390/0``).
+EMBEDDED_PORT = 6390
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    up_common = common_options(workdir=False)
+    u = subparsers.add_parser(
+        "up", parents=[up_common],
+        help="worker + scheduler in one process; embedded store when no Redis URL",
+    )
+    u.add_argument("--workdir", action="append", dest="workdirs", default=[],
+                   help="register this agent workdir (repeatable)")
+    u.add_argument("--port", type=int, default=EMBEDDED_PORT,
+                   help="port of the embedded store (0: any free port)")
+    u.add_argument("--threads", type=int, default=4)
+    u.set_defaults(handler=up)
+
+    w = subparsers.add_parser("worker", parents=[common], help="dramatiq worker for this host")
+    w.add_argument("--processes", type=int, default=1)
+    w.add_argument("--threads", type=int, default=8)
+    w.set_defaults(handler=worker)
+
+
+def _say(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+
+
+def up(args: argparse.Namespace) -> int:
+    from tidings._embedded import NOT_DURABLE_WARNING, EmbeddedServer
+    from tidings._hub import connect
+
+    s = settings(args)
+    server = None
+    if not s.redis_url:
+        server = EmbeddedServer(port=args.port).start()
+        s = s.model_copy(update={"redis_url": server.url})
+        print(f"tidings: {NOT_DURABLE_WARNING}", file=sys.stderr, flush=True)
+    workdirs = list(args.workdirs)
+    if isinstance(option(args, "workdir"), str):
+        workdirs.append(option(args, "workdir"))
+    hub = connect(s.redis_url, settings=s)
+    try:
+        agents = [hub.agent(w).record.public for w in workdirs]
+        hub.start_worker(threads=args.threads)
+        _say({"status": "ready", "role": "up", "url": s.redis_url, "embedded": server is not None,
+              "durable": server is None, "host": s.host, "agents": agents})
+        _wait_for_signal()
+    finally:
+        hub.close()
+        if server is not None:
+            server.close()
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    from workers.process import HostWorker
+
+    s = settings(args)
+    url = s.redis_url or EMBEDDED_DEFAULT_URL
+    if args.processes > 1:
+        return _supervise(args, url)
+    client = client_for(RedisConfig.from_url(url))
+    ping(client, url)
+    host_worker = HostWorker(client, s, threads=args.threads)
+    host_worker.start()
+    _say({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid()})
+    try:
+        _wait_for_signal()
+    finally:
+        host_worker.stop()
+    return 0
+
+
+def _supervise(args: argparse.Namespace, url: str) -> int:
+    """``--processes N``: N single-process workers, stopped together."""
+    command = [sys.executable, "-m", "tidings", "worker", "--processes", "1",
+               "--threads", str(args.threads), "--redis-url", url]
+    children = [subprocess.Popen(command) for _ in range(args.processes)]
+    try:
+        _wait_for_signal()
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.wait(timeout=30)
+    return 0

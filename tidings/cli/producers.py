@@ -1,0 +1,51 @@
+"""``tidings publish`` and ``tidings daemon-event``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tidings.cli._common import UsageError, emit, open_agent, open_hub, parse_json
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser("publish", parents=[common], help="publish to a channel")
+    p.add_argument("channel")
+    body = p.add_mutually_exclusive_group(required=True)
+    body.add_argument("--envelope", help="whole envelope (JSON object)")
+    body.add_argument("--event", help="one event to append (JSON object)")
+    p.add_argument("--priority", choices=("low", "normal", "high"))
+    p.add_argument("--idempotency-key")
+    p.add_argument("--wait", action="store_true", help="return once the record is in the file")
+    p.set_defaults(handler=publish)
+
+    d = subparsers.add_parser("daemon-event", parents=[common], help="publish a daemon run event")
+    d.add_argument("daemon_id")
+    d.add_argument("--event", required=True, help="the event (JSON object)")
+    d.add_argument("--priority", choices=("low", "normal", "high"))
+    d.add_argument("--wait", action="store_true")
+    d.set_defaults(handler=daemon_event)
+
+
+def publish(args: argparse.Namespace) -> int:
+    if args.envelope is not None:
+        envelope = parse_json(args.envelope, "--envelope")
+        if args.priority or args.idempotency_key:
+            raise UsageError("--priority and --idempotency-key go with --event")
+        with open_hub(args) as hub:
+            return emit(args, open_agent(args, hub).publish(args.channel, envelope, wait=args.wait))
+    event = parse_json(args.event, "--event")
+    with open_hub(args) as hub:
+        result = open_agent(args, hub).publish_event(
+            args.channel, event, priority=args.priority,
+            idempotency_key=args.idempotency_key, wait=args.wait,
+        )
+        return emit(args, result)
+
+
+def daemon_event(args: argparse.Namespace) -> int:
+    event = parse_json(args.event, "--event")
+    with open_hub(args) as hub:
+        agent = open_agent(args, hub)
+        return emit(args, agent.publish_daemon_event(
+            args.daemon_id, event, priority=args.priority, wait=args.wait))

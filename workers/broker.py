@@ -1,0 +1,57 @@
+"""The broker factory: a dramatiq ``RedisBroker`` on an injected client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dramatiq.brokers.redis import MAINTENANCE_SCALE, RedisBroker
+from dramatiq.middleware import (
+    AgeLimit,
+    Callbacks,
+    CurrentMessage,
+    Pipelines,
+    Retries,
+    ShutdownNotifications,
+    TimeLimit,
+)
+from dramatiq.results import Results
+from dramatiq.results.backends.redis import RedisBackend
+
+from store.keys import NAMESPACE
+from store.settings import DEFAULT_HEARTBEAT_MS, Settings
+
+#: Retry back-off bounds (ms): short, because most failures are a busy lock.
+RETRY_MIN_BACKOFF_MS = 500
+RETRY_MAX_BACKOFF_MS = 60_000
+#: How long job results (prepare_turn's group) are kept (ms).
+RESULT_TTL_MS = 10 * 60 * 1000
+
+
+def make_broker(client: Any, settings: Settings) -> RedisBroker:
+    """A broker in namespace ``tidings`` whose heartbeat follows the settings.
+
+    With a heartbeat below dramatiq's default, queue maintenance (which moves a
+    dead worker's messages back) runs on every poll, so redelivery happens within
+    about two heartbeats instead of eventually.
+    """
+    heartbeat = settings.broker_heartbeat_ms
+    middleware = [
+        AgeLimit(),
+        TimeLimit(),
+        ShutdownNotifications(),
+        Callbacks(),
+        Pipelines(),
+        Retries(max_retries=20, min_backoff=RETRY_MIN_BACKOFF_MS, max_backoff=RETRY_MAX_BACKOFF_MS),
+        CurrentMessage(),
+        Results(backend=RedisBackend(client=client, namespace=f"{NAMESPACE}-results"),
+                result_ttl=RESULT_TTL_MS),
+    ]
+    return RedisBroker(
+        client=client,
+        namespace=NAMESPACE,
+        middleware=middleware,
+        heartbeat_timeout=heartbeat,
+        maintenance_chance=(
+            MAINTENANCE_SCALE if heartbeat < DEFAULT_HEARTBEAT_MS else 1000
+        ),
+    )

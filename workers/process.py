@@ -1,0 +1,52 @@
+"""The worker process: dramatiq worker threads on this host's queue."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+from dramatiq import Worker
+
+from jobs.runtime import Runtime
+from store.clock import SystemClock
+from store.settings import Settings
+from workers.actors import declare_actors
+from workers.broker import make_broker
+from workers.dispatch import BrokerDispatcher
+from workers.routing import host_queue
+
+#: Worker threads per process (observations hold the GIL; keep it modest).
+DEFAULT_THREADS = 8
+
+
+class HostWorker:
+    """A started dramatiq worker consuming ``tidings.host.<host>``."""
+
+    def __init__(self, client: Any, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
+        self.broker = make_broker(client, settings)
+        self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker))
+        declare_actors(self.broker, self.runtime)
+        queue = host_queue(settings.host)
+        self.broker.declare_queue(queue)
+        self.worker = Worker(self.broker, queues={queue}, worker_threads=threads)
+
+    def start(self) -> None:
+        self.worker.start()
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.broker.close()
+
+
+def run_forever(client: Any, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
+    """Run until SIGINT/SIGTERM (``tidings worker``)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    worker = HostWorker(client, settings, threads)
+    worker.start()
+    try:
+        stop.wait()
+    finally:
+        worker.stop()
