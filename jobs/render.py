@@ -14,4 +14,5 @@ from store.models import AgentRecord
 
 def render_attention(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
     """The capped attention lane of one stable read, delivered version committed."""
-    return delivery.render(rt, agent).get("attention", {})
+    attention: dict[str, Any] = delivery.render(rt, agent).get("attention", {})
+    return attention
