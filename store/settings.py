@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     observe_lock_seconds: float = Field(default=60.0, gt=0)
     #: Turn lease (memory-inbox.md M43).
     turn_lease_seconds: float = Field(default=3600.0, gt=0)
+    #: Standing files of the memory repository (memory-inbox.md M39): exact
+    #: repository-relative paths whose change adds the persona sentence.
+    memory_standing_files: tuple[str, ...] = ("PERSONA.md", "SOUL.md", "MEMORY.md")
     #: Port of the Prometheus exposition server; ``None`` disables it.
     metrics_port: int | None = None
     #: Emit logs as JSON lines.
