@@ -11,6 +11,7 @@ from store.clock import Clock, FakeClock, SystemClock
 from store.settings import RedisConfig, Settings
 from tidings._agent import Agent
 from tidings._hub import Hub, connect
+from tidings._turn import Turn
 from tidings.errors import (
     LockTimeout,
     NoStoreError,
@@ -32,6 +33,7 @@ __all__ = [
     "StoreError",
     "SystemClock",
     "TidingsError",
+    "Turn",
     "UnknownAgentError",
     "UnsafePathError",
     "connect",

@@ -8,14 +8,18 @@ same job functions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from jobs import delivery, reading
+from jobs import delivery, inbox_items, memory_admission, reading, turn_finish, turns
+from jobs import inbox as inboxes
 from jobs import publish as publishing
 from jobs.runtime import Runtime
 from store.models import AgentRecord
 from tidings import _tool as tool
+from tidings._turn import Turn, turn_id_of
 from workers.dispatch import InlineDispatcher
+from workers.turn_group import GroupPreTurn
 
 if TYPE_CHECKING:
     from tidings._hub import Hub
@@ -88,3 +92,63 @@ class Agent:
     def call_tool(self, arguments: dict[str, Any]) -> Result:
         """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
         return tool.call_tool(self, arguments)
+
+    # -- the orchestrator's turn loop (memory-inbox.md M3-M7, M43-M51) -------------
+
+    def startup(self) -> Result:
+        """Inbox recovery, then the ``startup`` memory observation (M51); never wakes."""
+        return turns.startup(self.runtime, self.record)
+
+    def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
+        """Take the turn slot, observe (ordinary/scheduled), claim and render (M43).
+
+        Returns a :class:`Turn`, or an error dict (``turn_in_progress``, ``invalid_kind``).
+        """
+        pre_turn = turns.inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
+        result = turns.prepare_turn(self.runtime, self.record, kind, pre_turn)
+        return Turn.from_result(result) if result["status"] == "ok" else result
+
+    def mark_side_effect(self, turn: Turn | str) -> Result:
+        """Call before the turn's first externally visible action (M47)."""
+        return turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
+
+    def finish_turn(
+        self,
+        turn: Turn | str,
+        ok: bool = True,
+        side_effects: bool = False,
+        ignored: Iterable[str] = (),
+        owned: dict[str, Any] | None = None,
+    ) -> Result:
+        """Reconcile the memory checkpoint and settle the turn's items (M46-M50)."""
+        return turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
+                                       side_effects, ignored, owned)
+
+    def inbox(
+        self, limit: int = 30, state: str | None = None, before: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The projection, newest first (M7); bad input raises ``TidingsError``."""
+        return inbox_items.projection(self.runtime, self.agent_id, limit, state, before)
+
+    def ignore(self, event_id: str) -> Result:
+        """Move a pending, deferred or processing item to ``ignored`` (M6)."""
+        return inboxes.ignore(self.runtime, self.agent_id, event_id)
+
+    def admit(
+        self,
+        source_kind: str,
+        summary: str,
+        payload: dict[str, Any] | None = None,
+        wake: bool = False,
+        key: str | None = None,
+    ) -> Result:
+        """Admit an application-defined source event into the inbox (M3, M4)."""
+        return inboxes.admit(self.runtime, self.agent_id, source_kind, summary, payload,
+                             wake, key)
+
+    def observe_memory(self, reason: str = "manual") -> Result:
+        """Observe the memory repository now (M10); the result's trigger is ``reason``."""
+        if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
+            return {"status": "error", "reason": "invalid_input",
+                    "message": "reason must be a string of 1 to 64 characters"}
+        return memory_admission.observe_memory(self.runtime, self.record, reason)

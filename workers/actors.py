@@ -14,7 +14,7 @@ from typing import Any
 import dramatiq
 from dramatiq import Broker
 
-from jobs import flush, log
+from jobs import flush, log, memory_admission, turns
 from jobs.runtime import Runtime
 from store.models import AgentRecord
 from store.registry import AgentRegistry
@@ -53,3 +53,7 @@ def agent_actor(
 def declare_actors(broker: Broker, rt: Runtime) -> None:
     """Declare every host actor on ``broker``."""
     agent_actor(broker, rt, "flush_channel", flush.flush_channel)
+    # prepare_turn's group (workers/turn_group.py): results are read by the caller.
+    agent_actor(broker, rt, "observe_memory", memory_admission.observe_memory,
+                store_results=True)
+    agent_actor(broker, rt, "render_attention", turns.safe_attention, store_results=True)

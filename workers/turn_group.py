@@ -1,0 +1,80 @@
+"""``prepare_turn``'s pre-turn work as a dramatiq group on the agent's host queue.
+
+The observation (observing kinds) and the attention render run in parallel on a
+worker of the agent's host; the caller waits for both results. A result that does
+not come in time degrades the turn instead of failing it: memory ``error``
+(``worker_timeout``), or an empty attention lane. Late results are harmless: the
+observation still commits under its compare-and-set and the next turn claims it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from dramatiq import Broker, Message
+from dramatiq import group as _untyped_group
+from dramatiq.results import ResultError, ResultTimeout
+
+from jobs import log
+from jobs.memory_admission import result
+from jobs.runtime import Runtime
+from jobs.turns import skipped
+from store.models import AgentRecord
+from workers.dispatch import route
+from workers.routing import host_queue
+
+#: How long the caller waits for the group (observation lock wait + observation).
+GROUP_TIMEOUT_SECONDS = 90.0
+#: Longest single blocking read of a result (below the client's 30 s socket timeout).
+_WAIT_SLICE_SECONDS = 20
+
+#: dramatiq's composition API carries no annotations.
+group: Any = _untyped_group
+
+
+class GroupPreTurn:
+    """The worker-backed :class:`jobs.turns.PreTurn`."""
+
+    def __init__(self, broker: Broker, timeout: float = GROUP_TIMEOUT_SECONDS) -> None:
+        self.broker = broker
+        self.timeout = timeout
+
+    def __call__(
+        self, rt: Runtime, agent: AgentRecord, observe: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        queue = host_queue(agent.host)
+        render = route(self.broker, "render_attention", queue, agent.agent_id)
+        observation = (
+            route(self.broker, "observe_memory", queue, agent.agent_id, "pre_turn")
+            if observe else None
+        )
+        group([m for m in (observation, render) if m is not None], broker=self.broker).run()
+        deadline = time.monotonic() + self.timeout
+        memory = skipped("pre_turn")
+        if observation is not None:
+            memory = self._wait(observation, deadline, agent) or result(
+                "error", "pre_turn", reason="worker_timeout")
+        attention = self._wait(render, deadline, agent) or {}
+        return memory, attention
+
+    def _wait(
+        self, message: Message[Any], deadline: float, agent: AgentRecord
+    ) -> dict[str, Any] | None:
+        backend = self.broker.get_results_backend()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.event("pre_turn_timeout", agent_id=agent.agent_id,
+                          actor=message.actor_name)
+                return None
+            slice_ms = int(min(left, _WAIT_SLICE_SECONDS) * 1000)
+            try:
+                value = message.get_result(backend=backend, block=True, timeout=slice_ms)
+            except ResultTimeout:
+                continue
+            except ResultError as exc:
+                log.event("pre_turn_failed", agent_id=agent.agent_id,
+                          actor=message.actor_name, error=type(exc).__name__)
+                return None
+            return value if isinstance(value, dict) else None
