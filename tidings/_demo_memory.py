@@ -1,0 +1,67 @@
+"""Demo chapter: memory changes reach the agent through its inbox (memory-inbox.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pygit2
+
+from store.inbox_keys import InboxKeys
+from tidings._hub import Hub
+from tidings._turn import Turn
+
+if TYPE_CHECKING:
+    from tidings._demo import Tour
+
+_SIGNATURE = pygit2.Signature("demo", "demo@example.invalid")
+
+
+def _memory_repo(path: Path) -> None:
+    """A memory repository with one commit of MEMORY.md and notes/plan.md."""
+    repo = pygit2.init_repository(str(path), initial_head="main")
+    (path / "notes").mkdir()
+    (path / "MEMORY.md").write_text("# What I remember\n- the user likes short answers\n")
+    (path / "notes" / "plan.md").write_text("1. finish the report\n")
+    repo.index.add_all()
+    repo.index.write()
+    repo.create_commit("HEAD", _SIGNATURE, _SIGNATURE, "initial memory",
+                       repo.index.write_tree(), [])
+
+
+def memory_inbox(tour: Tour) -> None:
+    tour.console.rule("Memory changes arrive in the inbox at the next turn")
+    repo = tour.workdir / "memory"
+    _memory_repo(repo)
+    agent = tour.hub.agent(tour.workdir, memory_repo=repo)
+    started = agent.startup()
+    tour.expect(started["memory"]["status"] == "baseline", "start-up writes the baseline")
+    tour.say("The agent's memory is a Git work tree. [bold]startup()[/] recorded a baseline "
+             "checkpoint of it in Redis.")
+
+    (repo / "MEMORY.md").write_text("# What I remember\n- the user prefers detailed answers\n")
+    tour.say("While no turn runs, someone edits [bold]MEMORY.md[/] by hand. Nothing watches "
+             "the files and nothing wakes the agent.")
+    tour.expect(tour.hub.redis.xlen(InboxKeys(agent.agent_id).wake_stream) == 0, "no wake")
+
+    tour.say("Then the host restarts: a new hub on the same store, whose orchestrator calls "
+             "[bold]startup()[/] before its first turn.")
+    restarted = Hub(tour.hub.redis, tour.hub.settings, local_worker=True)
+    try:
+        again = restarted.agent(tour.workdir)
+        recovered = again.startup()
+        tour.show("startup() after the restart", recovered)
+        tour.expect(recovered["memory"]["status"] == "changed", "the edit becomes one event")
+        turn = again.prepare_turn()
+        tour.expect(isinstance(turn, Turn), "the turn is prepared")
+        assert isinstance(turn, Turn)
+        tour.expect("MEMORY.md" in turn.inbox_text, "the event names the file")
+        tour.show("turn.inbox_text (goes under the next turn message)", turn.inbox_text)
+        done = again.finish_turn(turn)
+        tour.expect(done["handled"] == [recovered["memory"]["event_id"]], "handled")
+        tour.say("The orchestrator reads the current file from disk, and the turn settles "
+                 "the item:")
+        tour.show("agent.inbox()", [{k: i[k] for k in ("event_id", "source_kind", "state")}
+                                    for i in again.inbox()])
+    finally:
+        restarted.close()
