@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     #: Standing files of the memory repository (memory-inbox.md M39): exact
     #: repository-relative paths whose change adds the persona sentence.
     memory_standing_files: tuple[str, ...] = ("PERSONA.md", "SOUL.md", "MEMORY.md")
+    #: How long ``prepare_turn`` waits for its worker group (observation lock wait +
+    #: observation) before the turn proceeds without the missing result.
+    turn_wait_seconds: float = Field(default=90.0, gt=0)
     #: Port of the Prometheus exposition server; ``None`` disables it.
     metrics_port: int | None = None
     #: Emit logs as JSON lines.

@@ -24,10 +24,10 @@ from store.models import AgentRecord
 from workers.dispatch import route
 from workers.routing import host_queue
 
-#: How long the caller waits for the group (observation lock wait + observation).
-GROUP_TIMEOUT_SECONDS = 90.0
 #: Longest single blocking read of a result (below the client's 30 s socket timeout).
 _WAIT_SLICE_SECONDS = 20
+#: The backend blocks in whole seconds; a shorter wait would poll without blocking.
+_MIN_SLICE_MS = 1000
 
 #: dramatiq's composition API carries no annotations.
 group: Any = _untyped_group
@@ -36,9 +36,8 @@ group: Any = _untyped_group
 class GroupPreTurn:
     """The worker-backed :class:`jobs.turns.PreTurn`."""
 
-    def __init__(self, broker: Broker, timeout: float = GROUP_TIMEOUT_SECONDS) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.timeout = timeout
 
     def __call__(
         self, rt: Runtime, agent: AgentRecord, observe: bool
@@ -50,7 +49,7 @@ class GroupPreTurn:
             if observe else None
         )
         group([m for m in (observation, render) if m is not None], broker=self.broker).run()
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + rt.settings.turn_wait_seconds
         memory = skipped("pre_turn")
         if observation is not None:
             memory = self._wait(observation, deadline, agent) or result(
@@ -68,7 +67,7 @@ class GroupPreTurn:
                 log.event("pre_turn_timeout", agent_id=agent.agent_id,
                           actor=message.actor_name)
                 return None
-            slice_ms = int(min(left, _WAIT_SLICE_SECONDS) * 1000)
+            slice_ms = max(_MIN_SLICE_MS, int(min(left, _WAIT_SLICE_SECONDS) * 1000))
             try:
                 value = message.get_result(backend=backend, block=True, timeout=slice_ms)
             except ResultTimeout:

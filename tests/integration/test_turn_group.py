@@ -1,0 +1,91 @@
+"""prepare_turn through the dramatiq group on the host queue (in-process worker threads,
+real redis-server), beside the inline path (api.md: both paths behave identically)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from store.inbox_keys import InboxKeys
+from store.settings import Settings
+from tests.support.memory_repo import MemoryRepo
+from tests.support.redis_server import RedisServer
+from tidings import Turn
+from tidings._hub import Hub
+
+pytestmark = pytest.mark.redis_server
+
+
+@pytest.fixture
+def hub(redis_server: RedisServer) -> Iterator[Hub]:
+    client = redis_server.client()
+    client.flushall()
+    settings = Settings(host=f"it-{uuid.uuid4().hex[:8]}", redis_url=redis_server.url,
+                        turn_wait_seconds=3)
+    hub = Hub(client, settings, url=redis_server.url, local_worker=True)
+    yield hub
+    hub.close()
+    client.close()
+
+
+def turn_shape(turn: Turn) -> dict[str, Any]:
+    memory_items = [i for i in turn.inbox if i["source_kind"] == "memory-change"]
+    return {
+        "kind": turn.kind,
+        "memory": (turn.memory["status"], turn.memory["trigger"]),
+        "items": len(turn.inbox),
+        "paths": [c["path"] for i in memory_items
+                  for area in i["payload"]["changes"].values() for c in area],
+        "text_lines": len(turn.inbox_text.splitlines()),
+    }
+
+
+def test_m43_group_and_inline_prepare_the_same_turn(hub: Hub, tmp_path: Path) -> None:
+    """M43/M11: the worker group (observe_memory + render_attention on the host queue)
+    and the inline path give the same turn for the same change."""
+    shapes = []
+    for name, inline in (("group", False), ("inline", True)):
+        repo = MemoryRepo(tmp_path / name / "memory", {"MEMORY.md": "m\n", "a.md": "a\n"})
+        agent = hub.agent(tmp_path / name, memory_repo=repo.root, inline=inline)
+        assert agent.startup()["memory"]["status"] == "baseline"
+        repo.write("a.md", "edited\n")
+        agent.admit("mail", "a letter")
+        turn = agent.prepare_turn()
+        assert isinstance(turn, Turn), turn
+        shapes.append(turn_shape(turn))
+        assert agent.finish_turn(turn)["status"] == "ok"
+        assert hub.redis.xlen(InboxKeys(agent.agent_id).wake_stream) == 0
+        bridge = agent.prepare_turn("bridge")
+        assert isinstance(bridge, Turn) and bridge.memory["status"] == "skipped"
+        agent.finish_turn(bridge)
+    assert shapes[0] == shapes[1]
+    assert shapes[0]["memory"] == ("changed", "pre_turn") and shapes[0]["items"] == 2
+
+
+def test_m12_no_worker_degrades_the_turn_instead_of_failing_it(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """M12: when no worker answers in time the turn proceeds (memory error, empty lane)
+    and the queued observation still commits later."""
+    client = redis_server.client()
+    client.flushall()
+    settings = Settings(host=f"it-{uuid.uuid4().hex[:8]}", redis_url=redis_server.url,
+                        turn_wait_seconds=1)
+    hub = Hub(client, settings, url=redis_server.url)
+    try:
+        repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "m\n"})
+        agent = hub.agent(tmp_path, memory_repo=repo.root)
+        agent.startup()
+        agent.admit("mail", "still claimed")
+        turn = agent.prepare_turn()
+        assert isinstance(turn, Turn)
+        assert turn.memory["status"] == "error" and turn.memory["reason"] == "worker_timeout"
+        assert turn.attention == {} and len(turn.inbox) == 1
+        assert agent.finish_turn(turn)["memory"]["status"] == "skipped"
+    finally:
+        hub.close()
+        client.close()
