@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from jobs.event_ids import is_event_id, new_event_id
-from jobs.inbox_text import cut_summary
+from jobs.memory.summary import cap
 from jobs.runtime import Runtime
 from store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
 from store.jsonfmt import compact, utc_stamp_ms
@@ -88,7 +88,7 @@ def admit(
     event_id = event_id or new_event_id()
     now = rt.clock.now()
     created_at = utc_stamp_ms(now)
-    text, truncated = cut_summary(summary)
+    text = cap(summary)  # M3: cut as in M37
     event = {"event_id": event_id, "source_kind": source_kind, "created_at": created_at,
              "summary": text, "payload": payload or {}}
     wake_entry = {"kind": "inbox", "agent_id": agent_id, "at": created_at, "event_id": event_id}
@@ -105,7 +105,7 @@ def admit(
     if outcome == "inbox_full":
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
     result: Result = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
-    if truncated:
+    if text != summary:
         result["truncated"] = True
     return result
 

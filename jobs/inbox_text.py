@@ -1,4 +1,4 @@
-"""Text forms of inbox items: summary cuts (M3, M7, M37) and ``inbox_text`` (M45)."""
+"""Text forms of inbox items: the projection's cut (M7) and ``inbox_text`` (M45)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-#: M37: the largest summary in UTF-8 bytes, marker included.
-MAX_SUMMARY_BYTES = 4096
-#: M37: what ends a cut summary.
-TRUNCATION_MARKER = "\n…(truncated)"
 #: M7: the projection's summary length in characters.
 PROJECTION_SUMMARY_CHARS = 240
 
@@ -20,16 +16,6 @@ CLOSING_WITH_MEMORY = (
 CLOSING = "Decide what needs attention."
 
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\u2028\u2029\x0b\x0c\x85]")
-
-
-def cut_summary(text: str) -> tuple[str, bool]:
-    """``text`` within 4096 UTF-8 bytes, cut on a code-point boundary with the marker."""
-    data = text.encode("utf-8")
-    if len(data) <= MAX_SUMMARY_BYTES:
-        return text, False
-    room = MAX_SUMMARY_BYTES - len(TRUNCATION_MARKER.encode("utf-8"))
-    head = data[:room].decode("utf-8", "ignore")
-    return head + TRUNCATION_MARKER, True
 
 
 def projection_summary(text: str) -> str:
