@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from jobs.names import name_error
 from jobs.runtime import Runtime
+from jobs.turns import startup_all
 from store import keys
 from store.clock import Clock, SystemClock
 from store.connection import client_for, ping
@@ -135,6 +136,12 @@ class Hub:
     def agents(self) -> list[dict[str, Any]]:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
         return [record.public for record in self.registry.all()]
+
+    def startup(self, host: str | None = None) -> dict[str, dict[str, Any]]:
+        """``Agent.startup()`` for every agent registered on ``host`` (default: this host),
+        by agent id; a failing agent is logged and reported, the others go on (M51)."""
+        records = self.registry.on_host(host or self.settings.host)
+        return startup_all(self.runtime, records)
 
     def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
         """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins."""

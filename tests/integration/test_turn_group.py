@@ -89,3 +89,19 @@ def test_m12_no_worker_degrades_the_turn_instead_of_failing_it(
     finally:
         hub.close()
         client.close()
+
+
+def test_m51_hub_startup_runs_for_every_agent_of_the_host(hub: Hub, tmp_path: Path) -> None:
+    """M51: host start-up recovers and observes each of its agents, never waking one."""
+    repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "m\n"})
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    mine = hub.agent(tmp_path / "a", memory_repo=repo.root, inline=True)
+    plain = hub.agent(tmp_path / "b", inline=True)
+    elsewhere = hub.agent(tmp_path / "c", host="another-host", inline=True)
+    results = hub.startup()
+    assert set(results) == {mine.agent_id, plain.agent_id}
+    assert results[mine.agent_id]["memory"]["status"] == "baseline"
+    assert results[plain.agent_id]["memory"]["reason"] == "not_configured"
+    assert elsewhere.agent_id not in results
+    assert hub.redis.xlen(InboxKeys(mine.agent_id).wake_stream) == 0
