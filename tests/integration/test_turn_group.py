@@ -105,3 +105,22 @@ def test_m51_hub_startup_runs_for_every_agent_of_the_host(hub: Hub, tmp_path: Pa
     assert results[plain.agent_id]["memory"]["reason"] == "not_configured"
     assert elsewhere.agent_id not in results
     assert hub.redis.xlen(InboxKeys(mine.agent_id).wake_stream) == 0
+
+
+def test_m54_the_group_runs_on_the_agents_host_queue(hub: Hub, tmp_path: Path) -> None:
+    """M54/architecture: observation and render are sent to the agent's host queue."""
+    sent: list[tuple[str, str]] = []
+    enqueue = hub.broker.enqueue
+
+    def spy(message: Any, **kw: Any) -> Any:
+        sent.append((message.actor_name, message.queue_name))
+        return enqueue(message, **kw)
+
+    hub.broker.enqueue = spy  # type: ignore[method-assign]
+    repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "m\n"})
+    agent = hub.agent(tmp_path, memory_repo=repo.root)
+    turn = agent.prepare_turn()
+    assert isinstance(turn, Turn)
+    queue = f"tidings.host.{hub.settings.host}"
+    assert sorted(sent) == [("observe_memory", queue), ("render_attention", queue)]
+    agent.finish_turn(turn)

@@ -390,3 +390,22 @@ def test_m13_missing_repository_later_reappears(
     shutil.rmtree(repo.path)
     result = observe(rt, magent)
     assert result["status"] == "unavailable" and result["reason"] == "missing"
+
+
+def test_m54_no_git_subprocess_in_the_observation_path(
+    rt: Runtime, magent: AgentRecord, repo: MemoryRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """M54: observing, admitting, turning and reconciling never start a process."""
+    import subprocess
+
+    def no_process(*args: Any, **kw: Any) -> Any:
+        raise AssertionError(f"a process was started: {args!r}")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
+    turns.startup(rt, magent)
+    repo.write("MEMORY.md", "edited\n")
+    turn = turns.prepare_turn(rt, magent)
+    assert turn["memory"]["status"] == "changed"
+    repo.write("notes/plan.md", "own\n")
+    assert turn_finish.finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == (
+        "absorbed")
