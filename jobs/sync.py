@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs import allowlist, committed, delay, delivery, log, scans
-from jobs.reading import Observation, coherent_read
+from jobs import allowlist, committed, delay, delivery, log, scans, wake_mask
+from jobs.names import DAEMON
+from jobs.reading import Observation, coherent_read, fingerprint
 from jobs.runtime import Runtime
 from jobs.wake import NOTIFICATION_KIND, STREAM_MAXLEN
 from store import keys
@@ -75,18 +76,33 @@ def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Obs
     )
 
 
+def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> bool:
+    """Whether one fingerprint pass already equals the committed wake fingerprint.
+
+    Most agents are quiet most ticks: then the outcome of C27 is "stop" whatever a
+    full coherent read would say, so the tick skips reading and parsing payloads.
+    """
+    target = delay.live_target(rt, agent, allow)
+    raw = fingerprint(agent.root, allow, target if target != DAEMON else None)
+    masked = wake_mask.masked_fingerprint(agent.root, raw, target)
+    return bool(masked == committed.read(rt, agent).wake(agent.root, target))
+
+
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     """C27 for one agent."""
     state = allowlist.registry_state(rt, agent)
+    allow = allowlist.Allowlist(state.hook_channels)
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
-                      "flushes": enqueue_stranded(rt, agent)}
+                      "flushes": enqueue_stranded(rt, agent), "woke": False}
     delay.reconcile(rt, agent)
+    if _unchanged(rt, agent, allow):
+        found = scans.scan(rt, agent, allow, registry_loaded=state.loaded)
+        return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
     obs = coherent_read(rt, agent)
     if not obs.stable:
-        return {**result, "stable": False, "woke": False}
-    found = scans.scan(rt, agent, allowlist.Allowlist(state.hook_channels),
-                       registry_loaded=state.loaded)
-    result.update(stable=True, blocked=found.blocked, oversized=found.oversized, woke=False)
+        return {**result, "stable": False}
+    found = scans.scan(rt, agent, allow, registry_loaded=state.loaded)
+    result.update(stable=True, blocked=found.blocked, oversized=found.oversized)
     seen = committed.read(rt, agent)
     if obs.masked_fp == seen.wake(agent.root, obs.delayed):
         return result

@@ -41,7 +41,9 @@ class TestC38File:
     def test_absent_is_empty(self, rt: Runtime, agent: AgentRecord) -> None:
         assert hooks.list_hooks(rt, agent) == {"status": "ok", "hooks": []}
 
-    def test_json_object_is_empty_and_add_replaces_it(self, rt: Runtime, agent: AgentRecord) -> None:
+    def test_json_object_is_empty_and_add_replaces_it(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
         """Acceptance 5: a hooks.json that is a JSON object."""
         write_registry(agent, '{"name": "not a list"}')
         assert hooks.list_hooks(rt, agent) == {"status": "ok", "hooks": []}

@@ -62,10 +62,10 @@ def test_c2_case_sensitive() -> None:
 
 
 def test_c3_builtins_exactly() -> None:
-    assert names.BUILTIN_CHANNELS == {
+    assert {
         "bash", "btw", "cron", "daemon", "delay-alarm", "email", "goal", "molt", "nudge",
         "post-molt", "soul", "system", "tool_loop_guard",
-    }
+    } == names.BUILTIN_CHANNELS
     allow = Allowlist()
     assert all(allow.allows(b) for b in names.BUILTIN_CHANNELS)
 

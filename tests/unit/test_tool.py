@@ -155,7 +155,8 @@ class TestC42Settings:
              "configurable": True,
              "comment": "notification-manual#block-size-cap-persistent-and-attention-lanes"},
             {"key": "notification.delay_max_seconds", "current": 90, "default": 600,
-             "configurable": True, "comment": "notification-manual#consumer-delay-and-expiry-alarm"},
+             "configurable": True,
+             "comment": "notification-manual#consumer-delay-and-expiry-alarm"},
         ]}
         monkeypatch.setenv("LINGTAI_NOTIFICATION_MAX_CHARS", "99999")
         assert agent.notification("settings")["settings"][0]["current"] == 10000
