@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from jobs import log
-from jobs.daemon import DaemonView, mini_file, parse_mini
 from jobs.daemon_control import BatchState, Cleared, Control, event_key, write_control
+from jobs.daemon_view import DaemonView, mini_file, parse_mini
 from store.files import atomic_write, remove_file, safe_read
 from store.jsonfmt import compact, sha256_hex
 

@@ -124,8 +124,3 @@ def wait_for_wake(rt: Runtime, agent: AgentRecord, timeout: object) -> Entry | N
         rt.redis.xread({k.wake_stream: since}, count=1,
                        block=max(1, min(remaining_ms, BLOCK_SLICE_MS)))
 
-
-def latest_id(rt: Runtime, agent: AgentRecord) -> str | None:
-    """The newest stream id (for tests and status)."""
-    last = rt.redis.xrevrange(AgentKeys(agent.agent_id).wake_stream, count=1)
-    return _text(last[0][0]) if last else None
