@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from jobs import delivery, inbox_items, memory_admission, reading, turn_finish, turns
+from jobs import (
+    daemon,
+    delivery,
+    inbox_items,
+    memory_admission,
+    reading,
+    turn_finish,
+    turns,
+    wake,
+)
 from jobs import inbox as inboxes
 from jobs import publish as publishing
 from jobs.runtime import Runtime
@@ -67,6 +76,18 @@ class Agent:
         return publishing.publish_event(
             self.runtime, self.record, channel, event, priority=priority,
             idempotency_key=idempotency_key, wait=wait,
+        )
+
+    def publish_daemon_event(
+        self,
+        daemon_id: str,
+        event: dict[str, Any],
+        priority: str | None = None,
+        wait: bool = False,
+    ) -> Result:
+        """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30)."""
+        return daemon.publish_daemon_event(
+            self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
         )
 
     # -- consumer reads (channels.md C21-C24) ------------------------------------
@@ -152,3 +173,13 @@ class Agent:
             return {"status": "error", "reason": "invalid_input",
                     "message": "reason must be a string of 1 to 64 characters"}
         return memory_admission.observe_memory(self.runtime, self.record, reason)
+
+    # -- wake signals (channels.md C26) -------------------------------------------
+
+    def wait_for_wake(self, timeout: float) -> dict[str, Any] | None:
+        """Block up to ``timeout`` seconds for the oldest unconsumed wake signal.
+
+        Returns the signal with its ``wake_id`` and advances this agent's cursor,
+        or ``None``; a bad ``timeout`` raises :class:`tidings.TidingsError`.
+        """
+        return wake.wait_for_wake(self.runtime, self.record, timeout)

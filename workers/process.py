@@ -18,9 +18,6 @@ from workers.routing import host_queue
 
 #: Worker threads per process (observations hold the GIL; keep it modest).
 DEFAULT_THREADS = 8
-#: Longest idle pause between queue polls (ms; dramatiq's default is 1000): bounds how
-#: long a warm worker takes to notice a prepare_turn group the orchestrator waits on.
-IDLE_POLL_MS = 50
 
 
 class HostWorker:
@@ -33,7 +30,7 @@ class HostWorker:
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
         self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
-                             worker_timeout=IDLE_POLL_MS)
+                             worker_timeout=settings.worker_poll_ms)
 
     def start(self) -> None:
         self.worker.start()
