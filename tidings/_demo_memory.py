@@ -39,10 +39,11 @@ def memory_inbox(tour: Tour) -> None:
     tour.say("The agent's memory is a Git work tree. [bold]startup()[/] recorded a baseline "
              "checkpoint of it in Redis.")
 
+    wake_stream = InboxKeys(agent.agent_id).wake_stream
+    wakes = tour.hub.redis.xlen(wake_stream)
     (repo / "MEMORY.md").write_text("# What I remember\n- the user prefers detailed answers\n")
     tour.say("While no turn runs, someone edits [bold]MEMORY.md[/] by hand. Nothing watches "
              "the files and nothing wakes the agent.")
-    tour.expect(tour.hub.redis.xlen(InboxKeys(agent.agent_id).wake_stream) == 0, "no wake")
 
     tour.say("Then the host restarts: a new hub on the same store, whose orchestrator calls "
              "[bold]startup()[/] before its first turn.")
@@ -52,15 +53,18 @@ def memory_inbox(tour: Tour) -> None:
         recovered = again.startup()
         tour.show("startup() after the restart", recovered)
         tour.expect(recovered["memory"]["status"] == "changed", "the edit becomes one event")
+        tour.expect(tour.hub.redis.xlen(wake_stream) == wakes, "memory events never wake")
         turn = again.prepare_turn()
         tour.expect(isinstance(turn, Turn), "the turn is prepared")
         assert isinstance(turn, Turn)
         tour.expect("MEMORY.md" in turn.inbox_text, "the event names the file")
         tour.show("turn.inbox_text (goes under the next turn message)", turn.inbox_text)
+        [entry] = turn.inbox[0]["payload"]["changes"]["worktree"]
+        tour.show(f"the orchestrator reads {entry['path']} from disk",
+                  (repo / entry["path"]).read_text())
         done = again.finish_turn(turn)
         tour.expect(done["handled"] == [recovered["memory"]["event_id"]], "handled")
-        tour.say("The orchestrator reads the current file from disk, and the turn settles "
-                 "the item:")
+        tour.say("finish_turn() reconciles the checkpoint and settles the item:")
         tour.show("agent.inbox()", [{k: i[k] for k in ("event_id", "source_kind", "state")}
                                     for i in again.inbox()])
     finally:
