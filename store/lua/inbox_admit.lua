@@ -2,7 +2,8 @@
 -- KEYS: 1 events, 2 admissions, 3 selectable, 4 running, 5 open, 6 terminal, 7 listing,
 --       8 key index, 9 sequence, 10 wake stream
 -- ARGV: 1 event_id, 2 event JSON, 3 created_at in ms, 4 key digest ("" = none),
---       5 open-item bound, 6 "1" to wake, 7 wake entry JSON
+--       5 open-item bound, 6 "1" to wake, 7 wake entry JSON (stream fields "kind" and
+--       "entry", as every producer of the wake stream writes them: jobs/wake.py)
 -- Returns {"replay"} when this event id exists (a redelivery), {"duplicate", event_id}
 -- when a retained item has the key, {"inbox_full"}, or {"ok", seq}. Writes nothing
 -- unless "ok".
@@ -31,6 +32,6 @@ redis.call("ZADD", KEYS[3], seq, id)
 redis.call("ZADD", KEYS[5], seq, id)
 redis.call("ZADD", KEYS[7], ARGV[3], id)
 if ARGV[6] == "1" then
-  redis.call("XADD", KEYS[10], "MAXLEN", "~", 1000, "*", "data", ARGV[7])
+  redis.call("XADD", KEYS[10], "MAXLEN", "~", 1000, "*", "kind", "inbox", "entry", ARGV[7])
 end
 return {"ok", tostring(seq)}

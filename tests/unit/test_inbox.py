@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from jobs import inbox
+from jobs import inbox, wake
 from jobs.event_ids import is_event_id, new_event_id
 from jobs.inbox_items import projection, read_items
 from jobs.runtime import Runtime
 from store.clock import FakeClock
 from store.errors import TidingsError
 from store.inbox_keys import InboxKeys
+from store.models import AgentRecord
 
 AGENT = "a1"
 
@@ -137,9 +138,19 @@ class TestAdmit:
         result = admit(rt, wake=True)
         assert result["woke"] is True
         [(_, fields)] = rt.redis.xrange(k.wake_stream)
-        entry = json.loads(fields[b"data"])
+        assert fields[b"kind"] == b"inbox"
+        entry = json.loads(fields[b"entry"])
         assert entry == {"kind": "inbox", "agent_id": AGENT, "at": entry["at"],
                          "event_id": result["event_id"]}
+
+    def test_m4_wait_for_wake_sees_the_inbox_signal(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
+        """M4/C26: the orchestrator's wait_for_wake returns the inbox wake entry."""
+        eid = inbox.admit(rt, agent.agent_id, "mail", "urgent", wake=True)["event_id"]
+        signal = wake.wait_for_wake(rt, agent, 1)
+        assert signal is not None
+        assert (signal["kind"], signal["event_id"]) == ("inbox", eid)
 
 
 class TestIgnore:
