@@ -352,3 +352,19 @@ def test_overflow_change(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None
     result, _ = step(repo, before)
     assert result.overflow == (2, 3)
     assert result.worktree == ()
+
+
+def test_file_and_directory_swaps(repo: GitRepo) -> None:
+    """M32: a file replaced by a directory is ``type_changed`` (the directory's files are
+    added); a directory replaced by a file: the file is added, the old files deleted."""
+    before = repo.observe()
+    repo.remove("SOUL.md")
+    repo.write("SOUL.md/inner.md", "i")
+    repo.remove("notes/plan.md")
+    os.rmdir(repo.abspath("notes"))
+    repo.write("notes", "now a file")
+    result, _ = step(repo, before)
+    assert listed(result.worktree) == [
+        ("SOUL.md", "type_changed"), ("SOUL.md/inner.md", "added"),
+        ("notes", "added"), ("notes/plan.md", "deleted"),
+    ]
