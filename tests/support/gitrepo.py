@@ -4,10 +4,10 @@ observation under test never runs git)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import time
 import shutil
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path

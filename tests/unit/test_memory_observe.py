@@ -13,9 +13,9 @@ from typing import Any
 import pygit2
 import pytest
 
-from jobs.memory import observe
 from jobs.memory import fingerprint as fp_module
 from jobs.memory import listing as listing_module
+from jobs.memory import observe
 from jobs.memory.fingerprint import Fingerprinter, Unstable
 from jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
 from tests.support.gitrepo import GitRepo, fast_tmp
@@ -295,7 +295,9 @@ def test_symlinked_directory_is_not_followed(repo: GitRepo, tmp_path: Path) -> N
     assert snap.paths[b"notes"].worktree.type == "symlink"
 
 
-def test_file_changing_while_read_is_unstable(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_changing_while_read_is_unstable(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """M22, M23: a file that changes during every read: three attempts, then
     ``unstable`` (no snapshot)."""
     repo.write("notes/plan.md", "dirty\n")
