@@ -57,6 +57,8 @@ def compare_paths(previous: Snapshot, current: Snapshot, trees: TreeReader) -> L
     same_head = previous.head.head == current.head.head
     for raw in _compared_paths(previous, current):
         p_rec, c_rec = previous.paths.get(raw), current.paths.get(raw)
+        if p_rec and c_rec and p_rec.index == c_rec.index and p_rec.worktree == c_rec.worktree:
+            continue  # nothing moved at this path
         p_head = p_rec.head if p_rec else (
             c_rec.head if same_head and c_rec else trees.entry(previous.head.head, raw)
         )

@@ -57,7 +57,13 @@ _INDEX_TO_WORKTREE = (
     | DiffOption.INCLUDE_UNREADABLE
     | DiffOption.SKIP_BINARY_CHECK
 )
-_NULL_ID = "0" * 40
+#: libgit2's one-letter codes of index → worktree deltas.
+_WORKTREE_CODES = {
+    "?": WT_NEW, "A": WT_NEW, "D": WT_DELETED, "M": WT_MODIFIED, "T": WT_TYPECHANGE,
+    "X": WT_UNREADABLE,
+}
+#: Codes whose old side is the path's index entry.
+_TRACKED_CODES = frozenset("DMTX")
 
 
 @dataclass(frozen=True)
@@ -103,15 +109,20 @@ def read_worktree(index: pygit2.Index) -> WorktreeSide:
     """Index → worktree: flags and stage-0 entry of each path whose worktree differs."""
     found: WorktreeSide = {}
     for delta in index.diff_to_workdir(_INDEX_TO_WORKTREE).deltas:
-        raw = delta.old_file.raw_path or delta.new_file.raw_path
+        code = delta.status_char()  # a plain str: far cheaper than the status enum per delta
+        flags = _WORKTREE_CODES.get(code)
+        if flags is None:
+            flags = _WORKTREE_FLAGS.get(delta.status, 0)  # conflicted, and anything rarer
+        old = delta.old_file
+        raw = old.raw_path
         if raw.endswith(b"/"):
             raw = raw[:-1]  # a nested repository is listed as one directory entry (M27)
         if excluded(raw):
             continue
-        status = delta.status
-        tracked = status not in (DeltaStatus.UNTRACKED, DeltaStatus.ADDED, DeltaStatus.CONFLICTED)
-        entry = _index_entry(0, delta.old_file) if tracked and delta.old_file.mode else None
-        found[raw] = (_WORKTREE_FLAGS.get(status, 0), entry)
+        entry = None
+        if code in _TRACKED_CODES and old.mode:
+            entry = IndexEntry(0, int(old.mode), str(old.id))
+        found[raw] = (flags, entry)
     return found
 
 
@@ -135,6 +146,14 @@ def flags_of(listing: dict[bytes, Listed]) -> dict[bytes, int]:
     return {raw: listed.flags for raw, listed in listing.items()}
 
 
+def combined_flags(staged: StagedSide, worktree: WorktreeSide) -> dict[bytes, int]:
+    """The listing's paths and flags alone (what M23 reads again)."""
+    flags = {raw: listed.flags for raw, listed in staged.items()}
+    for raw, (bits, _) in worktree.items():
+        flags[raw] = flags.get(raw, 0) | bits
+    return flags
+
+
 def _tree_entry(file: pygit2.DiffFile) -> TreeEntry | None:
     return TreeEntry(int(file.mode), str(file.id)) if file.mode else None
 
@@ -154,5 +173,5 @@ def _conflict_stages(index: pygit2.Index, raw: bytes) -> tuple[IndexEntry, ...]:
     return tuple(
         _index_entry(stage, entry)
         for stage, entry in enumerate(sides, start=1)
-        if entry is not None and str(entry.id) != _NULL_ID
+        if entry is not None
     )

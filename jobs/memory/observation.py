@@ -9,6 +9,7 @@ whole attempt (M23). Nothing here writes to the repository or runs git (M24).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 
@@ -26,7 +27,9 @@ OBSERVE_ATTEMPTS = 3
 IndexStat = tuple[int, int, int] | None
 
 
-def observe(repo_path: str | None, previous: Snapshot | None, *, now: float) -> ObserveResult:
+def observe(
+    repo_path: str | os.PathLike[str] | None, previous: Snapshot | None, *, now: float
+) -> ObserveResult:
     """Observe ``repo_path``. Never raises for repository oddities (M12).
 
     ``previous`` (the checkpoint's snapshot) only feeds the stat cache (M19);
@@ -34,17 +37,18 @@ def observe(repo_path: str | None, previous: Snapshot | None, *, now: float) -> 
     """
     if repo_path is None:
         return ObserveResult("unavailable", reason="not_configured")
+    path = os.fspath(repo_path)
     try:
         for attempt in range(1, OBSERVE_ATTEMPTS + 1):
             try:
-                return ObserveResult("ok", _attempt(repo_path, previous, now))
+                return ObserveResult("ok", _attempt(path, previous, now))
             except Unstable as exc:
-                log.event("memory.observe_unstable", attempt=attempt, detail=str(exc))
+                log.event("memory.observe_unstable", logging.INFO, repo=path, attempt=attempt,
+                          detail=str(exc))
     except RepositoryUnavailable as exc:
         return ObserveResult("unavailable", reason=exc.reason)
     except Exception as exc:  # M12: a repository oddity must never fail the caller
-        log.event("memory.observe_failed", repo=repo_path, error=type(exc).__name__,
-                  detail=str(exc))
+        log.event("memory.observe_failed", repo=path, error=type(exc).__name__, detail=str(exc))
         return ObserveResult("unavailable", reason="unreadable")
     return ObserveResult("unstable", reason="unstable")
 
@@ -63,8 +67,8 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
         records = _fingerprint(ident.root, ordered[:MAX_PATHS], listed, previous)
         if head_state(repo) != head or _index_stat(index_path) != index_before:
             raise Unstable("HEAD or index changed during the observation")
-        again = listing.merge(staged, listing.read_worktree(index), index)
-        if listing.flags_of(again) != listing.flags_of(listed):
+        again = listing.combined_flags(staged, listing.read_worktree(index))
+        if again != listing.flags_of(listed):
             raise Unstable("status listing changed during the observation")
     overflow = max(0, len(ordered) - MAX_PATHS)
     return Snapshot(

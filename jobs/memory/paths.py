@@ -41,7 +41,10 @@ def display_text(raw: bytes) -> str:
 
 def excluded(raw: bytes) -> bool:
     """M27: any segment equal to ``.git`` (ASCII case-insensitive) is never observed."""
-    return any(segment.lower() == b".git" for segment in raw.split(b"/"))
+    lowered = raw.lower()
+    if b".git" not in lowered:
+        return False
+    return b".git" in lowered.split(b"/")
 
 
 def to_str(raw: bytes) -> str:

@@ -37,7 +37,9 @@ def render(payload: Mapping[str, Any], header: str) -> str:
     if payload.get("branch_moved"):
         lines.append(f"Branch moved: {_position(payload, 'from')} → {_position(payload, 'to')}")
     if payload.get("head_moved"):
-        where = "detached HEAD" if payload.get("to_detached") else f"on {payload.get('to_branch')}"
+        where = "(detached HEAD)" if payload.get("to_detached") else (
+            f"on {payload.get('to_branch')}"
+        )
         lines.append(f"Head moved {where}: {short(payload.get('from_head'))} → "
                      f"{short(payload.get('to_head'))}")
     if payload.get("history_rewritten"):

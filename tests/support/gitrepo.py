@@ -4,8 +4,12 @@ observation under test never runs git)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from jobs.memory import ObserveResult, Snapshot, observe
@@ -62,6 +66,19 @@ class GitRepo:
         with open(target, "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)
 
+    def write_many(self, files: dict[str, bytes]) -> None:
+        """Create many new files fast (directories made once, no buffering layer)."""
+        root = os.fsencode(self.root)
+        for folder in {os.path.dirname(rel) for rel in files}:
+            os.makedirs(os.path.join(root, os.fsencode(folder)), exist_ok=True)
+        for rel, data in files.items():
+            fd = os.open(os.path.join(root, os.fsencode(rel)),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+
     def remove(self, rel: PathLike) -> None:
         os.unlink(self.abspath(rel))
 
@@ -89,3 +106,15 @@ class GitRepo:
         assert result.status == "ok", result
         assert result.snapshot is not None
         return result.snapshot
+
+
+@contextmanager
+def fast_tmp(prefix: str) -> Iterator[Path]:
+    """A scratch directory on tmpfs when there is one (big generated repositories are
+    several times quicker to build there), removed afterwards."""
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

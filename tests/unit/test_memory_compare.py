@@ -7,6 +7,7 @@ encoded form, as the inbox side does.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -346,9 +347,27 @@ def test_overflow_change(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None
     for name in ("a", "b", "c", "d", "e"):
         repo.write(f"u/{name}.md", name)
     before = repo.observe()
-    assert before.overflow_count == 2 and before.overflow_digest is not None
+    assert before.overflow_count == 2
+    listing = b"".join(b"u/%s.md\x00128\n" % n for n in (b"a", b"b", b"c", b"d", b"e"))
+    assert before.overflow_digest == hashlib.sha256(listing).hexdigest()
     assert sorted(before.paths) == [b"u/a.md", b"u/b.md", b"u/c.md"]
     repo.write("u/f.md", "f")
     result, _ = step(repo, before)
     assert result.overflow == (2, 3)
     assert result.worktree == ()
+
+
+def test_file_and_directory_swaps(repo: GitRepo) -> None:
+    """M32: a file replaced by a directory is ``type_changed`` (the directory's files are
+    added); a directory replaced by a file: the file is added, the old files deleted."""
+    before = repo.observe()
+    repo.remove("SOUL.md")
+    repo.write("SOUL.md/inner.md", "i")
+    repo.remove("notes/plan.md")
+    os.rmdir(repo.abspath("notes"))
+    repo.write("notes", "now a file")
+    result, _ = step(repo, before)
+    assert listed(result.worktree) == [
+        ("SOUL.md", "type_changed"), ("SOUL.md/inner.md", "added"),
+        ("notes", "added"), ("notes/plan.md", "deleted"),
+    ]

@@ -152,6 +152,9 @@ def test_branch_move_and_rewritten_lines() -> None:
     """M37: branch move line, head move with the rewritten line, 12-digit ids."""
     text, _ = content(comparison(branch_moved=True, current=snapshot(B, None)))
     assert "Branch moved: main at a1a1a1a1a1a1 → detached HEAD at b2b2b2b2b2b2" in text
+    detached = comparison(head_moved=True, current=snapshot(B, None),
+                          old_head=HeadState(None, True, False, A))
+    assert "Head moved (detached HEAD): a1a1a1a1a1a1 → b2b2b2b2b2b2" in content(detached)[0]
     text, payload = content(comparison(head_moved=True, history_rewritten=True,
                                        old_head_unreadable=True))
     assert payload["history_rewritten"]
