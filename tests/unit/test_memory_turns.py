@@ -11,7 +11,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from jobs import turn_finish, turns
+from jobs import inbox, turn_finish, turns
 from jobs.inbox_items import projection
 from jobs.runtime import Runtime
 from store.inbox_keys import InboxKeys
@@ -89,7 +89,7 @@ def switch_branch(r: MemoryRepo) -> None:
 
 
 def reset_back(r: MemoryRepo) -> None:
-    r.reset_hard(r.previous)  # type: ignore[attr-defined]
+    r.reset_hard(str(r.repo.head.peel(pygit2.Commit).parent_ids[0]))
 
 
 CASES: dict[str, tuple[Callable[[MemoryRepo], None], dict[str, Any]]] = {
@@ -112,7 +112,6 @@ def test_acceptance_2_each_external_change_is_one_event_at_the_next_turn(
     exactly one event at the next prepare_turn with the right areas (M31) and head flags
     (M29, M30), and no wake signal (M4)."""
     if case == "reset":
-        repo.previous = repo.head()  # type: ignore[attr-defined]
         repo.write("notes/plan.md", "to be reset\n")
         repo.commit("will be reset")
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.root)
@@ -284,8 +283,6 @@ def test_m45_several_memory_events_coalesce_into_one_entry(
     first = turns.startup(rt, magent)["memory"]["event_id"]
     repo.write("todo.md", "two\n")
     second = turns.startup(rt, magent)["memory"]["event_id"]
-    from jobs import inbox
-
     mail = inbox.admit(rt, magent.agent_id, "mail", "a letter")["event_id"]
     turn = next_turn(rt, magent)
     text = turn["inbox_text"]
