@@ -13,11 +13,10 @@ Scenarios: a no-change observation (with the checkpoint's snapshot as
 checkpoint, so all 100 are hashed every time). Goals: no-change ≤ 1.0× git
 status and ≤ 0.5× the subprocess scan; 100 dirty ≤ 1.2× git status.
 
-Prints one JSON object. Generated repositories are cached under one temp
-directory for the run (``TIDINGS_BENCH_TMP`` picks its parent). The
-``prepare_turn`` round trip belongs to the inbox side: ``generate_repo``,
-``dirty`` and ``timed`` are plain functions meant to be imported by
-``bench/turns.py`` (``from memory import generate_repo`` when run as a script).
+Prints one JSON object. Each generated repository is built once and reused by
+both scenarios, under one temp directory for the run (``TIDINGS_BENCH_TMP``
+picks its parent; ``TIDINGS_BENCH_SIZES`` the sizes). The ``prepare_turn``
+round trip is the inbox side's ``bench/turns.py``.
 """
 
 from __future__ import annotations
@@ -70,20 +69,22 @@ def file_name(i: int) -> str:
 
 def generate_repo(root: Path, files: int) -> Path:
     """A committed work tree of ``files`` small Markdown files, 100 per directory,
-    with stat data settled (mtimes well before the index: nothing racy)."""
+    with the index's stat data settled (nothing racy, nothing to refresh)."""
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     made: set[str] = set()
-    past = time.time() - 60
     for i in range(files):
         rel = file_name(i)
         folder = os.path.dirname(rel)
         if folder not in made:
             os.makedirs(root / folder, exist_ok=True)
             made.add(folder)
-        path = root / rel
-        path.write_bytes(b"note %d\n" % (i % DISTINCT_BODIES))
-        os.utime(path, (past, past))
+        fd = os.open(root / rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, b"note %d\n" % (i % DISTINCT_BODIES))
+        finally:
+            os.close(fd)
+    time.sleep(1.1)  # the index written next is a whole second newer: no racily clean entry
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "generated")
     git(root, "status", "--porcelain")  # settles the index stat cache like a real host would

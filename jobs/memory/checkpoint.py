@@ -140,14 +140,6 @@ def decode_checkpoint(fields: Mapping[bytes | str, bytes | str] | None) -> Check
     )
 
 
-def checkpoint_version(fields: Mapping[bytes | str, bytes | str] | None) -> str:
-    """M40: the stored ``version`` as the string the admission script compares."""
-    for key, value in (fields or {}).items():
-        if _text(key) == "version":
-            return _text(value)
-    return ""
-
-
 class _TooNew(Exception):
     def __init__(self, fmt: int) -> None:
         super().__init__(fmt)

@@ -135,9 +135,13 @@ class Fingerprinter:
         digest = self._hash_file(dir_fd, name, before)
         return Worktree("file", git_file_mode(before.st_mode), digest)
 
-    def _hash_file(self, dir_fd: int, name: bytes, before: os.stat_result) -> str:
+    def _hash_file(self, dir_fd: int, name: bytes, before: os.stat_result) -> str | None:
+        """The blob id, or None for a file this process may not read (it stays observed
+        by type and stat; its content is compared again once it is readable)."""
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        except PermissionError:
+            return None
         except OSError as exc:
             raise Unstable(f"cannot open {name!r}: {exc.strerror}") from None
         digest = hashlib.sha1(blob_header(before.st_size), usedforsecurity=False)

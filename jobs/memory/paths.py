@@ -50,8 +50,3 @@ def excluded(raw: bytes) -> bool:
 def to_str(raw: bytes) -> str:
     """The ``str`` pygit2 takes for a raw path (file-system decoding, reversible)."""
     return os.fsdecode(raw)
-
-
-def to_raw(text: str) -> bytes:
-    """The raw bytes of a path pygit2 handed back as ``str``."""
-    return os.fsencode(text)

@@ -413,3 +413,29 @@ def test_observation_writes_nothing_and_runs_no_git(
     assert result.status == "ok"
     assert opened == [repo.path]
     assert _tree_state(repo.root) == before
+
+
+def test_unreadable_file_is_observed_without_an_id(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """M12, M18: a file the host may not read is listed (type, mode, stat) with a null id
+    rather than failing or destabilising every observation."""
+    repo.write("locked.md", "secret")
+    real_open = os.open
+
+    def deny(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if path == b"locked.md":
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr("jobs.memory.fingerprint.os.open", deny)
+    result = observe(repo.path, None, now=0)
+    assert result.status == "ok" and result.snapshot is not None
+    locked = result.snapshot.paths[b"locked.md"].worktree
+    assert (locked.type, locked.id) == ("file", None)
+
+
+def test_corrupt_index_is_unreadable(repo: GitRepo) -> None:
+    """M12, M13: a damaged index file is reported, never raised."""
+    (repo.root / ".git" / "index").write_bytes(b"DIRC garbage")
+    assert observe(repo.path, None, now=0).reason == "unreadable"
