@@ -8,6 +8,7 @@ current host queue (safe agent moves, issue 7), never run on the wrong files.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from dramatiq import Broker
 from jobs import flush, log
 from jobs.runtime import Runtime
 from store.models import AgentRecord
+from store.placement import RunFence
 from store.registry import AgentRegistry
 from workers.dispatch import send
 from workers.routing import UNROUTED_QUEUE, host_queue
@@ -29,18 +31,26 @@ def agent_actor(
 ) -> dramatiq.Actor[..., Any]:
     """Declare actor ``name`` that runs ``job(rt, agent, *args)`` for a registered agent."""
     registry = AgentRegistry(rt.redis)
+    fence = RunFence(rt.redis, rt.clock)
     keep_result = bool(options.get("store_results"))
 
     def run(agent_id: str, *args: Any) -> Any:
-        agent: AgentRecord | None = registry.get(agent_id)
-        if agent is None:
-            log.event("actor_unknown_agent", actor=name, agent_id=agent_id)
-            result: Any = {"status": "error", "reason": "unknown_agent", "agent_id": agent_id}
-        elif agent.host != rt.settings.host:
-            send(broker, name, host_queue(agent.host), agent_id, *args)
-            result = {"status": "forwarded", "host": agent.host}
-        else:
-            result = job(rt, agent, *args)
+        # Enter the fence before reading the host: a move waits for this run (placement.py).
+        token = fence.enter(agent_id, rt.settings.host)
+        try:
+            agent: AgentRecord | None = registry.get(agent_id)
+            if agent is None:
+                log.event("actor_unknown_agent", actor=name, agent_id=agent_id)
+                result: Any = {"status": "error", "reason": "unknown_agent", "agent_id": agent_id}
+            elif agent.host != rt.settings.host:
+                send(broker, name, host_queue(agent.host), agent_id, *args)
+                log.event("actor_forwarded", logging.INFO, actor=name, agent_id=agent_id,
+                          host=agent.host)
+                result = {"status": "forwarded", "host": agent.host}
+            else:
+                result = job(rt, agent, *args)
+        finally:
+            fence.leave(agent_id, token)
         return result if keep_result else None
 
     run.__name__ = run.__qualname__ = name

@@ -4,19 +4,18 @@ worker`` serves tidings' Prometheus metrics and logs JSON lines with message con
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 import tidings
 from store.settings import Settings
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
 from tests.support.redis_server import RedisServer
+from tests.support.scrape import scrape
 from workers.broker import make_broker
 from workers.dispatch import send
 from workers.routing import host_queue
@@ -37,16 +36,6 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
     started = RedisServer(tmp_path / "redis").start()
     yield started
     started.stop()
-
-
-def scrape(port: int) -> dict[str, Any]:
-    """``{family: {(sample name, sorted labels): value}}`` of one scrape."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
-        text = reply.read().decode("utf-8")
-    return {
-        family.name: {(s.name, tuple(sorted(s.labels.items()))): s.value for s in family.samples}
-        for family in text_string_to_metric_families(text)
-    }
 
 
 def publish(env: dict[str, str], workdir: Path, channel: str, text: str) -> None:
