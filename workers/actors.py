@@ -4,11 +4,15 @@ Actors are declared on a given broker with a given runtime (no global broker,
 no client built here). Each resolves its agent from the registry; a message
 that reaches a host the agent no longer lives on is forwarded to the agent's
 current host queue (safe agent moves, issue 7), never run on the wrong files.
+A message for an agent whose workdir is not (yet) on this host raises, so dramatiq
+retries it with back-off until the workdir arrives: a host never creates the
+workdir of an agent that is moving in.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +21,7 @@ from dramatiq import Broker
 
 from jobs import flush, log
 from jobs.runtime import Runtime
+from store.errors import StoreError
 from store.models import AgentRecord
 from store.placement import RunFence
 from store.registry import AgentRegistry
@@ -24,6 +29,12 @@ from workers.dispatch import send
 from workers.routing import UNROUTED_QUEUE, host_queue
 
 AgentJob = Callable[..., Any]
+
+
+class WorkdirMissing(StoreError):
+    """The agent's workdir is not on this host (yet): the message is retried."""
+
+    default_reason = "workdir_missing"
 
 
 def agent_actor(
@@ -47,6 +58,10 @@ def agent_actor(
                 log.event("actor_forwarded", logging.INFO, actor=name, agent_id=agent_id,
                           host=agent.host)
                 result = {"status": "forwarded", "host": agent.host}
+            elif not os.path.isdir(agent.workdir):
+                log.event("actor_workdir_missing", actor=name, agent_id=agent_id,
+                          workdir=agent.workdir)
+                raise WorkdirMissing(f"workdir {agent.workdir} is not on host {agent.host}")
             else:
                 result = job(rt, agent, *args)
         finally:

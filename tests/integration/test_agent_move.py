@@ -16,6 +16,7 @@ from store.settings import Settings
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
 from tidings._hub import Hub
+from workers.actors import WorkdirMissing
 from workers.routing import host_queue
 
 pytestmark = pytest.mark.redis_server
@@ -72,3 +73,24 @@ def test_bad_moves_answer_a_reason_and_change_nothing(hub: Hub, tmp_path: Path) 
     assert hub.registry.require(agent.agent_id).host == "ha"
     same = hub.move_agent(agent.agent_id, "ha")
     assert same["status"] == "ok" and same["moved"] is False
+
+
+def test_a_host_without_the_workdir_retries_instead_of_creating_it(
+    hub: Hub, tmp_path: Path
+) -> None:
+    """A message for an agent moving in before its workdir has arrived raises (dramatiq
+    retries it with back-off); once the workdir is there, it runs."""
+    workdir = tmp_path / "arriving"
+    workdir.mkdir()
+    agent = hub.agent(workdir, host="ha")
+    agent.publish_event("mcp.x", {"text": "kept"})
+    staged = tmp_path / "staged"
+    workdir.rename(staged)
+    flush = hub.broker.get_actor("flush_channel")
+    with pytest.raises(WorkdirMissing):
+        flush.fn(agent.agent_id, "mcp.x")
+    assert not workdir.exists()
+    staged.rename(workdir)
+    flush.fn(agent.agent_id, "mcp.x")
+    assert "kept" in (workdir / ".notification" / "mcp.x.json").read_text("utf-8")
+    assert not hub.redis.exists(running_key(agent.agent_id))
