@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
@@ -108,6 +109,16 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
     return redis.Redis.from_url(config.url, **retrying)
 
 
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and logs)."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    user = f"{parts.username}:" if parts.username else ":"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
+
+
 def ping(client: Any, url: str) -> None:
     """Raise :class:`NoStoreError` naming both fixes if nothing answers.
 
@@ -120,8 +131,9 @@ def ping(client: Any, url: str) -> None:
         client.ping()
     except redis.exceptions.RedisError as exc:
         raise NoStoreError(
-            f"no Redis answers at {url} ({type(exc).__name__}). Start one with `tidings up` "
-            "(embedded store), or point TIDINGS_REDIS_URL / --redis-url at your Redis."
+            f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start one with "
+            "`tidings up` (embedded store), or point TIDINGS_REDIS_URL / --redis-url at your "
+            "Redis."
         ) from None
     finally:
         if saved is not None:

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from store.connection import client_for, ping
+from store.connection import client_for, ping, redact
 from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig
 from tidings import _logging
 from tidings.cli._common import common_options, option, settings
@@ -74,8 +74,9 @@ def up(args: argparse.Namespace) -> int:
         agents = [hub.agent(w).record.public for w in workdirs]
         hub.start_worker(threads=args.threads)
         exporter = metrics.serve(s.metrics_port)
-        _say({"status": "ready", "role": "up", "url": s.redis_url, "embedded": server is not None,
-              "durable": server is None, "host": s.host, "agents": agents,
+        _say({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
+              "embedded": server is not None, "durable": server is None, "host": s.host,
+              "agents": agents,
               "metrics_port": exporter.port if exporter else None})
         _wait_for_signal()
     finally:
