@@ -16,8 +16,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.connection import SSLConnection
 from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
 from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelManagedConnection
 
 from store.errors import NoStoreError
 from store.settings import RedisConfig
@@ -77,6 +79,25 @@ class FailoverRetry(Retry):
                 time.sleep(min(self._backoff.compute(failures), deadline - now))
 
 
+class SentinelFailoverConnection(SentinelManagedConnection):
+    """Reconnects through the Sentinels every time.
+
+    redis-py's command retry reconnects a dropped connection to the address it last
+    had; after a switchover that is the old master, still answering until Sentinel
+    demotes it, and what is written there is lost. Asking the Sentinels first sends
+    the retried command to the new master.
+    """
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if not self._sock:
+            self.connect()
+        super().send_packed_command(command, check_health)
+
+
+class SentinelFailoverSSLConnection(SentinelFailoverConnection, SSLConnection):
+    pass
+
+
 def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECONDS) -> Any:
     """A redis-py client (bytes responses, RESP2) for ``config`` that rides out failovers."""
     retrying: dict[str, Any] = {
@@ -87,8 +108,6 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
         "protocol": 2,
     }
     if config.is_sentinel:
-        from redis.sentinel import Sentinel
-
         # One quick try per Sentinel: the master connection's retry loops over them.
         sentinel_kwargs: dict[str, Any] = {
             "socket_timeout": SENTINEL_TIMEOUT,
@@ -98,12 +117,13 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
         if config.password:
             sentinel_kwargs["password"] = config.password
         sentinel = Sentinel(list(config.sentinels), sentinel_kwargs=sentinel_kwargs)
+        tls = config.scheme.startswith("rediss")
         return sentinel.master_for(
             config.service_name or "mymaster",
             db=config.db,
             username=config.username,
             password=config.password,
-            ssl=config.scheme.startswith("rediss"),
+            connection_class=SentinelFailoverSSLConnection if tls else SentinelFailoverConnection,
             **retrying,
         )
     return redis.Redis.from_url(config.url, **retrying)

@@ -1,7 +1,8 @@
 """Issue 7, acceptance 3 (publish half): a Sentinel failover during a stream of
 ``publish_event`` calls loses no event and writes none twice.
 
-The master is SIGKILLed, as a crashed Redis host would be. The hub's client rides
+The master is SIGKILLed, as a crashed Redis host would be, or handed over in a
+planned switchover (deploy/README.md's procedure). The hub's client rides
 out the failover (store/connection.py retries with back-off and re-asks the
 Sentinels); a call that still fails is retried by the producer with the same
 idempotency key, which C11's dedup answers as a duplicate when its first attempt
@@ -21,9 +22,10 @@ import redis
 
 import tidings
 from jobs.flush import flush_channel
+from store.keys import AgentKeys
 from store.settings import Settings
 from tests.support.polling import wait_until
-from tests.support.sentinel import sentinel_set
+from tests.support.sentinel import SentinelSet, sentinel_set
 
 pytestmark = pytest.mark.redis_server
 
@@ -74,9 +76,16 @@ def channel_events(workdir: Path) -> list[dict[str, Any]]:
     return events
 
 
-def test_c11_c15_publish_stream_survives_sentinel_failover(tmp_path: Path) -> None:
+def fail_over(replica_set: SentinelSet, how: str) -> None:
+    old_master = replica_set.kill_master() if how == "master-killed" else replica_set.switchover()
+    replica_set.wait_promoted(old_master.port)
+
+
+@pytest.mark.parametrize("how", ["master-killed", "planned-switchover"])
+def test_c11_c15_publish_stream_survives_sentinel_failover(tmp_path: Path, how: str) -> None:
     """Every acknowledged event is in the channel file exactly once, in order (C11
-    dedup by idempotency key; C15 no record lost or written twice)."""
+    dedup by idempotency key; C15 no record lost or written twice), and the new
+    master agrees: nothing left buffered to be applied again later."""
     replica_set = sentinel_set(tmp_path / "redis")
     try:
         settings = Settings(host="sentinel-host", redis_url=replica_set.url)
@@ -90,8 +99,7 @@ def test_c11_c15_publish_stream_survives_sentinel_failover(tmp_path: Path) -> No
             try:
                 wait_until(lambda: len(producer.acknowledged) >= 30 or producer.failure,
                            timeout=30, what="events before the failover")
-                old_master = replica_set.kill_master()
-                replica_set.wait_promoted(old_master.port)
+                fail_over(replica_set, how)
                 promoted_at = len(producer.acknowledged)
                 wait_until(lambda: len(producer.acknowledged) >= promoted_at + 30
                            or producer.failure, timeout=60, what="events after the failover")
@@ -108,6 +116,11 @@ def test_c11_c15_publish_stream_survives_sentinel_failover(tmp_path: Path) -> No
             assert [e["n"] for e in events] == list(range(len(acknowledged)))
             assert [e["event_id"] for e in events] == [r["event_id"] for r in acknowledged]
             assert len({e["event_id"] for e in events}) == len(events)
+            with replica_set.master().client() as master:
+                keys = AgentKeys(agent.agent_id)
+                assert master.llen(keys.buffer(CHANNEL)) == 0
+                assert int(master.get(keys.applied(CHANNEL))) == len(acknowledged)
+                assert int(master.get(keys.sequence(CHANNEL))) == len(acknowledged)
         finally:
             hub.close()
             hub.redis.close()

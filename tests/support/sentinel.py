@@ -18,10 +18,13 @@ from tests.support.redis_server import RedisServer, free_port, redis_binary
 
 #: The monitored service, as in ``redis+sentinel://.../mymaster/0``.
 SERVICE = "mymaster"
-#: How long a silent master stays up in a Sentinel's eyes (ms).
-DOWN_AFTER_MS = 500
+#: How long a silent node stays up in a Sentinel's eyes (ms). Shorter flaps under load:
+#: a new master missing one ping would be failed over again at once (quorum 1).
+DOWN_AFTER_MS = 2000
 #: Sentinel's failover timeout (ms): also the pause before it retries a failed failover.
 FAILOVER_TIMEOUT_MS = 3000
+#: Longest write pause of a planned switchover (ms); lifted as soon as it is done.
+SWITCHOVER_PAUSE_MS = 15000
 
 
 class SentinelProcess:
@@ -132,6 +135,28 @@ class SentinelSet:
     def force_failover(self) -> None:
         """``SENTINEL FAILOVER``: promote the replica although the master is healthy."""
         self.sentinels[0].command("SENTINEL", "FAILOVER", SERVICE)
+
+    def switchover(self) -> RedisServer:
+        """A planned switchover that loses no write (deploy/README.md): pause writes on
+        the master, let the replica catch up, fail over, then disconnect the old
+        master's clients so they reconnect through the Sentinels to the new one.
+        Returns the old master."""
+        master = self.master()
+        with master.client(decode_responses=True) as admin:
+            admin.execute_command("CLIENT", "PAUSE", SWITCHOVER_PAUSE_MS, "WRITE")
+            wait_until(lambda: self._replica_caught_up(admin), timeout=10,
+                       what="replica caught up")
+            self.force_failover()
+            self.wait_promoted(master.port)
+            admin.execute_command("CLIENT", "KILL", "TYPE", "normal")
+            admin.execute_command("CLIENT", "UNPAUSE")
+        return master
+
+    @staticmethod
+    def _replica_caught_up(admin: redis.Redis) -> bool:
+        info = admin.info("replication")
+        replica = info.get("slave0")
+        return isinstance(replica, dict) and replica["offset"] == info["master_repl_offset"]
 
     def wait_promoted(self, old_port: int, timeout: float = 30.0) -> int:
         """Wait until every Sentinel names a new master that answers as one."""
