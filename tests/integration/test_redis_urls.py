@@ -51,3 +51,8 @@ def test_passwords_never_reach_messages() -> None:
     assert redact("redis+sentinel://:pw@s1:26379,s2:26379/mymaster/0") == \
         "redis+sentinel://:***@s1:26379,s2:26379/mymaster/0"
     assert redact("redis://h:6379/0") == "redis://h:6379/0"
+
+
+def test_sentinel_credentials_are_percent_decoded_like_redis_urls() -> None:
+    config = RedisConfig.from_url("redis+sentinel://me:p%40ss%3Aw@s1:26379/mymaster")
+    assert (config.username, config.password) == ("me", "p@ss:w")
