@@ -117,8 +117,10 @@ def _supervise(args: argparse.Namespace, url: str, metrics_port: int | None) -> 
     port the children record into one multiprocess directory and this process serves
     their sum."""
     command = [sys.executable, "-m", "tidings", "worker", "--processes", "1",
-               "--threads", str(args.threads), "--redis-url", url]
+               "--threads", str(args.threads)]
+    # The URL goes in the environment, where a password is not on every `ps` listing.
     env = {k: v for k, v in os.environ.items() if k != "TIDINGS_METRICS_PORT"}
+    env["TIDINGS_REDIS_URL"] = url
     with tempfile.TemporaryDirectory(prefix="tidings-metrics-") as directory:
         if metrics_port is not None:
             env[metrics.MULTIPROC_ENV] = directory
