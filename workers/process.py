@@ -18,6 +18,10 @@ from workers.routing import host_queue
 
 #: Worker threads per process (observations hold the GIL; keep it modest).
 DEFAULT_THREADS = 8
+#: Longest idle wait between queue polls (ms). dramatiq's default (1 s) would add
+#: up to a second to a delay alarm; 100 ms keeps alarms within delay.md D19's
+#: "within moments" (bench/alarms.py).
+POLL_MS = 100
 
 
 class HostWorker:
@@ -29,7 +33,8 @@ class HostWorker:
         declare_actors(self.broker, self.runtime)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
-        self.worker = Worker(self.broker, queues={queue}, worker_threads=threads)
+        self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
+                             worker_timeout=POLL_MS)
 
     def start(self) -> None:
         self.worker.start()

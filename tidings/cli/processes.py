@@ -1,4 +1,4 @@
-"""Long-running processes: ``tidings up`` and ``tidings worker``."""
+"""Long-running processes: ``tidings up``, ``tidings worker`` and ``tidings scheduler``."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     w.add_argument("--threads", type=int, default=8)
     w.set_defaults(handler=worker)
 
+    sc = subparsers.add_parser("scheduler", parents=[common],
+                               help="this host's scheduler (leader-locked; others wait as standby)")
+    sc.set_defaults(handler=scheduler)
+
 
 def _say(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload) + "\n")
@@ -69,6 +73,7 @@ def up(args: argparse.Namespace) -> int:
         hub.start_worker(threads=args.threads)
         _say({"status": "ready", "role": "up", "url": s.redis_url, "embedded": server is not None,
               "durable": server is None, "host": s.host, "agents": agents})
+        hub.start_scheduler(on_event=_say)
         _wait_for_signal()
     finally:
         hub.close()
@@ -93,6 +98,25 @@ def worker(args: argparse.Namespace) -> int:
         _wait_for_signal()
     finally:
         host_worker.stop()
+    return 0
+
+
+def scheduler(args: argparse.Namespace) -> int:
+    from scheduler.service import SchedulerService
+
+    s = settings(args)
+    url = s.redis_url or EMBEDDED_DEFAULT_URL
+    client = client_for(RedisConfig.from_url(url))
+    ping(client, url)
+    service = SchedulerService(client, s, on_event=_say)
+    _say({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
+          "holder": service.holder})
+    service.start()
+    try:
+        _wait_for_signal()
+    finally:
+        service.stop()
+        client.close()
     return 0
 
 
