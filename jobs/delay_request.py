@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs import delay_alarm, limits, log, reading, sync
+from jobs import delay_alarm, limits, log
 from jobs.allowlist import Allowlist, allowlist
 from jobs.delay_state import (
     ACTIVE,
@@ -157,6 +157,8 @@ def _send(rt: Runtime, agent: AgentRecord, requests: list[dict[str, Any]]) -> No
 
 def _commit_wake(rt: Runtime, agent: AgentRecord) -> None:
     """channels.md C23: the agent's own delay or cancel is not news."""
+    from jobs import reading  # reading imports the delay modules
+
     obs = reading.coherent_read(rt, agent)
     if obs.stable:
         rt.redis.set(AgentKeys(agent.agent_id).wake_fp, compact(obs.masked_fp))
@@ -183,6 +185,8 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
             break
         published = delay_alarm.reconcile(rt, agent, step.overdue_id) or published
     if published:
+        from jobs import sync  # sync imports the delay modules
+
         sync.sync_agent(rt, agent)  # D14
     if step.overdue:
         return _error("delay_expiry_recovery_pending",
