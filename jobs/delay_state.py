@@ -26,7 +26,6 @@ STATE_FILE = ".notification/.delay_state.json"
 STATE_VERSION = 1
 
 ACTIVE, EXPIRING, PUBLISHED, CANCELLED = "active", "expiring", "published", "cancelled"
-STATUSES = frozenset({ACTIVE, EXPIRING, PUBLISHED, CANCELLED})
 
 #: D8: how far ``started_epoch`` may lie in the future (clock skew), in seconds.
 START_SKEW_SECONDS = 1.0
