@@ -40,5 +40,5 @@ def add_tick_job(scheduler: Any, redis: Any, broker: Broker, host: str, interval
     scheduler.add_job(
         tick, "interval", seconds=interval, args=[redis, broker, host, interval],
         id=TICK_JOB_ID, name="sync tick", jobstore=jobstore, coalesce=True, max_instances=1,
-        misfire_grace_time=max(1, math.ceil(interval)), replace_existing=True,
+        misfire_grace_time=None, replace_existing=True,
     )

@@ -27,7 +27,7 @@ from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.redis_server
 
-FAST_LEASE = LeaseSettings(lease_seconds=1.0, renew_seconds=0.2)
+FAST_LEASE = LeaseSettings(lease_seconds=2.0, renew_seconds=0.2)
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_d19_delay_ends_in_one_alarm_saying_what_changed(hub: tidings.Hub,
         wait_until(alarm_path.exists, timeout=10, what=f"{agent.agent_id}'s alarm")
         alarm = read(alarm_path)["data"]["delay_alarm"]
         assert alarm["changed"] is changed
-        assert 2.0 <= alarm["actual_seconds"] < 3.5
+        assert 2.0 <= alarm["actual_seconds"] < 5.0
         snap = agent.snapshot()
         assert snap["email"]["header"] == ("2 unread" if changed else "1 unread")
         assert snap["delay-alarm"]["priority"] == "high"
@@ -102,7 +102,7 @@ def test_d18_standby_takes_over_and_alarms_fire_once(
         first = wait_until(lambda: one if one.leading.is_set() else
                            two if two.leading.is_set() else None, timeout=10)
         other = two if first is one else one
-        time.sleep(FAST_LEASE.renew_seconds * 3)  # several renewals: still one leader
+        time.sleep(FAST_LEASE.renew_seconds * 3)  # nothing to wait for: still one leader?
         assert first.leading.is_set() and not other.leading.is_set()
 
         agent = hub.agent(tmp_path, agent_id="a1")
