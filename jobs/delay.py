@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from jobs import sync
 from jobs.allowlist import Allowlist
 from jobs.delay_alarm import owes_alarm, reconcile
 from jobs.delay_request import request_delay
@@ -42,6 +41,8 @@ def expire(rt: Runtime, agent: AgentRecord, request_id: str) -> bool:
     """D17: publish this request's alarm if it is owed; then wake at once (D14)."""
     published = reconcile(rt, agent, expected=request_id)
     if published:
+        from jobs import sync  # the sync step reads through jobs.reading, which imports us
+
         sync.sync_agent(rt, agent)
     return published
 
