@@ -35,9 +35,6 @@ from workers.broker import make_broker
 from workers.dispatch import BrokerDispatcher
 from workers.routing import scheduler_queue
 
-#: Longest idle wait between polls of the alarm-request queue (ms): a request
-#: for a short delay must be applied well before its deadline.
-REQUEST_POLL_MS = 100
 #: Requests are applied in order, so one thread consumes them.
 REQUEST_THREADS = 1
 #: The in-memory job store of the sync tick.
@@ -68,7 +65,8 @@ class Activation:
                                LOCAL_STORE)
         requests.declare_request_actor(self.broker, self.host, self.aps, self.body)
         self.worker = Worker(self.broker, queues={scheduler_queue(self.host)},
-                             worker_threads=REQUEST_THREADS, worker_timeout=REQUEST_POLL_MS)
+                             worker_threads=REQUEST_THREADS,
+                             worker_timeout=settings.worker_poll_ms)
         self._thread = threading.Thread(target=self.aps.start, name="tidings-apscheduler",
                                         daemon=True)
         self._worker_started = False

@@ -24,7 +24,6 @@ from tidings._agent import Agent
 from workers.actors import declare_actors
 from workers.broker import make_broker
 from workers.dispatch import BrokerDispatcher
-from workers.process import POLL_MS
 from workers.routing import host_queue
 
 #: Worker threads of an in-process worker (embedded hubs, ``tidings up``).
@@ -157,7 +156,7 @@ class Hub:
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
             worker = Worker(self.broker, queues={queue}, worker_threads=threads,
-                            worker_timeout=POLL_MS)
+                            worker_timeout=self.settings.worker_poll_ms)
             worker.start()
             self._worker = worker
 

@@ -18,10 +18,6 @@ from workers.routing import host_queue
 
 #: Worker threads per process (observations hold the GIL; keep it modest).
 DEFAULT_THREADS = 8
-#: Longest idle wait between queue polls (ms). dramatiq's default (1 s) would add
-#: up to a second to a delay alarm; 100 ms keeps alarms within delay.md D19's
-#: "within moments" (bench/alarms.py).
-POLL_MS = 100
 
 
 class HostWorker:
@@ -34,7 +30,7 @@ class HostWorker:
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
         self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
-                             worker_timeout=POLL_MS)
+                             worker_timeout=settings.worker_poll_ms)
 
     def start(self) -> None:
         self.worker.start()
