@@ -107,8 +107,8 @@ def test_d18_standby_takes_over_and_alarms_fire_once(
 
         agent = hub.agent(tmp_path, agent_id="a1")
         result = request_delay(agent.runtime, agent.record, "email", 1)
-        wait_until(lambda: (tmp_path / ALARM).exists(), timeout=10, what="the first alarm")
-        assert read(tmp_path / STATE)["status"] == "published"
+        wait_until(lambda: read(tmp_path / STATE)["status"] == "published", timeout=10,
+                   what="the first alarm")
         assert read(tmp_path / ALARM)["data"]["delay_alarm"]["request_id"] == (
             result["request_id"])
 
