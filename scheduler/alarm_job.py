@@ -58,6 +58,8 @@ def schedule(scheduler: Any, body: AlarmBody, agent_id: str, request_id: str,
 
 def unschedule(scheduler: Any, request_id: str) -> bool:
     """D15 ``remove``: ``False`` (a no-op) for an unknown id."""
+    if scheduler.get_job(request_id, jobstore=ALARM_STORE) is None:
+        return False
     try:
         scheduler.remove_job(request_id, jobstore=ALARM_STORE)
     except JobLookupError:

@@ -179,10 +179,10 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
             raise JobLookupError(job.id)
 
     def remove_job(self, job_id: str) -> None:
-        removed = self._scripts("scheduler_job_remove", [self.jobs_key, self.run_times_key],
-                                [job_id])
-        if not int(removed):
-            raise JobLookupError(job_id)
+        """Remove a job; an id that is already gone is not an error here: an old leader
+        that has not yet noticed its lost lease may fire and remove the same job from this
+        shared store, and APScheduler's loop must not die of that."""
+        self._scripts("scheduler_job_remove", [self.jobs_key, self.run_times_key], [job_id])
 
     def remove_all_jobs(self) -> None:
         self.redis.delete(self.jobs_key, self.run_times_key)

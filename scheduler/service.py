@@ -48,8 +48,10 @@ EventSink = Callable[[dict[str, Any]], None]
 class Activation:
     """Everything that runs while this process leads its host."""
 
-    def __init__(self, redis: Any, settings: Settings, clock: Clock) -> None:
+    def __init__(self, redis: Any, settings: Settings, clock: Clock,
+                 on_failure: Callable[[], None]) -> None:
         self.host = settings.host
+        self._on_failure = on_failure
         self.broker = make_broker(redis, settings)
         self.runtime = Runtime(redis, clock, settings, BrokerDispatcher(self.broker))
         self.body = alarm_job.bind(self.broker, self.host)
@@ -67,9 +69,22 @@ class Activation:
         self.worker = Worker(self.broker, queues={scheduler_queue(self.host)},
                              worker_threads=REQUEST_THREADS,
                              worker_timeout=settings.worker_poll_ms)
-        self._thread = threading.Thread(target=self.aps.start, name="tidings-apscheduler",
+        self._thread = threading.Thread(target=self._run_scheduler, name="tidings-apscheduler",
                                         daemon=True)
         self._worker_started = False
+        self._stopping = False
+
+    def _run_scheduler(self) -> None:
+        """APScheduler's loop; if it dies while leading, the service steps down (and then
+        starts afresh) rather than lead without a timer."""
+        try:
+            self.aps.start()
+        except Exception as exc:
+            if self._stopping:
+                return  # a job that fired during shutdown; nothing is lost (D17)
+            log.event("scheduler_loop_failed", host=self.host, error=type(exc).__name__,
+                      detail=str(exc)[:200])
+            self._on_failure()
 
     def start(self) -> dict[str, int]:
         """Start APScheduler, reconcile (D18), then serve alarm requests."""
@@ -84,6 +99,7 @@ class Activation:
         return counts
 
     def stop(self) -> None:
+        self._stopping = True
         if self._worker_started:
             self.worker.stop(timeout=int(START_TIMEOUT_SECONDS * 1000))
         if self.aps.state != STATE_STOPPED:
@@ -155,7 +171,7 @@ class SchedulerService:
         keeper.start()
         activation: Activation | None = None
         try:
-            activation = Activation(self.redis, self.settings, self.clock)
+            activation = Activation(self.redis, self.settings, self.clock, step_down.set)
             counts = activation.start()
             self.leading.set()
             self._emit("leader", startup=counts)

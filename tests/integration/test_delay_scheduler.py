@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apscheduler.schedulers.blocking import BlockingScheduler
 
 import tidings
 from jobs.delay import request_delay
@@ -182,5 +183,33 @@ def test_c27_sync_tick_keeps_one_sync_host_pending(
         assert client.hlen(queue) == 1
         client.delete(keys.sync_running(fast.host))  # as a finished sync_host does
         wait_until(lambda: client.hlen(queue) == 2, timeout=10, what="the next tick")
+    finally:
+        service.stop()
+
+
+def test_d18_a_dead_timer_loop_makes_the_leader_start_afresh(
+    client: Any, host_settings: Settings, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Never lead without a timer: if APScheduler's loop dies, step down and re-activate."""
+    capture(caplog)
+    real_loop = BlockingScheduler._main_loop
+    calls: list[int] = []
+
+    def flaky_loop(self: BlockingScheduler) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("timer loop died")
+        real_loop(self)
+
+    monkeypatch.setattr(BlockingScheduler, "_main_loop", flaky_loop)
+    seen: list[str] = []
+    service = SchedulerService(client, host_settings, lease_settings=FAST_LEASE,
+                               on_event=lambda e: seen.append(e["status"]))
+    service.start()
+    try:
+        wait_until(lambda: seen.count("leader") == 2, timeout=15, what="a fresh activation")
+        assert seen[:3] == ["leader", "standby", "leader"]
+        assert events(caplog, "scheduler_loop_failed")[0]["error"] == "RuntimeError"
     finally:
         service.stop()

@@ -34,6 +34,9 @@ class StubScheduler:
         self.jobs[id] = SimpleNamespace(id=id, args=args, run_date=trigger.run_date,
                                         options=options)
 
+    def get_job(self, job_id: str, jobstore: str) -> Any:
+        return self.jobs.get(job_id)
+
     def remove_job(self, job_id: str, jobstore: str) -> None:
         if job_id not in self.jobs:
             raise JobLookupError(job_id)
