@@ -14,6 +14,7 @@ not from the tick's backstop. Prints one JSON object. Goal: p99 ≤ 200 ms.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import socket
@@ -92,9 +93,9 @@ def start_tidings(command: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 
 def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
     ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
-    return ordered[index]
+    return ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1]
 
 
 def summary(values_ms: list[float]) -> dict[str, float]:
