@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from jobs.names import name_error
 from jobs.runtime import Runtime
+from scheduler.service import EventSink, SchedulerService
 from store import keys
 from store.clock import Clock, SystemClock
 from store.connection import client_for, ping
@@ -86,6 +87,7 @@ class Hub:
         self.registry = AgentRegistry(client)
         self._wants_local_worker = local_worker
         self._worker: Worker | None = None
+        self._scheduler: SchedulerService | None = None
         self._worker_lock = threading.Lock()
 
     # -- agents ---------------------------------------------------------------
@@ -191,12 +193,29 @@ class Hub:
             worker.start()
             self._worker = worker
 
+    def start_scheduler(self, on_event: EventSink | None = None) -> SchedulerService:
+        """Run this host's scheduler in this process (embedded hubs, ``tidings up``).
+
+        It is leader-locked like ``tidings scheduler``: if another scheduler of
+        this host is active, this one waits as standby.
+        """
+        with self._worker_lock:
+            if self._scheduler is None:
+                self._scheduler = SchedulerService(self.redis, self.settings, clock=self.clock,
+                                                   on_event=on_event)
+                self._scheduler.start()
+            return self._scheduler
+
     def _ensure_local_worker(self) -> None:
         if self._wants_local_worker:
             self.start_worker()
+            self.start_scheduler()
 
     def close(self) -> None:
         with self._worker_lock:
+            if self._scheduler is not None:
+                self._scheduler.stop()
+                self._scheduler = None
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None

@@ -19,7 +19,7 @@ from typing import Any
 import dramatiq
 from dramatiq import Broker
 
-from jobs import flush, log
+from jobs import delay, flush, log, sync
 from jobs.runtime import Runtime
 from store.errors import StoreError
 from store.models import AgentRecord
@@ -75,6 +75,24 @@ def agent_actor(
     )
 
 
+def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
+    """``sync_host(host)`` (channels.md C27); the job clears the flag the scheduler's
+    tick set, so the next tick may enqueue again."""
+
+    def sync_host(host: str) -> None:
+        if host != rt.settings.host:
+            send(broker, "sync_host", host_queue(host), host)
+            return
+        sync.sync_host(rt, host)
+
+    return dramatiq.Actor(
+        sync_host, broker=broker, actor_name="sync_host", queue_name=UNROUTED_QUEUE, priority=0,
+        options={},
+    )
+
+
 def declare_actors(broker: Broker, rt: Runtime) -> None:
     """Declare every host actor on ``broker``."""
     agent_actor(broker, rt, "flush_channel", flush.flush_channel)
+    agent_actor(broker, rt, "expire_delay", delay.expire)
+    sync_host_actor(broker, rt)

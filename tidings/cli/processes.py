@@ -1,4 +1,4 @@
-"""Long-running processes: ``tidings up`` and ``tidings worker``."""
+"""Long-running processes: ``tidings up``, ``tidings worker`` and ``tidings scheduler``."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     w.add_argument("--threads", type=int, default=8)
     w.set_defaults(handler=worker)
 
+    sc = subparsers.add_parser("scheduler", parents=[common],
+                               help="this host's scheduler (leader-locked; others wait as standby)")
+    sc.set_defaults(handler=scheduler)
+
 
 def _say(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload) + "\n")
@@ -78,6 +82,7 @@ def up(args: argparse.Namespace) -> int:
               "embedded": server is not None, "durable": server is None, "host": s.host,
               "agents": agents,
               "metrics_port": exporter.port if exporter else None})
+        hub.start_scheduler(on_event=_say)
         _wait_for_signal()
     finally:
         if exporter is not None:
@@ -109,6 +114,29 @@ def worker(args: argparse.Namespace) -> int:
         if exporter is not None:
             exporter.close()
         host_worker.stop()
+    return 0
+
+
+def scheduler(args: argparse.Namespace) -> int:
+    from scheduler.service import SchedulerService
+
+    s = settings(args)
+    _logging.configure(s)
+    url = s.redis_url or EMBEDDED_DEFAULT_URL
+    client = client_for(RedisConfig.from_url(url))
+    ping(client, url)
+    service = SchedulerService(client, s, on_event=_say)
+    exporter = metrics.serve(s.metrics_port)
+    _say({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
+          "holder": service.holder, "metrics_port": exporter.port if exporter else None})
+    service.start()
+    try:
+        _wait_for_signal()
+    finally:
+        service.stop()
+        if exporter is not None:
+            exporter.close()
+        client.close()
     return 0
 
 
