@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from jobs import cap
+from jobs.limits import max_chars
 from jobs.reading import FpEntry, Observation, coherent_read
 from jobs.runtime import Runtime
 from store.jsonfmt import compact
@@ -50,29 +51,41 @@ def commit(
     rt.redis.mset({k.delivered_fp: compact(raw_fp), k.wake_fp: compact(masked_fp)})
 
 
+def _without_guidance(payload: Any) -> Any:
+    if isinstance(payload, dict) and "notification_guidance" in payload:
+        return {k: v for k, v in payload.items() if k != "notification_guidance"}
+    return payload
+
+
 def attention_lane(
-    rt: Runtime, agent: AgentRecord, obs: Observation, persistent: dict[str, Any] | None
+    rt: Runtime,
+    agent: AgentRecord,
+    obs: Observation,
+    persistent: dict[str, Any] | None,
+    cap_chars: int | None = None,
 ) -> dict[str, Any]:
-    """The capped attention map of ``obs`` (guidance keys removed, sanitised, capped)."""
-    lane: dict[str, Any] = {}
-    for channel, payload in obs.payloads.items():
-        if isinstance(payload, dict):
-            payload = {k: v for k, v in payload.items() if k != "notification_guidance"}
-        lane[channel] = payload
+    """The capped attention map of ``obs`` (guidance keys removed, sanitised, capped).
+
+    Payloads are copied only when a guidance key must go, so the lane that is
+    measured holds the observation's own objects (B6).
+    """
+    lane = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
     lane = cap.sanitise_attention(lane, persistent)
-    return cap.cap_attention(rt, agent, lane) if lane else lane
+    return cap.cap_attention(rt, agent, lane, cap_chars) if lane else lane
 
 
 def notifications(
     rt: Runtime, agent: AgentRecord, obs: Observation, persistent: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """The ``notifications`` object of one stable observation (C24)."""
+    """The ``notifications`` object of one stable observation (C24); one cap for both
+    lanes (block-cap.md B1)."""
+    cap_chars = max_chars(agent.root)
     out: dict[str, Any] = {}
-    attention = attention_lane(rt, agent, obs, persistent)
+    attention = attention_lane(rt, agent, obs, persistent, cap_chars)
     if attention:
         out["attention"] = attention
     if persistent:
-        out["persistent"] = cap.cap_persistent(rt, agent, persistent)
+        out["persistent"] = cap.cap_persistent(rt, agent, persistent, cap_chars)
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import dramatiq
 from dramatiq import Broker
 
-from jobs import flush, log
+from jobs import flush, log, render
 from jobs.runtime import Runtime
 from store.models import AgentRecord
 from store.registry import AgentRegistry
@@ -53,3 +53,4 @@ def agent_actor(
 def declare_actors(broker: Broker, rt: Runtime) -> None:
     """Declare every host actor on ``broker``."""
     agent_actor(broker, rt, "flush_channel", flush.flush_channel)
+    agent_actor(broker, rt, "render_attention", render.render_attention, store_results=True)
