@@ -56,6 +56,7 @@ COMMENT_PATH_OMITTED = (
 )
 
 Lane = dict[str, Any]
+_CONTAINERS = (dict, list, tuple)
 
 
 def cut(text: str, budget: int) -> str:
@@ -82,7 +83,8 @@ def shorten(value: Any, budget: int) -> Any:
                 out[f"{field}_truncated"] = True
         return out
     if isinstance(value, list | tuple):
-        return [shorten(item, budget) for item in value]
+        return [shorten(item, budget) if isinstance(item, _CONTAINERS) else item
+                for item in value]
     return value
 
 
