@@ -40,7 +40,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def invalid_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if getattr(r, "event", "") == "notification_max_chars_invalid"]
+    return [r for r in caplog.records
+            if getattr(r, "event", "") == "notification_max_chars_invalid"]
 
 
 class TestEnvironment:
