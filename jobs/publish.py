@@ -155,7 +155,8 @@ def _settle(
     seq, flag_set = int(pushed[1]), pushed[2] == "1"
     if flag_set:
         rt.dispatch.flush_channel(agent, channel)
-    flushed = applied_through(rt, agent, channel) >= seq
+    # Only an inline dispatch (or a wait) can have flushed by now; skip the read otherwise.
+    flushed = (flag_set or wait) and applied_through(rt, agent, channel) >= seq
     if wait and not flushed:
         flushed = _wait_applied(rt, agent, channel, seq)
     result: Result = {"status": "ok"}

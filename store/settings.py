@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     observe_lock_seconds: float = Field(default=60.0, gt=0)
     #: Turn lease (memory-inbox.md M43).
     turn_lease_seconds: float = Field(default=3600.0, gt=0)
+    #: Longest idle wait of a worker's queue poll (ms); dramatiq's 1 s default would add
+    #: up to a second of publish-to-file latency on an idle queue.
+    worker_poll_ms: int = Field(default=20, ge=1, le=1000)
     #: Port of the Prometheus exposition server; ``None`` disables it.
     metrics_port: int | None = None
     #: Emit logs as JSON lines.

@@ -70,7 +70,9 @@ def jobs_dispatch() -> InlineJobs:
 
 
 @pytest.fixture
-def rt(redis_client: Any, clock: FakeClock, settings: Settings, jobs_dispatch: InlineJobs) -> Runtime:
+def rt(
+    redis_client: Any, clock: FakeClock, settings: Settings, jobs_dispatch: InlineJobs
+) -> Runtime:
     runtime = Runtime(redis_client, clock, settings, jobs_dispatch)
     jobs_dispatch.runtime = runtime
     return runtime

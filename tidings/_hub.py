@@ -153,7 +153,8 @@ class Hub:
                 return
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
-            worker = Worker(self.broker, queues={queue}, worker_threads=threads)
+            worker = Worker(self.broker, queues={queue}, worker_threads=threads,
+                            worker_timeout=self.settings.worker_poll_ms)
             worker.start()
             self._worker = worker
 

@@ -29,7 +29,8 @@ class HostWorker:
         declare_actors(self.broker, self.runtime)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
-        self.worker = Worker(self.broker, queues={queue}, worker_threads=threads)
+        self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
+                             worker_timeout=settings.worker_poll_ms)
 
     def start(self) -> None:
         self.worker.start()

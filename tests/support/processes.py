@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -79,10 +80,8 @@ class TidingsProcess:
     def kill(self) -> None:
         """SIGKILL the whole process group: no cleanup runs."""
         if self.alive():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.wait(10)
 
     def stop(self, timeout: float = 15.0) -> int:

@@ -40,13 +40,17 @@ class TestPublishValidation:
             ("sp ace", "channel must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$"),
         ],
     )
-    def test_c2_bad_names(self, rt: Runtime, agent: AgentRecord, channel: str, message: str) -> None:
+    def test_c2_bad_names(
+        self, rt: Runtime, agent: AgentRecord, channel: str, message: str
+    ) -> None:
         result = pub.publish_event(rt, agent, channel, {"text": "x"})
         assert result["reason"] == "invalid_channel"
         assert result["message"] == message
         assert notification_files(agent) == []
 
-    def test_c6_unregistered_channel_is_not_allowlisted(self, rt: Runtime, agent: AgentRecord) -> None:
+    def test_c6_unregistered_channel_is_not_allowlisted(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
         result = pub.publish_event(rt, agent, "foo", {"text": "x"})
         assert result["reason"] == "invalid_channel"
         assert "not allowlisted" in result["message"]

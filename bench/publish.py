@@ -1,0 +1,262 @@
+"""Publish throughput and latency (issue 2 benchmark).
+
+In one run, against one fresh redis-server and worker processes with the same
+thread count:
+
+* events/s delivered into one channel by tidings' coalesced path
+  (``publish_event`` → buffer → ``flush_channel``), and by a plain dramatiq actor
+  that writes the channel file once per event (the baseline);
+* publish → visible-in-file latency p50/p99 at a steady 200 events/s.
+
+Prints one JSON object. Goal: coalesced ≥ 10× plain; p99 ≤ 100 ms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _redis import percentile, redis_server
+
+THREADS = 4
+THROUGHPUT_EVENTS = 3000
+PLAIN_EVENTS = 600
+PRODUCERS = 4
+LATENCY_RATE = 200
+LATENCY_SECONDS = 5.0
+HOST = "bench"
+
+
+def plain_worker(url: str) -> None:
+    """Baseline worker: one read-modify-write of the file per event."""
+    import dramatiq
+    from dramatiq import Worker
+
+    from store import locks
+    from store.connection import client_for
+    from store.files import atomic_write, safe_read
+    from store.jsonfmt import compact
+    from store.settings import RedisConfig, Settings
+    from workers.broker import make_broker
+
+    broker = make_broker(client_for(RedisConfig.from_url(url)), Settings(host=HOST))
+
+    def plain_write(workdir: str, event: dict[str, Any]) -> None:
+        root = Path(workdir)
+        with locks.hold(root, "channel:plain"):
+            outcome = safe_read(root, ".notification/plain.json")
+            mirror = json.loads(outcome.data) if outcome.ok else {"data": {"events": []}}
+            mirror["data"]["events"] = [*mirror["data"]["events"][-19:], event]
+            mirror["applied"] = mirror.get("applied", 0) + 1
+            atomic_write(root, ".notification/plain.json", compact(mirror).encode())
+
+    dramatiq.Actor(plain_write, broker=broker, actor_name="plain_write",
+                   queue_name="bench.plain", priority=0, options={})
+    worker = Worker(broker, queues={"bench.plain"}, worker_threads=THREADS)
+    worker.start()
+    print(json.dumps({"status": "ready"}), flush=True)
+    sys.stdin.read()  # run until the parent closes our stdin
+    worker.stop()
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if '"ready"' in line:
+            return proc
+    raise RuntimeError(f"{args} did not start")
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    if proc.stdin:
+        proc.stdin.close()
+    proc.terminate()
+    proc.wait(30)
+
+
+def wait_for(condition: Any, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        time.sleep(0.005)
+
+
+def produce(mode: str, url: str, workdir: str, count: int, offset: int) -> None:
+    """A producer process: waits for "go" on stdin, then publishes ``count`` events."""
+    from dramatiq import Message
+
+    import tidings
+
+    hub = tidings.connect(url, settings=tidings.Settings(host=HOST))
+    agent = hub.agent(workdir)
+    print(json.dumps({"status": "ready"}), flush=True)
+    sys.stdin.readline()
+    for n in range(offset, offset + count):
+        if mode == "coalesced":
+            agent.publish_event("mcp.bench", {"n": n})
+        else:
+            hub.broker.enqueue(Message(queue_name="bench.plain", actor_name="plain_write",
+                                       args=(workdir, {"n": n}), kwargs={}, options={}))
+    hub.close()
+
+
+def throughput(mode: str, url: str, workdir: Path, total: int, delivered: Any,
+               env: dict[str, str], *, backlog: bool) -> float:
+    """Events/s to the last event applied, with PRODUCERS producer processes.
+
+    ``backlog=False``: timed from "go", producers and workers running together.
+    ``backlog=True``: the channel's lock is held while the producers run, so every
+    event waits; the clock starts when the lock is released (pure delivery rate).
+    """
+    from store import locks
+
+    workdir.mkdir(exist_ok=True)
+    scope = "channel:mcp.bench" if mode == "coalesced" else "channel:plain"
+    each = total // PRODUCERS
+    producers = [
+        start([sys.executable, __file__, "--produce", mode, url, str(workdir), str(each),
+               str(i * each)], env)
+        for i in range(PRODUCERS)
+    ]
+    with locks.hold(workdir, scope) if backlog else contextlib.nullcontext():
+        started = time.perf_counter()
+        for p in producers:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        if backlog:
+            for p in producers:
+                p.wait(60)
+            started = time.perf_counter()
+    wait_for(lambda: delivered() >= total)
+    elapsed = time.perf_counter() - started
+    for p in producers:
+        p.wait(60)
+    return total / elapsed
+
+
+def coalesced_delivered(url: str, workdir: Path) -> Any:
+    import tidings
+    from jobs.publish import applied_through
+
+    hub = tidings.connect(url, settings=tidings.Settings(host=HOST))
+    agent = hub.agent(workdir)
+    return lambda: applied_through(agent.runtime, agent.record, "mcp.bench")
+
+
+def plain_delivered(workdir: Path) -> Any:
+    mirror = workdir / ".notification" / "plain.json"
+
+    def applied() -> int:
+        try:
+            return int(json.loads(mirror.read_bytes()).get("applied", 0))
+        except (OSError, ValueError):
+            return 0
+
+    return applied
+
+
+def steady_latency(url: str, workdir: Path) -> dict[str, float]:
+    import tidings
+
+    with tidings.connect(url, settings=tidings.Settings(host=HOST)) as hub:
+        agent = hub.agent(workdir, max_events={"mcp.steady": 1000})
+        sent: dict[str, float] = {}
+        seen: dict[str, float] = {}
+        mirror = workdir / ".notification" / "mcp.steady.json"
+        stop_watch = threading.Event()
+
+        def watch() -> None:
+            last = None
+            while not stop_watch.is_set():
+                try:
+                    st = os.stat(mirror)
+                    key = (st.st_ino, st.st_mtime_ns)
+                    if key != last:
+                        last = key
+                        now = time.perf_counter()
+                        for e in json.loads(mirror.read_bytes())["data"]["events"]:
+                            seen.setdefault(e["event_id"], now)
+                except (OSError, ValueError, KeyError):
+                    pass
+                time.sleep(0.0005)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        interval = 1.0 / LATENCY_RATE
+        total = int(LATENCY_RATE * LATENCY_SECONDS)
+        next_at = time.perf_counter()
+        for n in range(total):
+            now = time.perf_counter()
+            if next_at > now:
+                time.sleep(next_at - now)
+            event_id = agent.publish_event("mcp.steady", {"n": n})["event_id"]
+            sent[event_id] = now if next_at <= now else next_at
+            next_at += interval
+        wait_for(lambda: len(seen) >= total, timeout=30)
+        stop_watch.set()
+        watcher.join()
+        lat = [(seen[k] - sent[k]) * 1000 for k in sent]
+        return {"events": total, "p50_ms": round(percentile(lat, 50), 2),
+                "p99_ms": round(percentile(lat, 99), 2), "max_ms": round(max(lat), 2)}
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--plain-worker":
+        plain_worker(sys.argv[2])
+        return
+    if len(sys.argv) == 7 and sys.argv[1] == "--produce":
+        produce(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+        return
+    with redis_server() as url, tempfile.TemporaryDirectory(prefix="tidings-bench-") as tmp:
+        env = {**os.environ, "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": HOST,
+               "PYTHONUNBUFFERED": "1"}
+        tidings_worker = start([sys.executable, "-m", "tidings", "worker", "--threads",
+                                str(THREADS)], env)
+        plain = start([sys.executable, __file__, "--plain-worker", url], env)
+        for name in ("a", "b", "c", "d", "e"):
+            (Path(tmp) / name).mkdir()
+        try:
+            figures = {}
+            for backlog, (a, b) in ((False, ("a", "b")), (True, ("d", "e"))):
+                coalesced = throughput("coalesced", url, Path(tmp) / a, THROUGHPUT_EVENTS,
+                                       coalesced_delivered(url, Path(tmp) / a), env,
+                                       backlog=backlog)
+                plain_rate = throughput("plain", url, Path(tmp) / b, PLAIN_EVENTS,
+                                        plain_delivered(Path(tmp) / b), env, backlog=backlog)
+                figures["backlog_drain" if backlog else "live_producers"] = {
+                    "coalesced_events_per_s": round(coalesced, 1),
+                    "plain_actor_events_per_s": round(plain_rate, 1),
+                    "speedup_vs_plain": round(coalesced / plain_rate, 2),
+                }
+            latency = steady_latency(url, Path(tmp) / "c")
+        finally:
+            stop(tidings_worker)
+            stop(plain)
+    print(json.dumps({
+        "benchmark": "publish",
+        "worker_threads": THREADS,
+        "producer_processes": PRODUCERS,
+        **figures,
+        "goal_speedup": 10,
+        "steady_rate_events_per_s": LATENCY_RATE,
+        "latency": latency,
+        "goal_p99_ms": 100,
+    }))
+
+
+if __name__ == "__main__":
+    main()
