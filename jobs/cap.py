@@ -7,10 +7,11 @@ are bound to the agent's workdir and Redis index.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from functools import partial
 from typing import Any
 
-from jobs import limits, spill, spill_persistent
+from jobs import cap_memo, limits, spill, spill_persistent
 from jobs.cap_attention import cap_lane
 from jobs.cap_persistent import cap_block
 from jobs.runtime import Runtime
@@ -69,11 +70,34 @@ def sanitise_attention(
 
 
 def cap_attention(
-    rt: Runtime, agent: AgentRecord, lane: dict[str, Any], cap: int | None = None
+    rt: Runtime,
+    agent: AgentRecord,
+    lane: dict[str, Any],
+    cap: int | None = None,
+    content_key: Hashable | None = None,
 ) -> dict[str, Any]:
-    """B6-B14: the attention lane within the effective cap, spilled to ``logs/`` if cut."""
+    """B6-B14: the attention lane within the effective cap, spilled to ``logs/`` if cut.
+
+    ``content_key`` identifies the lane's content (see :mod:`jobs.cap_memo`); with
+    it, an unchanged oversized lane is not capped again.
+    """
     limit = cap if cap is not None else limits.max_chars(agent.root)
-    return cap_lane(lane, limit, partial(spill.spill_attention, agent.root))
+    key = (agent.workdir, limit, content_key)
+    if content_key is not None:
+        remembered = cap_memo.memo.get(agent.root, key)
+        if remembered is not None:
+            return remembered
+    spilled: list[tuple[str, spill.Spill]] = []
+
+    def spiller(request: spill.SpillRequest) -> spill.Spill:
+        outcome = spill.spill_attention(agent.root, request)
+        spilled.append((request.digest, outcome))
+        return outcome
+
+    capped = cap_lane(lane, limit, spiller)
+    if content_key is not None and spilled:
+        cap_memo.memo.put(key, capped, *spilled[0])
+    return capped
 
 
 def cap_persistent(

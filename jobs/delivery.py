@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from jobs import cap
+from jobs import cap, cap_ruler
 from jobs.limits import max_chars
+from jobs.names import DAEMON
 from jobs.reading import FpEntry, Observation, coherent_read
 from jobs.runtime import Runtime
 from store.jsonfmt import compact
@@ -69,9 +70,25 @@ def attention_lane(
     Payloads are copied only when a guidance key must go, so the lane that is
     measured holds the observation's own objects (B6).
     """
-    lane = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
-    lane = cap.sanitise_attention(lane, persistent)
-    return cap.cap_attention(rt, agent, lane, cap_chars) if lane else lane
+    from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
+    lane = cap.sanitise_attention(from_files, persistent)
+    if not lane:
+        return lane
+    return cap.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
+
+
+def _content_key(
+    obs: Observation, from_files: dict[str, Any], lane: dict[str, Any]
+) -> tuple[Any, ...] | None:
+    """What determines ``lane`` (block-cap.md B20): the raw fingerprint for channel
+    files, the ruler text of the entries it does not cover (the daemon aggregate,
+    sanitised pointers); ``None`` if those cannot be written."""
+    derived = {k: v for k, v in lane.items() if k == DAEMON or v is not from_files.get(k)}
+    try:
+        derived_text = cap_ruler.ruler_text(derived)
+    except cap_ruler.Unserialisable:
+        return None
+    return (tuple(tuple(entry) for entry in obs.raw_fp), derived_text)
 
 
 def notifications(

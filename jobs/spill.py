@@ -96,15 +96,26 @@ def _canonical_of(data: bytes) -> str | None:
         return None
 
 
+def _regular(root: Path, name: str) -> os.stat_result | None:
+    st = lstat_file(root, f"{LOGS_DIR}/{name}")
+    return st if st is not None and stat.S_ISREG(st.st_mode) else None
+
+
+def still_verified(root: Path, name: str, digest: str) -> bool:
+    """``logs/<name>`` is unchanged since it was found to hold ``digest`` (one ``lstat``)."""
+    st = _regular(root, name)
+    return st is not None and _verified.matches((str(root), name), stat_key(st), digest)
+
+
 def holds(root: Path, name: str, request: SpillRequest) -> bool:
     """B9: ``logs/<name>`` is a regular file whose canonical text is the request's."""
-    rel = f"{LOGS_DIR}/{name}"
-    st = lstat_file(root, rel)
-    if st is None or not stat.S_ISREG(st.st_mode):
+    st = _regular(root, name)
+    if st is None:
         return False
     key = (str(root), name)
     if _verified.matches(key, stat_key(st), request.digest):
         return True
+    rel = f"{LOGS_DIR}/{name}"
     outcome = safe_read(root, rel, limit=min(max(st.st_size, 1), MAX_SPILL_READ))
     if not outcome.ok or outcome.stat is None:
         return False

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.panel import Panel
 
 from tidings._agent import Agent
+from tidings._demo_cap import oversized_lane
 from tidings._hub import Hub, connect
 
 
@@ -86,7 +87,7 @@ def bad_input(tour: Tour) -> None:
 
 
 #: The chapters, in order; later capabilities append theirs.
-CHAPTERS: list[Callable[[Tour], None]] = [burst, bad_input]
+CHAPTERS: list[Callable[[Tour], None]] = [burst, bad_input, oversized_lane]
 
 
 def run() -> int:
