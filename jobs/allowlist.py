@@ -68,7 +68,15 @@ class Allowlist:
         return name in BUILTIN_CHANNELS or name.startswith(MCP_PREFIX) or name in self.hook_channels
 
 
-_cache: dict[str, tuple[tuple[int, ...] | None, frozenset[str]]] = {}
+@dataclass(frozen=True)
+class RegistryState:
+    """This agent's hook channels and whether the registry itself loaded (C41)."""
+
+    hook_channels: frozenset[str]
+    loaded: bool
+
+
+_cache: dict[str, tuple[tuple[int, ...] | None, RegistryState]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -89,8 +97,8 @@ def invalidate(agent: AgentRecord) -> None:
         _cache.pop(_cache_key(agent), None)
 
 
-def hook_channels(rt: Runtime, agent: AgentRecord) -> frozenset[str]:
-    """This agent's hook channels, fresh per C41."""
+def registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
+    """This agent's hook channels, fresh per C41, and whether the registry loaded."""
     root = agent.root
     key = _registry_stat(root)
     with _cache_lock:
@@ -103,17 +111,21 @@ def hook_channels(rt: Runtime, agent: AgentRecord) -> frozenset[str]:
         # Logged once per registry state; the last good set stands in meanwhile.
         log.event("notification_hook_registry_error", agent_id=agent.agent_id, error=loaded.error)
         raw = rt.redis.get(redis_key)
-        fallback = frozenset(json.loads(raw)) if raw else frozenset()
-        with _cache_lock:
-            _cache[_cache_key(agent)] = (key, fallback)
-        return fallback
-    channels = frozenset(c for c in map(_hook_channel, loaded.manifests) if c is not None)
-    encoded = json.dumps(sorted(channels))
-    if rt.redis.get(redis_key) != encoded.encode():
-        rt.redis.set(redis_key, encoded)
+        state = RegistryState(frozenset(json.loads(raw)) if raw else frozenset(), loaded=False)
+    else:
+        channels = frozenset(c for c in map(_hook_channel, loaded.manifests) if c is not None)
+        encoded = json.dumps(sorted(channels))
+        if rt.redis.get(redis_key) != encoded.encode():
+            rt.redis.set(redis_key, encoded)
+        state = RegistryState(channels, loaded=True)
     with _cache_lock:
-        _cache[_cache_key(agent)] = (key, channels)
-    return channels
+        _cache[_cache_key(agent)] = (key, state)
+    return state
+
+
+def hook_channels(rt: Runtime, agent: AgentRecord) -> frozenset[str]:
+    """This agent's hook channels, fresh per C41."""
+    return registry_state(rt, agent).hook_channels
 
 
 def allowlist(rt: Runtime, agent: AgentRecord) -> Allowlist:

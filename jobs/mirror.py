@@ -128,3 +128,10 @@ def _fit(envelope: dict[str, Any], events: list[Any], channel: str) -> None:
     del events[:drop]
     while events and len(compact(envelope).encode("utf-8")) > MAX_ENVELOPE_BYTES:
         del events[0]
+
+
+def summarise(envelope: dict[str, Any], channel: str) -> None:
+    """C36: after events were removed, recompute header and priority (C12) in place."""
+    events = _events_of(envelope)
+    envelope["header"] = _header(len(events), channel)
+    envelope["priority"] = "high" if any(map(_is_high, events)) else "normal"

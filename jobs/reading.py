@@ -97,26 +97,27 @@ def channel_entries(root: Path, allow: Allowlist, exclude: str | None = None) ->
     return sorted(chosen, key=lambda e: e.name)
 
 
-def _file_sha(root: Path, entry: Entry) -> str | None:
+def _file_entry(root: Path, entry: Entry) -> FpEntry | None:
+    """``[name, size, sha]``; size and hash always describe the same bytes."""
     path = (str(root), entry.name)
-    key = stat_key(entry.stat)
-    sha = _hashes.get(path, key)
-    if sha is None:
-        outcome = safe_read(root, f"{NOTIFICATION_DIR}/{entry.name}")
-        if not outcome.ok or outcome.stat is None:
-            return None
-        sha = sha256_hex(outcome.data)
-        _hashes.put(path, stat_key(outcome.stat), sha)
-    return sha
+    sha = _hashes.get(path, stat_key(entry.stat))
+    if sha is not None:
+        return [entry.name, entry.stat.st_size, sha]
+    outcome = safe_read(root, f"{NOTIFICATION_DIR}/{entry.name}")
+    if not outcome.ok or outcome.stat is None:
+        return None
+    sha = sha256_hex(outcome.data)
+    _hashes.put(path, stat_key(outcome.stat), sha)
+    return [entry.name, len(outcome.data), sha]
 
 
 def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> list[FpEntry]:
     """C20 over the allowed channel files (minus ``exclude``) and the daemon aggregate."""
     fp: list[FpEntry] = []
     for entry in channel_entries(root, allow, exclude):
-        sha = _file_sha(root, entry)
-        if sha is not None:
-            fp.append([entry.name, entry.stat.st_size, sha])
+        item = _file_entry(root, entry)
+        if item is not None:
+            fp.append(item)
     view = daemon.read_daemon(root)
     if view.fp_entry is not None:
         fp.append(list(view.fp_entry))

@@ -11,6 +11,7 @@ from store.clock import Clock, FakeClock, SystemClock
 from store.settings import RedisConfig, Settings
 from tidings._agent import Agent
 from tidings._hub import Hub, connect
+from tidings._tool_schema import notification_tool_schema
 from tidings.errors import (
     LockTimeout,
     NoStoreError,
@@ -35,4 +36,5 @@ __all__ = [
     "UnknownAgentError",
     "UnsafePathError",
     "connect",
+    "notification_tool_schema",
 ]

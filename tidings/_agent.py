@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jobs import cap, delivery, reading
+from jobs import cap, daemon, delivery, reading, wake
 from jobs import publish as publishing
 from jobs.runtime import Runtime
 from store.models import AgentRecord
@@ -70,6 +70,18 @@ class Agent:
             idempotency_key=idempotency_key, wait=wait,
         )
 
+    def publish_daemon_event(
+        self,
+        daemon_id: str,
+        event: dict[str, Any],
+        priority: str | None = None,
+        wait: bool = False,
+    ) -> Result:
+        """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30)."""
+        return daemon.publish_daemon_event(
+            self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
+        )
+
     # -- consumer reads (channels.md C21-C24) ------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -104,3 +116,13 @@ class Agent:
     def call_tool(self, arguments: dict[str, Any]) -> Result:
         """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
         return tool.call_tool(self, arguments)
+
+    # -- wake signals (channels.md C26) -------------------------------------------
+
+    def wait_for_wake(self, timeout: float) -> dict[str, Any] | None:
+        """Block up to ``timeout`` seconds for the oldest unconsumed wake signal.
+
+        Returns the signal with its ``wake_id`` and advances this agent's cursor,
+        or ``None``; a bad ``timeout`` raises :class:`tidings.TidingsError`.
+        """
+        return wake.wait_for_wake(self.runtime, self.record, timeout)

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.panel import Panel
 
+from tidings import _demo_channels
 from tidings._agent import Agent
 from tidings._demo_cap import oversized_lane
 from tidings._hub import Hub, connect
@@ -87,7 +88,9 @@ def bad_input(tour: Tour) -> None:
 
 
 #: The chapters, in order; later capabilities append theirs.
-CHAPTERS: list[Callable[[Tour], None]] = [burst, bad_input, oversized_lane]
+CHAPTERS: list[Callable[[Tour], None]] = [
+    burst, bad_input, *_demo_channels.CHAPTERS, oversized_lane,
+]
 
 
 def run() -> int:

@@ -6,17 +6,28 @@ and routes the action; :func:`notification` is the same call from Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jobs import delivery
+from jobs import delay, delivery, dismiss, hooks, settings_show
+from tidings import _manual
 
 if TYPE_CHECKING:
     from tidings._agent import Agent
 
 Result = dict[str, Any]
+Handler = Callable[["Agent", dict[str, Any]], Result]
 
 #: C44: keys allowed at the root of the raw arguments.
 ROOT_KEYS = frozenset({"action", "input", "reasoning", "summarize", "_tc_id"})
+#: C44: input fields that must be strings when present.
+TEXT_FIELDS = frozenset({
+    "channel", "reason", "event_id", "ref_id", "name", "version", "source", "description",
+    "how_to_modify", "how_to_cancel", "instructions",
+})
+BOOLEAN_FIELDS = frozenset({"force"})
+DISMISS_KEYS = frozenset({"channel", "force", "reason"})
+EDIT_FIELDS = frozenset(hooks.EDITABLE)
 
 
 def invalid_argument(message: str) -> Result:
@@ -28,44 +39,127 @@ def _check(agent: Agent, payload: dict[str, Any]) -> Result:
     return delivery.check_placeholder()
 
 
-#: action -> (allowed input keys, handler)
-ACTIONS: dict[str, tuple[frozenset[str], Any]] = {
+def _dismiss_channel(agent: Agent, p: dict[str, Any]) -> Result:
+    return dismiss.dismiss_channel(agent.runtime, agent.record, p.get("channel"),
+                                   force=p.get("force"), reason=p.get("reason"))
+
+
+def _dismiss_event(agent: Agent, p: dict[str, Any]) -> Result:
+    return dismiss.dismiss_event(agent.runtime, agent.record, p.get("event_id"),
+                                 channel=p.get("channel"), force=p.get("force"),
+                                 reason=p.get("reason"))
+
+
+def _dismiss_ref(agent: Agent, p: dict[str, Any]) -> Result:
+    return dismiss.dismiss_ref(agent.runtime, agent.record, p.get("ref_id"),
+                               channel=p.get("channel"), force=p.get("force"),
+                               reason=p.get("reason"))
+
+
+def _add(agent: Agent, p: dict[str, Any]) -> Result:
+    return hooks.add(agent.runtime, agent.record, p)
+
+
+def _list(agent: Agent, p: dict[str, Any]) -> Result:
+    return hooks.list_hooks(agent.runtime, agent.record)
+
+
+def _edit(agent: Agent, p: dict[str, Any]) -> Result:
+    fields = {k: v for k, v in p.items() if k != "name"}
+    return hooks.edit(agent.runtime, agent.record, p.get("name"), fields)
+
+
+def _drop(agent: Agent, p: dict[str, Any]) -> Result:
+    return hooks.drop(agent.runtime, agent.record, p.get("name"))
+
+
+def _delay(agent: Agent, p: dict[str, Any]) -> Result:
+    # ``seconds`` goes through untouched: a non-integer is the job's ``invalid_delay``.
+    return delay.request_delay(agent.runtime, agent.record, p.get("channel"), p.get("seconds"))
+
+
+def _settings(agent: Agent, p: dict[str, Any]) -> Result:
+    return settings_show.show(agent.record)
+
+
+def _manual_action(agent: Agent, p: dict[str, Any]) -> Result:
+    return _manual.manual()
+
+
+#: The action table: action -> (input keys it lists, handler).
+ACTIONS: dict[str, tuple[frozenset[str], Handler]] = {
     "check": (frozenset(), _check),
+    "dismiss_channel": (DISMISS_KEYS, _dismiss_channel),
+    "dismiss_event": (DISMISS_KEYS | {"event_id"}, _dismiss_event),
+    "dismiss_ref": (DISMISS_KEYS | {"ref_id"}, _dismiss_ref),
+    "add": (hooks.MANIFEST_FIELDS, _add),
+    "list": (frozenset(), _list),
+    "edit": (EDIT_FIELDS | {"name"}, _edit),
+    "drop": (frozenset({"name"}), _drop),
+    "delay": (frozenset({"channel", "seconds"}), _delay),
+    "settings": (frozenset(), _settings),
+    "manual": (frozenset(), _manual_action),
 }
 
 
 def notification(agent: Agent, action: str, input: dict[str, Any] | None = None) -> Result:
-    arguments: dict[str, Any] = {"action": action}
-    if input is not None:
-        arguments["input"] = input
+    arguments: dict[str, Any] = {"action": action, "input": {} if input is None else input}
     return call_tool(agent, arguments)
 
 
-def call_tool(agent: Agent, arguments: object) -> Result:
-    if not isinstance(arguments, dict):
-        return invalid_argument("arguments must be an object")
+def _root_problem(arguments: dict[Any, Any]) -> Result | None:
     extra = set(arguments) - ROOT_KEYS
     if extra:
         return invalid_argument(f"unknown argument(s): {', '.join(sorted(map(str, extra)))}")
-    action = arguments.get("action")
-    if not isinstance(action, str):
+    if not isinstance(arguments.get("action"), str):
         return invalid_argument("action must be a string")
     if "summarize" in arguments and not isinstance(arguments["summarize"], bool):
         return invalid_argument("summarize must be a boolean")
     if "reasoning" in arguments and not isinstance(arguments["reasoning"], str):
         return invalid_argument("reasoning must be a string")
-    if action not in ACTIONS:
-        return {"status": "error", "message": f"Unknown notification action: {action}"}
     payload = arguments.get("input")
-    if payload is None:
-        payload = {}
-    if not isinstance(payload, dict):
+    if payload is not None and not isinstance(payload, dict):
         return invalid_argument("input must be an object")
-    allowed, handler = ACTIONS[action]
+    return None
+
+
+def _input_problem(action: str, payload: dict[str, Any], allowed: frozenset[str]) -> Result | None:
+    if action == "dismiss_channel" and ({"event_id", "ref_id"} & set(payload)):
+        return invalid_argument(
+            "dismiss_channel clears a whole channel; event_id and ref_id belong to "
+            "dismiss_event and dismiss_ref"
+        )
     unknown = set(payload) - allowed
     if unknown:
         return invalid_argument(
             f"{action}: unknown input key(s): {', '.join(sorted(map(str, unknown)))}"
         )
-    result: Result = handler(agent, payload)
-    return result
+    for key, value in payload.items():
+        if value is None:
+            continue
+        if key in BOOLEAN_FIELDS and not isinstance(value, bool):
+            return invalid_argument(f"{key} must be a boolean")
+        if key in TEXT_FIELDS and not isinstance(value, str):
+            return invalid_argument(f"{key} must be a string")
+    return None
+
+
+def call_tool(agent: Agent, arguments: object) -> Result:
+    """C44: validate raw arguments before any I/O, then run the action."""
+    if not isinstance(arguments, dict):
+        return invalid_argument("arguments must be an object")
+    problem = _root_problem(arguments)
+    if problem is not None:
+        return problem
+    action: str = arguments["action"]
+    if action not in ACTIONS:
+        return {"status": "error", "message": f"Unknown notification action: {action}"}
+    if "input" in arguments and arguments["input"] is None and action == "settings":
+        return invalid_argument("settings takes exactly {} as input")
+    payload: dict[str, Any] = arguments.get("input") or {}
+    allowed, handler = ACTIONS[action]
+    problem = _input_problem(action, payload, allowed)
+    if problem is not None:
+        return problem
+    # C44: a null field is absent.
+    return handler(agent, {k: v for k, v in payload.items() if v is not None})

@@ -1,0 +1,119 @@
+"""Demo chapters for the channel model: hooks, a blocked channel, dismissal, wake.
+
+The sync tick normally runs in the scheduler every second; the tour calls one
+tick (``jobs.sync.sync_agent``) by hand where it needs one, so each step is
+visible on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from jobs import sync
+
+if TYPE_CHECKING:
+    from tidings._demo import Tour
+
+HOOK = {
+    "name": "deploy-watcher",
+    "channel": "deploys",
+    "source": "a cron job tailing the deploy log",
+    "description": "one event per production deploy",
+    "how_to_modify": "edit /etc/cron.d/deploy-watcher",
+    "how_to_cancel": "remove /etc/cron.d/deploy-watcher",
+    "max_events": 5,
+}
+
+
+def _tick(tour: Tour) -> dict[str, Any]:
+    return sync.sync_agent(tour.agent.runtime, tour.agent.record)
+
+
+def _write_directly(tour: Tour, name: str, payload: dict[str, Any]) -> None:
+    """What an outside producer does: temp file + rename, no tidings call."""
+    directory = tour.workdir / ".notification"
+    directory.mkdir(exist_ok=True)
+    temp = directory / f".{name}.demo.tmp"
+    temp.write_text(json.dumps(payload), encoding="utf-8")
+    os.replace(temp, directory / name)
+
+
+def _system_refs(tour: Tour) -> list[Any]:
+    events = tour.agent.snapshot().get("system", {}).get("data", {}).get("events", [])
+    return [e.get("ref_id") for e in events if isinstance(e, dict)]
+
+
+def hooks(tour: Tour) -> None:
+    tour.console.rule("3. Hook channels are registered per agent")
+    refused = tour.agent.publish_event("deploys", {"text": "v1.4 is live"})
+    tour.expect(refused["reason"] == "invalid_channel", "an unregistered channel is refused")
+    tour.show("publish_event('deploys', ...) before registration", refused)
+    added = tour.agent.notification("add", HOOK)
+    tour.expect(added == {"status": "ok", "reason": "added", "name": "deploy-watcher"}, "added")
+    tour.show("notification(action='add', input=<manifest>)", added)
+    tour.agent.publish_event("deploys", {"text": "v1.4 is live"}, wait=True)
+    tour.expect("deploys" in tour.agent.snapshot(), "the hook channel is delivered")
+    tour.say("The channel now passes, for this agent only; [bold]list[/] shows the registry:")
+    tour.show("notification(action='list')", tour.agent.notification("list"))
+
+
+def blocked(tour: Tour) -> None:
+    tour.console.rule("4. A channel nobody registered is blocked, and said so once")
+    tour.say("A stray process writes [bold].notification/scraper.json[/] directly.")
+    _write_directly(tour, "scraper.json", {"header": "scraped", "data": {"n": 1}})
+    first = _tick(tour)
+    tour.expect(first["blocked"] == ["scraper"], "one blocked-channel warning")
+    tour.wait_for(lambda: "blocked_channel:scraper" in _system_refs(tour), "the warning")
+    _tick(tour)
+    tour.expect(_system_refs(tour).count("blocked_channel:scraper") == 1, "warned once only")
+    tour.expect("scraper" not in tour.agent.snapshot(), "the blocked file is never delivered")
+    warning = next(e for e in tour.agent.snapshot()["system"]["data"]["events"]
+                   if e.get("ref_id") == "blocked_channel:scraper")
+    tour.show("the system event (warned once; the set lives in Redis)", warning)
+
+
+def dismissal(tour: Tour) -> None:
+    tour.console.rule("5. Dismissal clears what the agent has seen, and nothing newer")
+    tour.agent.stamp({"status": "ok"})  # the agent is shown the current channels
+    gone = tour.agent.notification("dismiss_ref", {"ref_id": "blocked_channel:scraper"})
+    tour.expect(gone["removed"] == 1, "the warning was removed")
+    tour.show("dismiss_ref {'ref_id': 'blocked_channel:scraper'}", gone)
+    tour.agent.publish("soul", {"header": "reflect", "data": {"prompt": "v1"}}, wait=True)
+    tour.agent.stamp({"status": "ok"})
+    tour.agent.publish("soul", {"header": "reflect", "data": {"prompt": "v2"}}, wait=True)
+    tour.say("The producer rewrote [bold]soul[/] after the agent last saw it:")
+    stale = tour.agent.notification("dismiss_channel", {"channel": "soul"})
+    tour.expect(stale["reason"] == "stale_channel_version", "a stale dismissal is refused")
+    tour.show("dismiss_channel {'channel': 'soul'}", stale)
+    forced = tour.agent.notification("dismiss_channel", {"channel": "soul", "force": True})
+    tour.expect(forced["cleared"] is True, "force clears it")
+    tour.show("dismiss_channel {'channel': 'soul', 'force': true}", forced)
+
+
+def wake(tour: Tour) -> None:
+    tour.console.rule("6. A direct write wakes the agent")
+    tour.agent.stamp({"status": "ok"})
+    _tick(tour)
+    while tour.agent.wait_for_wake(0) is not None:
+        pass  # start from a quiet stream
+    tour.say("An MCP watcher writes [bold].notification/mcp.watch.json[/] itself; the next "
+             "sync tick notices the new fingerprint and appends a wake signal.")
+    _write_directly(tour, "mcp.watch.json", {"header": "1 new issue", "data": {"id": 42}})
+    tick = _tick(tour)
+    tour.expect(tick["woke"] is True, "the tick appended a wake signal")
+    signal = tour.agent.wait_for_wake(5)
+    tour.expect(signal is not None, "wait_for_wake returned the signal")
+    assert signal is not None
+    attention = signal["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
+    tour.expect("mcp.watch" in attention, "the stamped check carries the new channel")
+    tour.show("agent.wait_for_wake(5)", {
+        "kind": signal["kind"], "wake_id": signal["wake_id"], "call": signal["call"],
+        "result._meta.agent_meta.notifications.attention": sorted(attention),
+    })
+    tour.expect(_tick(tour)["woke"] is False, "nothing new: no second wake")
+    tour.say("The agent's own dismissals and already-delivered state never wake it.")
+
+
+CHAPTERS = [hooks, blocked, dismissal, wake]
