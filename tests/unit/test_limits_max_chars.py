@@ -207,3 +207,25 @@ class TestSystemV2:
 
     def test_b2_missing_file(self, tmp_path: Path) -> None:
         assert system_v2_max_chars(tmp_path) is None
+
+
+class TestSettingsShow:
+    """B1: the settings SHOW row reports the value a build uses, and never logs."""
+
+    @pytest.mark.parametrize("raw", [None, "3000", "1", "abc", "999999"])
+    def test_b1_show_reports_the_build_value(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        raw: str | None,
+    ) -> None:
+        from jobs.settings_show import show
+        from store.models import AgentRecord
+
+        caplog.set_level(logging.WARNING, logger="tidings")
+        if raw is not None:
+            monkeypatch.setenv(MAX_CHARS_ENV, raw)
+        write_v2(tmp_path, VALID_V2)
+        agent = AgentRecord(agent_id="a1", workdir=str(tmp_path), host="h")
+        row = show(agent)["settings"][0]
+        assert row["key"] == "notification.max_chars"
+        assert invalid_logs(caplog) == []
+        assert row["current"] == max_chars(tmp_path)
