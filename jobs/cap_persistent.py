@@ -154,10 +154,6 @@ def _eligible(record: Any, protect: bool, run: _Run) -> bool:
     return any(key not in STUB_KEYS for key in record)  # already minimal: nothing to drop
 
 
-def _size(value: Any) -> int:
-    return cap_ruler.measure(value)
-
-
 def _record_dropped(lane: dict[Any, Any], record_id: Any) -> int:
     """Append ``record_id`` to ``dropped_ids`` (once); the change in the block's size."""
     if not isinstance(record_id, str) or not record_id:
@@ -166,11 +162,11 @@ def _record_dropped(lane: dict[Any, Any], record_id: Any) -> int:
     if dropped is None and "dropped_ids" not in lane:
         lane["dropped_ids"] = [record_id]
         separator = 2 if len(lane) > 1 else 0
-        return separator + _size("dropped_ids") + 2 + _size([record_id])
+        return separator + cap_ruler.measure("dropped_ids") + 2 + cap_ruler.measure([record_id])
     if not isinstance(dropped, list | tuple) or record_id in dropped:
         return 0
     lane["dropped_ids"] = [*dropped, record_id]
-    return (2 if dropped else 0) + _size(record_id)
+    return (2 if dropped else 0) + cap_ruler.measure(record_id)
 
 
 def stub(block: Block, protect: bool, run: _Run) -> Block | None:
@@ -194,7 +190,7 @@ def stub(block: Block, protect: bool, run: _Run) -> Block | None:
             new = {k: old[k] for k in STUB_KEYS if k in old}
             records[cursors[n]] = new
             run.stubs.add(id(new))
-            size += _size(new) - _size(old) + _record_dropped(lane, old.get("id"))
+            size += cap_ruler.measure(new) - cap_ruler.measure(old) + _record_dropped(lane, old.get("id"))
             progressed = True
             if size <= run.limit:
                 size = cap_ruler.measure_persistent(block)
