@@ -190,7 +190,8 @@ def stub(block: Block, protect: bool, run: _Run) -> Block | None:
             new = {k: old[k] for k in STUB_KEYS if k in old}
             records[cursors[n]] = new
             run.stubs.add(id(new))
-            size += cap_ruler.measure(new) - cap_ruler.measure(old) + _record_dropped(lane, old.get("id"))
+            size += cap_ruler.measure(new) - cap_ruler.measure(old)
+            size += _record_dropped(lane, old.get("id"))
             progressed = True
             if size <= run.limit:
                 size = cap_ruler.measure_persistent(block)
