@@ -20,6 +20,7 @@ from rich.panel import Panel
 from tidings import _demo_channels
 from tidings._agent import Agent
 from tidings._demo_delay import delay_alarm
+from tidings._demo_cap import oversized_lane
 from tidings._hub import Hub, connect
 
 
@@ -89,7 +90,7 @@ def bad_input(tour: Tour) -> None:
 
 #: The chapters, in order; later capabilities append theirs.
 CHAPTERS: list[Callable[[Tour], None]] = [
-    burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm,
+    burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm, oversized_lane,
 ]
 
 

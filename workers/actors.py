@@ -19,7 +19,7 @@ from typing import Any
 import dramatiq
 from dramatiq import Broker
 
-from jobs import delay, flush, log, sync
+from jobs import delay, flush, log, render, sync
 from jobs.runtime import Runtime
 from store.errors import StoreError
 from store.models import AgentRecord
@@ -96,3 +96,4 @@ def declare_actors(broker: Broker, rt: Runtime) -> None:
     agent_actor(broker, rt, "flush_channel", flush.flush_channel)
     agent_actor(broker, rt, "expire_delay", delay.expire)
     sync_host_actor(broker, rt)
+    agent_actor(broker, rt, "render_attention", render.render_attention, store_results=True)
