@@ -19,8 +19,8 @@ from rich.panel import Panel
 
 from tidings import _demo_channels
 from tidings._agent import Agent
-from tidings._demo_delay import delay_alarm
 from tidings._demo_cap import oversized_lane
+from tidings._demo_delay import delay_alarm
 from tidings._hub import Hub, connect
 
 
