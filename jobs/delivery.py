@@ -11,7 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from jobs import cap
+from jobs import cap, cap_ruler
+from jobs.limits import max_chars
+from jobs.names import DAEMON
 from jobs.reading import FpEntry, Observation, coherent_read
 from jobs.runtime import Runtime
 from store.jsonfmt import compact
@@ -50,29 +52,57 @@ def commit(
     rt.redis.mset({k.delivered_fp: compact(raw_fp), k.wake_fp: compact(masked_fp)})
 
 
+def _without_guidance(payload: Any) -> Any:
+    if isinstance(payload, dict) and "notification_guidance" in payload:
+        return {k: v for k, v in payload.items() if k != "notification_guidance"}
+    return payload
+
+
 def attention_lane(
-    rt: Runtime, agent: AgentRecord, obs: Observation, persistent: dict[str, Any] | None
+    rt: Runtime,
+    agent: AgentRecord,
+    obs: Observation,
+    persistent: dict[str, Any] | None,
+    cap_chars: int | None = None,
 ) -> dict[str, Any]:
-    """The capped attention map of ``obs`` (guidance keys removed, sanitised, capped)."""
-    lane: dict[str, Any] = {}
-    for channel, payload in obs.payloads.items():
-        if isinstance(payload, dict):
-            payload = {k: v for k, v in payload.items() if k != "notification_guidance"}
-        lane[channel] = payload
-    lane = cap.sanitise_attention(lane, persistent)
-    return cap.cap_attention(rt, agent, lane) if lane else lane
+    """The capped attention map of ``obs`` (guidance keys removed, sanitised, capped).
+
+    Payloads are copied only when a guidance key must go, so the lane that is
+    measured holds the observation's own objects (B6).
+    """
+    from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
+    lane = cap.sanitise_attention(from_files, persistent)
+    if not lane:
+        return lane
+    return cap.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
+
+
+def _content_key(
+    obs: Observation, from_files: dict[str, Any], lane: dict[str, Any]
+) -> tuple[Any, ...] | None:
+    """What determines ``lane`` (block-cap.md B20): the raw fingerprint for channel
+    files, the ruler text of the entries it does not cover (the daemon aggregate,
+    sanitised pointers); ``None`` if those cannot be written."""
+    derived = {k: v for k, v in lane.items() if k == DAEMON or v is not from_files.get(k)}
+    try:
+        derived_text = cap_ruler.ruler_text(derived)
+    except cap_ruler.Unserialisable:
+        return None
+    return (tuple(tuple(entry) for entry in obs.raw_fp), derived_text)
 
 
 def notifications(
     rt: Runtime, agent: AgentRecord, obs: Observation, persistent: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """The ``notifications`` object of one stable observation (C24)."""
+    """The ``notifications`` object of one stable observation (C24); one cap for both
+    lanes (block-cap.md B1)."""
+    cap_chars = max_chars(agent.root)
     out: dict[str, Any] = {}
-    attention = attention_lane(rt, agent, obs, persistent)
+    attention = attention_lane(rt, agent, obs, persistent, cap_chars)
     if attention:
         out["attention"] = attention
     if persistent:
-        out["persistent"] = cap.cap_persistent(rt, agent, persistent)
+        out["persistent"] = cap.cap_persistent(rt, agent, persistent, cap_chars)
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobs import names, system_events
+from jobs import metrics, names, system_events
 from jobs.mirror import Record, apply_batch, parse_mirror, retained_bound
 from jobs.runtime import Runtime
 from store import faults, locks
@@ -105,6 +105,7 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
     atomic_write(agent.root, channel_file(channel), encoded)
     faults.reach("flush.after_write")
     _commit(rt, agent, channel, through_seq)
+    metrics.flush_written(len(records))
     return len(records)
 
 

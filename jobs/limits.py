@@ -28,13 +28,20 @@ DEFAULT_MAX_CHARS, MIN_MAX_CHARS, MAX_MAX_CHARS = 10_000, 2_048, 10_000
 SYSTEM_SETTINGS_FILE = "settings/system.json"
 
 _POSITIVE = re.compile(r"\+?[0-9]+")
+#: Accepted values saturate here: any larger one is clamped anyway, and ``int()`` refuses
+#: digit strings longer than 4,300 characters.
+_SATURATED = 10**18
 
 
 def _positive_int(raw: str) -> int | None:
     text = raw.strip()
-    if _POSITIVE.fullmatch(text) and int(text) > 0:
-        return int(text)
-    return None
+    if not _POSITIVE.fullmatch(text):
+        return None
+    digits = text.lstrip("+").lstrip("0")
+    if len(digits) > len(str(_SATURATED)):
+        return _SATURATED
+    value = int(digits or "0")
+    return min(value, _SATURATED) if value > 0 else None
 
 
 def delay_cap(*, log_invalid: bool = True) -> int:
@@ -127,7 +134,7 @@ def system_v2_max_chars(root: Path) -> int | None:
             object_pairs_hook=_no_duplicates,
             parse_constant=_reject_constant,
         )
-    except (_Invalid, UnicodeDecodeError, ValueError):
+    except (_Invalid, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or "schema_version" not in doc:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobs import allowlist, names
+from jobs import allowlist, metrics, names
 from jobs.envelope import check_event, complete_envelope, complete_event, error
 from jobs.runtime import Runtime
 from store.files import is_symlink
@@ -138,7 +138,9 @@ def _push(
         [compact(record), rt.settings.flush_flag_ttl, "1" if dedup_key else "0", event_id,
          DEDUP_SECONDS, channel],
     )
-    return [part.decode() if isinstance(part, bytes) else str(part) for part in reply]
+    pushed = [part.decode() if isinstance(part, bytes) else str(part) for part in reply]
+    metrics.EVENTS_PUBLISHED.labels(op=record["op"], outcome=pushed[0]).inc()
+    return pushed
 
 
 def _settle(

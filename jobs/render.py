@@ -1,6 +1,7 @@
 """``render_attention``: coherent read minus the delayed target → cap → spill (block-cap.md).
 
-Interface placeholder on main: the cap branch implements it.
+The job behind the ``render_attention`` actor that ``prepare_turn`` runs beside
+the memory observation; the same function runs inline.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from store.models import AgentRecord
 
 
 def render_attention(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
-    """The capped attention lane of one stable read, delivered version committed."""
+    """The capped attention lane of one stable read, its delivered version committed.
+
+    ``{}`` when nothing is visible; an unstable read delivers and commits nothing
+    (channels.md C22). The result is plain JSON: lanes come from JSON files.
+    """
     attention: dict[str, Any] = delivery.render(rt, agent).get("attention", {})
     return attention

@@ -1,42 +1,160 @@
-"""The one place Redis clients are built: composition roots call it, layers get clients."""
+"""The one place Redis clients are built: composition roots call it, layers get clients.
+
+Every client rides out a failover: a command that meets a connection error, a
+timeout or a read-only reply (the old master, demoted) disconnects, waits with
+exponential back-off and tries again, re-asking the Sentinels for the master,
+for up to :data:`FAILOVER_RETRY_SECONDS`. The broker, the inbox and the
+scheduler's job store share the client, so they all ride it out the same way.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.connection import SSLConnection
+from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
+from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelManagedConnection
 
 from store.errors import NoStoreError
 from store.settings import RedisConfig
 
+#: How long one command keeps retrying after its first connection error: longer than
+#: a Sentinel failover (down-after-milliseconds + election + promotion).
+FAILOVER_RETRY_SECONDS = 30.0
+#: First and longest pause between two attempts (seconds).
+RETRY_BACKOFF_BASE = 0.05
+RETRY_BACKOFF_CAP = 1.0
+#: Errors that mean "no writable master answers right now".
+RETRY_ON: tuple[type[Exception], ...] = (ConnectionError, TimeoutError, ReadOnlyError)
+#: Socket timeouts (seconds): commands, connecting to a master, asking a Sentinel.
+COMMAND_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 2.0
+SENTINEL_TIMEOUT = 1.0
 
-def client_for(config: RedisConfig) -> Any:
-    """A redis-py client (bytes responses, RESP2) for ``config``."""
-    if config.is_sentinel:
-        from redis.sentinel import Sentinel
 
-        sentinel = Sentinel(
-            list(config.sentinels),
-            socket_timeout=5.0,
-            sentinel_kwargs={"password": config.password} if config.password else None,
+class FailoverRetry(Retry):
+    """A :class:`redis.retry.Retry` bounded by time since the first failure, not by count.
+
+    redis-py runs its connect retry inside its command retry; two counts would
+    multiply, two deadlines do not: the outer loop gives up once its budget is spent.
+    """
+
+    def __init__(self, seconds: float = FAILOVER_RETRY_SECONDS) -> None:
+        super().__init__(
+            ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE), -1, RETRY_ON
         )
+        self.seconds = seconds
+
+    def call_with_retry(
+        self,
+        do: Callable[[], Any],
+        fail: Callable[..., Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> Any:
+        self._backoff.reset()
+        failures = 0
+        deadline: float | None = None
+        while True:
+            try:
+                return do()
+            except self._supported_errors as error:
+                if is_retryable is not None and not is_retryable(error):
+                    raise
+                failures += 1
+                if with_failure_count:
+                    fail(error, failures)
+                else:
+                    fail(error)
+                now = time.monotonic()
+                deadline = deadline if deadline is not None else now + self.seconds
+                if now >= deadline:
+                    raise
+                time.sleep(min(self._backoff.compute(failures), deadline - now))
+
+
+class SentinelFailoverConnection(SentinelManagedConnection):
+    """Reconnects through the Sentinels every time.
+
+    redis-py's command retry reconnects a dropped connection to the address it last
+    had; after a switchover that is the old master, still answering until Sentinel
+    demotes it, and what is written there is lost. Asking the Sentinels first sends
+    the retried command to the new master.
+    """
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if not self._sock:
+            self.connect()
+        super().send_packed_command(command, check_health)
+
+
+class SentinelFailoverSSLConnection(SentinelFailoverConnection, SSLConnection):
+    pass
+
+
+def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECONDS) -> Any:
+    """A redis-py client (bytes responses, RESP2) for ``config`` that rides out failovers."""
+    retrying: dict[str, Any] = {
+        "retry": FailoverRetry(retry_seconds),
+        "retry_on_error": list(RETRY_ON),
+        "socket_timeout": COMMAND_TIMEOUT,
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "protocol": 2,
+    }
+    if config.is_sentinel:
+        # One quick try per Sentinel: the master connection's retry loops over them.
+        sentinel_kwargs: dict[str, Any] = {
+            "socket_timeout": SENTINEL_TIMEOUT,
+            "socket_connect_timeout": SENTINEL_TIMEOUT,
+            "retry": Retry(NoBackoff(), 0),
+        }
+        if config.password:
+            sentinel_kwargs["password"] = config.password
+        sentinel = Sentinel(list(config.sentinels), sentinel_kwargs=sentinel_kwargs)
+        tls = config.scheme.startswith("rediss")
         return sentinel.master_for(
             config.service_name or "mymaster",
             db=config.db,
             username=config.username,
             password=config.password,
-            socket_timeout=10.0,
-            protocol=2,
+            connection_class=SentinelFailoverSSLConnection if tls else SentinelFailoverConnection,
+            **retrying,
         )
-    return redis.Redis.from_url(config.url, socket_timeout=30.0, protocol=2)
+    return redis.Redis.from_url(config.url, **retrying)
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and logs)."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    user = f"{parts.username}:" if parts.username else ":"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
 def ping(client: Any, url: str) -> None:
-    """Raise :class:`NoStoreError` naming both fixes if nothing answers."""
+    """Raise :class:`NoStoreError` naming both fixes if nothing answers.
+
+    Answers at once: the failover retry is for a store that answered before, not
+    for one that was never started.
+    """
+    saved = client.get_retry()
+    client.set_retry(Retry(NoBackoff(), 0))
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:
         raise NoStoreError(
-            f"no Redis answers at {url} ({type(exc).__name__}). Start one with `tidings up` "
-            "(embedded store), or point TIDINGS_REDIS_URL / --redis-url at your Redis."
+            f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start one with "
+            "`tidings up` (embedded store), or point TIDINGS_REDIS_URL / --redis-url at your "
+            "Redis."
         ) from None
+    finally:
+        if saved is not None:
+            client.set_retry(saved)

@@ -159,6 +159,16 @@ def exclusive_create(root: Path, rel: str, data: bytes) -> bool:
                 os.unlink(temp, dir_fd=dir_fd)
 
 
+def lstat_file(root: Path, rel: str) -> os.stat_result | None:
+    """``lstat`` of ``rel`` with no link followed on the way; ``None`` if it cannot be reached."""
+    parts = _split(rel)
+    try:
+        with open_dir(root, parts[:-1]) as dir_fd:
+            return _lstat_at(dir_fd, parts[-1])
+    except (OSError, UnsafePathError):
+        return None
+
+
 def remove_file(root: Path, rel: str) -> bool:
     """Delete a regular file without following links; ``False`` if it was absent."""
     parts = _split(rel)

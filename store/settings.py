@@ -7,7 +7,7 @@ them read on every action, so a changed value is honoured without a restart.
 from __future__ import annotations
 
 import socket
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -58,8 +58,8 @@ class RedisConfig(BaseModel):
             sentinels=tuple(sentinels),
             service_name=path[0],
             db=int(path[1]) if len(path) > 1 else 0,
-            username=parts.username,
-            password=parts.password,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
         )
 
     @property

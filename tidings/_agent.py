@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from jobs import (
+    cap,
     daemon,
     delivery,
     inbox_items,
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
     from tidings._hub import Hub
 
 Result = dict[str, Any]
+
+
+def _invalid_persistent() -> Result:
+    return {"status": "error", "reason": "invalid_persistent",
+            "message": "persistent block must be an object"}
 
 
 class Agent:
@@ -98,11 +104,22 @@ class Agent:
 
     def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None) -> Result:
         """``result`` with ``_meta.agent_meta`` stamped from one stable read (C24)."""
+        if persistent is not None and not isinstance(persistent, dict):
+            return _invalid_persistent()
         return delivery.stamp(self.runtime, self.record, result, persistent)
 
     def render(self, persistent: dict[str, Any] | None = None) -> Result:
         """The capped ``notifications`` object; commits the delivered version (C24)."""
+        if persistent is not None and not isinstance(persistent, dict):
+            return _invalid_persistent()
         return delivery.render(self.runtime, self.record, persistent)
+
+    def cap_persistent(self, block: dict[str, Any]) -> Result:
+        """A caller's email/IM block within the block cap, spilled to ``logs/`` if cut
+        (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
+        if not isinstance(block, dict):
+            return _invalid_persistent()
+        return cap.cap_persistent(self.runtime, self.record, block)
 
     # -- the agent-facing tool (channels.md C44) ----------------------------------
 

@@ -19,6 +19,8 @@ from rich.panel import Panel
 
 from tidings import _demo_channels
 from tidings._agent import Agent
+from tidings._demo_cap import oversized_lane
+from tidings._demo_delay import delay_alarm
 from tidings._demo_memory import memory_inbox
 from tidings._hub import Hub, connect
 
@@ -88,8 +90,9 @@ def bad_input(tour: Tour) -> None:
 
 
 #: The chapters, in order; later capabilities append theirs.
-CHAPTERS: list[Callable[[Tour], None]] = [burst, bad_input, *_demo_channels.CHAPTERS,
-                                          memory_inbox]
+CHAPTERS: list[Callable[[Tour], None]] = [
+    burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm, oversized_lane, memory_inbox,
+]
 
 
 def run() -> int:

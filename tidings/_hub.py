@@ -13,11 +13,13 @@ from pydantic import ValidationError
 from jobs.names import name_error
 from jobs.runtime import Runtime
 from jobs.turns import startup_all
+from scheduler.service import EventSink, SchedulerService
 from store import keys
 from store.clock import Clock, SystemClock
 from store.connection import client_for, ping
 from store.errors import TidingsError
 from store.models import AgentRecord, default_agent_id
+from store.placement import RunFence
 from store.registry import AgentRegistry
 from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
 from tidings._agent import Agent
@@ -28,6 +30,8 @@ from workers.routing import host_queue
 
 #: Worker threads of an in-process worker (embedded hubs, ``tidings up``).
 LOCAL_WORKER_THREADS = 4
+#: How long ``move_agent`` waits for the old host's runs of the agent to end (seconds).
+MOVE_SETTLE_SECONDS = 30.0
 
 
 def connect(
@@ -84,6 +88,7 @@ class Hub:
         self.registry = AgentRegistry(client)
         self._wants_local_worker = local_worker
         self._worker: Worker | None = None
+        self._scheduler: SchedulerService | None = None
         self._worker_lock = threading.Lock()
 
     # -- agents ---------------------------------------------------------------
@@ -142,6 +147,36 @@ class Hub:
         records = self.registry.on_host(host or self.settings.host)
         return startup_all(self.runtime, records)
 
+    def move_agent(
+        self, agent_id: str, host: str, settle_seconds: float = MOVE_SETTLE_SECONDS
+    ) -> dict[str, Any]:
+        """Serve ``agent_id`` from ``host`` from now on; safe while messages are in flight.
+
+        Messages already queued for the old host are forwarded by its workers; runs
+        already under way there are waited for (up to ``settle_seconds``: ``settled``
+        says whether they all ended); channels with buffered records get a flush on the
+        new host at once. Move the workdir (and memory repository) first.
+        """
+        existing = self.registry.get(agent_id)
+        if existing is None:
+            return {"status": "error", "reason": "unknown_agent",
+                    "message": f"no agent registered as {agent_id!r}"}
+        try:
+            record = AgentRecord.model_validate({**existing.model_dump(), "host": host})
+        except ValidationError as exc:
+            return {"status": "error", "reason": "invalid_host",
+                    "message": str(exc.errors()[0]["msg"])}
+        result: dict[str, Any] = {"status": "ok", "agent_id": agent_id,
+                                  "from_host": existing.host, "to_host": host}
+        if record.host == existing.host:
+            return {**result, "moved": False, "settled": True, "in_flight": 0}
+        self.registry.put(record)
+        in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host,
+                                                            settle_seconds)
+        for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
+            self.runtime.dispatch.flush_channel(record, raw.decode())
+        return {**result, "moved": True, "settled": in_flight == 0, "in_flight": in_flight}
+
     def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
         """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins."""
         problem = name_error(channel)
@@ -165,12 +200,29 @@ class Hub:
             worker.start()
             self._worker = worker
 
+    def start_scheduler(self, on_event: EventSink | None = None) -> SchedulerService:
+        """Run this host's scheduler in this process (embedded hubs, ``tidings up``).
+
+        It is leader-locked like ``tidings scheduler``: if another scheduler of
+        this host is active, this one waits as standby.
+        """
+        with self._worker_lock:
+            if self._scheduler is None:
+                self._scheduler = SchedulerService(self.redis, self.settings, clock=self.clock,
+                                                   on_event=on_event)
+                self._scheduler.start()
+            return self._scheduler
+
     def _ensure_local_worker(self) -> None:
         if self._wants_local_worker:
             self.start_worker()
+            self.start_scheduler()
 
     def close(self) -> None:
         with self._worker_lock:
+            if self._scheduler is not None:
+                self._scheduler.stop()
+                self._scheduler = None
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None

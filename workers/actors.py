@@ -4,19 +4,26 @@ Actors are declared on a given broker with a given runtime (no global broker,
 no client built here). Each resolves its agent from the registry; a message
 that reaches a host the agent no longer lives on is forwarded to the agent's
 current host queue (safe agent moves, issue 7), never run on the wrong files.
+A message for an agent whose workdir is not (yet) on this host raises, so dramatiq
+retries it with back-off until the workdir arrives: a host never creates the
+workdir of an agent that is moving in.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
 import dramatiq
 from dramatiq import Broker
 
-from jobs import flush, log, memory_admission, turns
+from jobs import delay, flush, log, memory_admission, render, sync
 from jobs.runtime import Runtime
+from store.errors import StoreError
 from store.models import AgentRecord
+from store.placement import RunFence
 from store.registry import AgentRegistry
 from workers.dispatch import send
 from workers.routing import UNROUTED_QUEUE, host_queue
@@ -24,23 +31,41 @@ from workers.routing import UNROUTED_QUEUE, host_queue
 AgentJob = Callable[..., Any]
 
 
+class WorkdirMissing(StoreError):
+    """The agent's workdir is not on this host (yet): the message is retried."""
+
+    default_reason = "workdir_missing"
+
+
 def agent_actor(
     broker: Broker, rt: Runtime, name: str, job: AgentJob, **options: Any
 ) -> dramatiq.Actor[..., Any]:
     """Declare actor ``name`` that runs ``job(rt, agent, *args)`` for a registered agent."""
     registry = AgentRegistry(rt.redis)
+    fence = RunFence(rt.redis, rt.clock)
     keep_result = bool(options.get("store_results"))
 
     def run(agent_id: str, *args: Any) -> Any:
-        agent: AgentRecord | None = registry.get(agent_id)
-        if agent is None:
-            log.event("actor_unknown_agent", actor=name, agent_id=agent_id)
-            result: Any = {"status": "error", "reason": "unknown_agent", "agent_id": agent_id}
-        elif agent.host != rt.settings.host:
-            send(broker, name, host_queue(agent.host), agent_id, *args)
-            result = {"status": "forwarded", "host": agent.host}
-        else:
-            result = job(rt, agent, *args)
+        # Enter the fence before reading the host: a move waits for this run (placement.py).
+        token = fence.enter(agent_id, rt.settings.host)
+        try:
+            agent: AgentRecord | None = registry.get(agent_id)
+            if agent is None:
+                log.event("actor_unknown_agent", actor=name, agent_id=agent_id)
+                result: Any = {"status": "error", "reason": "unknown_agent", "agent_id": agent_id}
+            elif agent.host != rt.settings.host:
+                send(broker, name, host_queue(agent.host), agent_id, *args)
+                log.event("actor_forwarded", logging.INFO, actor=name, agent_id=agent_id,
+                          host=agent.host)
+                result = {"status": "forwarded", "host": agent.host}
+            elif not os.path.isdir(agent.workdir):
+                log.event("actor_workdir_missing", actor=name, agent_id=agent_id,
+                          workdir=agent.workdir)
+                raise WorkdirMissing(f"workdir {agent.workdir} is not on host {agent.host}")
+            else:
+                result = job(rt, agent, *args)
+        finally:
+            fence.leave(agent_id, token)
         return result if keep_result else None
 
     run.__name__ = run.__qualname__ = name
@@ -50,10 +75,28 @@ def agent_actor(
     )
 
 
+def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
+    """``sync_host(host)`` (channels.md C27); the job clears the flag the scheduler's
+    tick set, so the next tick may enqueue again."""
+
+    def sync_host(host: str) -> None:
+        if host != rt.settings.host:
+            send(broker, "sync_host", host_queue(host), host)
+            return
+        sync.sync_host(rt, host)
+
+    return dramatiq.Actor(
+        sync_host, broker=broker, actor_name="sync_host", queue_name=UNROUTED_QUEUE, priority=0,
+        options={},
+    )
+
+
 def declare_actors(broker: Broker, rt: Runtime) -> None:
     """Declare every host actor on ``broker``."""
     agent_actor(broker, rt, "flush_channel", flush.flush_channel)
+    agent_actor(broker, rt, "expire_delay", delay.expire)
+    sync_host_actor(broker, rt)
     # prepare_turn's group (workers/turn_group.py): results are read by the caller.
     agent_actor(broker, rt, "observe_memory", memory_admission.observe_memory,
                 store_results=True)
-    agent_actor(broker, rt, "render_attention", turns.safe_attention, store_results=True)
+    agent_actor(broker, rt, "render_attention", render.render_attention, store_results=True)

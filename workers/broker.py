@@ -19,6 +19,7 @@ from dramatiq.results.backends.redis import RedisBackend
 
 from store.keys import NAMESPACE
 from store.settings import DEFAULT_HEARTBEAT_MS, Settings
+from workers.metrics import MessageMetrics
 
 #: Retry back-off bounds (ms): short, because most failures are a busy lock.
 RETRY_MIN_BACKOFF_MS = 500
@@ -43,6 +44,7 @@ def make_broker(client: Any, settings: Settings) -> RedisBroker:
         Pipelines(),
         Retries(max_retries=20, min_backoff=RETRY_MIN_BACKOFF_MS, max_backoff=RETRY_MAX_BACKOFF_MS),
         CurrentMessage(),
+        MessageMetrics(),
         Results(backend=RedisBackend(client=client, namespace=f"{NAMESPACE}-results"),
                 result_ttl=RESULT_TTL_MS),
     ]

@@ -26,6 +26,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     rm.add_argument("--agent-id")
     rm.set_defaults(handler=remove_agent)
 
+    mv = sub.add_parser("move", parents=[common],
+                        help="serve an agent from another host (safe with messages in flight)")
+    mv.add_argument("--agent-id")
+    mv.add_argument("--host", required=True, help="the agent's new host (its TIDINGS_HOST)")
+    mv.add_argument("--settle-seconds", type=float, default=30.0,
+                    help="how long to wait for the old host's running jobs of the agent")
+    mv.set_defaults(handler=move_agent)
+
 
 def add_agent(args: argparse.Namespace) -> int:
     workdir = option(args, "workdir") or os.getcwd()
@@ -58,3 +66,18 @@ def remove_agent(args: argparse.Namespace) -> int:
             return emit(args, {"status": "error", "reason": "unknown_agent",
                                "message": f"no agent registered as {agent_id}"})
         return emit(args, {"status": "ok", "removed": agent_id})
+
+
+def move_agent(args: argparse.Namespace) -> int:
+    workdir = option(args, "workdir")
+    if bool(args.agent_id) == bool(workdir):
+        raise UsageError("give exactly one of --agent-id and --workdir")
+    with open_hub(args) as hub:
+        agent_id = args.agent_id
+        if workdir:
+            real = os.path.realpath(workdir)
+            agent_id = next((a["agent_id"] for a in hub.agents() if a["workdir"] == real), None)
+            if agent_id is None:
+                return emit(args, {"status": "error", "reason": "unknown_agent",
+                                   "message": f"no agent registered for {real}"})
+        return emit(args, hub.move_agent(agent_id, args.host, args.settle_seconds))

@@ -1,4 +1,4 @@
-"""Long-running processes: ``tidings up`` and ``tidings worker``."""
+"""Long-running processes: ``tidings up``, ``tidings worker`` and ``tidings scheduler``."""
 
 from __future__ import annotations
 
@@ -8,12 +8,16 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
-from store.connection import client_for, ping
+from store.connection import client_for, ping, redact
 from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig
+from tidings import _logging
 from tidings.cli._common import common_options, option, settings
+from workers import metrics
 
 #: The embedded store's default port (``redis://127.0.0.1:6390/0``).
 EMBEDDED_PORT = 6390
@@ -37,6 +41,10 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     w.add_argument("--threads", type=int, default=8)
     w.set_defaults(handler=worker)
 
+    sc = subparsers.add_parser("scheduler", parents=[common],
+                               help="this host's scheduler (leader-locked; others wait as standby)")
+    sc.set_defaults(handler=scheduler)
+
 
 def _say(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload) + "\n")
@@ -55,6 +63,7 @@ def up(args: argparse.Namespace) -> int:
     from tidings._hub import connect
 
     s = settings(args)
+    _logging.configure(s)
     server = None
     if not s.redis_url:
         server = EmbeddedServer(port=args.port).start()
@@ -64,13 +73,20 @@ def up(args: argparse.Namespace) -> int:
     if isinstance(option(args, "workdir"), str):
         workdirs.append(option(args, "workdir"))
     hub = connect(s.redis_url, settings=s)
+    exporter = None
     try:
         agents = [hub.agent(w).record.public for w in workdirs]
         hub.start_worker(threads=args.threads)
-        _say({"status": "ready", "role": "up", "url": s.redis_url, "embedded": server is not None,
-              "durable": server is None, "host": s.host, "agents": agents})
+        exporter = metrics.serve(s.metrics_port)
+        _say({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
+              "embedded": server is not None, "durable": server is None, "host": s.host,
+              "agents": agents,
+              "metrics_port": exporter.port if exporter else None})
+        hub.start_scheduler(on_event=_say)
         _wait_for_signal()
     finally:
+        if exporter is not None:
+            exporter.close()
         hub.close()
         if server is not None:
             server.close()
@@ -81,31 +97,75 @@ def worker(args: argparse.Namespace) -> int:
     from workers.process import HostWorker
 
     s = settings(args)
+    _logging.configure(s)
     url = s.redis_url or EMBEDDED_DEFAULT_URL
     if args.processes > 1:
-        return _supervise(args, url)
+        return _supervise(args, url, s.metrics_port)
     client = client_for(RedisConfig.from_url(url))
     ping(client, url)
     host_worker = HostWorker(client, s, threads=args.threads)
     host_worker.start()
-    _say({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid()})
+    exporter = metrics.serve(s.metrics_port)
+    _say({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid(),
+          "metrics_port": exporter.port if exporter else None})
     try:
         _wait_for_signal()
     finally:
+        if exporter is not None:
+            exporter.close()
         host_worker.stop()
     return 0
 
 
-def _supervise(args: argparse.Namespace, url: str) -> int:
-    """``--processes N``: N single-process workers, stopped together."""
-    command = [sys.executable, "-m", "tidings", "worker", "--processes", "1",
-               "--threads", str(args.threads), "--redis-url", url]
-    children = [subprocess.Popen(command) for _ in range(args.processes)]
+def scheduler(args: argparse.Namespace) -> int:
+    from scheduler.service import SchedulerService
+
+    s = settings(args)
+    _logging.configure(s)
+    url = s.redis_url or EMBEDDED_DEFAULT_URL
+    client = client_for(RedisConfig.from_url(url))
+    ping(client, url)
+    service = SchedulerService(client, s, on_event=_say)
+    exporter = metrics.serve(s.metrics_port)
+    _say({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
+          "holder": service.holder, "metrics_port": exporter.port if exporter else None})
+    service.start()
     try:
         _wait_for_signal()
     finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            child.wait(timeout=30)
+        service.stop()
+        if exporter is not None:
+            exporter.close()
+        client.close()
+    return 0
+
+
+def _supervise(args: argparse.Namespace, url: str, metrics_port: int | None) -> int:
+    """``--processes N``: N single-process workers, stopped together. With a metrics
+    port the children record into one multiprocess directory and this process serves
+    their sum."""
+    command = [sys.executable, "-m", "tidings", "worker", "--processes", "1",
+               "--threads", str(args.threads)]
+    # The URL goes in the environment, where a password is not on every `ps` listing.
+    env = {k: v for k, v in os.environ.items() if k != "TIDINGS_METRICS_PORT"}
+    env["TIDINGS_REDIS_URL"] = url
+    with tempfile.TemporaryDirectory(prefix="tidings-metrics-") as directory:
+        if metrics_port is not None:
+            env[metrics.MULTIPROC_ENV] = directory
+        children = [subprocess.Popen(command, env=env) for _ in range(args.processes)]
+        exporter = (
+            metrics.serve_children(metrics_port, Path(directory))
+            if metrics_port is not None else None
+        )
+        _say({"status": "ready", "role": "workers", "pids": [c.pid for c in children],
+              "metrics_port": exporter.port if exporter else None})
+        try:
+            _wait_for_signal()
+        finally:
+            for child in children:
+                child.terminate()
+            for child in children:
+                child.wait(timeout=30)
+            if exporter is not None:
+                exporter.close()
     return 0

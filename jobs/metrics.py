@@ -1,0 +1,66 @@
+"""tidings' Prometheus metrics, on one registry that the long-running commands serve.
+
+Jobs count where the work happens: a publish in the calling process, a flush
+on the worker that writes the file. Labels stay low-cardinality (no agent ids;
+per-agent detail is in the logs and ``tidings status``). Under ``tidings worker
+--processes N`` each child records into ``PROMETHEUS_MULTIPROC_DIR`` and the
+parent serves the sum (workers/metrics.py).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+#: The registry ``tidings worker``, ``scheduler`` and ``up`` expose.
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+#: Bucket bounds of the flush batch-size histogram (records; C14 takes up to 500).
+BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500)
+#: Bucket bounds (seconds) of alarm lateness past the delay's deadline.
+LATENESS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+#: Bucket bounds (seconds) of memory observations (and of message processing).
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+EVENTS_PUBLISHED = Counter(
+    "tidings_events_published",
+    "Producer records pushed onto a channel buffer (C13), by op (append, replace) and "
+    "outcome (queued, duplicate)",
+    ["op", "outcome"], registry=REGISTRY,
+)
+EVENTS_COALESCED = Counter(
+    "tidings_events_coalesced",
+    "Records that shared a flush file write with an earlier record of their batch "
+    "(each saved one write)",
+    registry=REGISTRY,
+)
+FLUSH_BATCH_RECORDS = Histogram(
+    "tidings_flush_batch_records", "Records applied by one flush file write (C14)",
+    buckets=BATCH_BUCKETS, registry=REGISTRY,
+)
+ALARMS_PUBLISHED = Counter(
+    "tidings_alarms_published", "Delay alarms written (delay.md)", registry=REGISTRY,
+)
+ALARM_LATENESS = Histogram(
+    "tidings_alarm_lateness_seconds", "Seconds from a delay's deadline to its alarm",
+    buckets=LATENESS_BUCKETS, registry=REGISTRY,
+)
+OBSERVATIONS = Counter(
+    "tidings_observations", "Memory observations, by reason and outcome",
+    ["reason", "outcome"], registry=REGISTRY,
+)
+OBSERVATION_SECONDS = Histogram(
+    "tidings_observation_duration_seconds", "Duration of one memory observation, by reason",
+    ["reason"], buckets=DURATION_BUCKETS, registry=REGISTRY,
+)
+INBOX_ADMISSIONS = Counter(
+    "tidings_inbox_admissions", "Inbox admissions, by the state the item entered",
+    ["state"], registry=REGISTRY,
+)
+SPILLS = Counter(
+    "tidings_spills", "Spill files written by the block cap, by lane",
+    ["lane"], registry=REGISTRY,
+)
+def flush_written(records: int) -> None:
+    """One flush file write that applied ``records`` buffered records."""
+    FLUSH_BATCH_RECORDS.observe(records)
+    EVENTS_COALESCED.inc(max(records - 1, 0))

@@ -1,0 +1,60 @@
+"""The run fence that makes moving an agent between hosts safe (issue 7).
+
+Every actor run for an agent enters the agent's running set (a sorted set
+``{a:<agent_id>}:running`` of ``<host>:<token>`` scored by lease expiry) *before*
+it reads the agent's host from the registry, and leaves it when done. A move
+changes the registry first, then waits until no run of the old host is left in
+the set. Redis orders the two: a run that entered before the change is waited
+for; a run that entered after it reads the new host and forwards its message.
+So once a move has settled, the old host writes nothing more for the agent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from store.clock import Clock
+from store.keys import AgentKeys
+
+#: How long a run's entry counts if its worker dies before leaving (seconds):
+#: longer than dramatiq's default time limit (10 minutes).
+RUN_LEASE_SECONDS = 900.0
+#: Pause between two looks at the running set while a move settles (seconds).
+SETTLE_POLL_SECONDS = 0.05
+
+
+def running_key(agent_id: str) -> str:
+    return f"{AgentKeys(agent_id).tag}:running"
+
+
+class RunFence:
+    def __init__(self, redis: Any, clock: Clock) -> None:
+        self._redis = redis
+        self._clock = clock
+
+    def enter(self, agent_id: str, host: str) -> str:
+        """Register a run on ``host``; returns the token to :meth:`leave` with."""
+        token = f"{host}:{uuid.uuid4().hex}"
+        self._redis.zadd(running_key(agent_id), {token: self._clock.now() + RUN_LEASE_SECONDS})
+        return token
+
+    def leave(self, agent_id: str, token: str) -> None:
+        self._redis.zrem(running_key(agent_id), token)
+
+    def runs_on(self, agent_id: str, host: str) -> int:
+        """Live runs of ``agent_id`` on ``host`` (expired leases are dropped)."""
+        key = running_key(agent_id)
+        self._redis.zremrangebyscore(key, "-inf", self._clock.now())
+        prefix = f"{host}:".encode()
+        return sum(1 for member in self._redis.zrange(key, 0, -1) if member.startswith(prefix))
+
+    def settle(self, agent_id: str, host: str, timeout: float) -> int:
+        """Wait up to ``timeout`` seconds for the runs on ``host`` to end; returns
+        how many are still running."""
+        deadline = self._clock.monotonic() + timeout
+        left = self.runs_on(agent_id, host)
+        while left and self._clock.monotonic() < deadline:
+            self._clock.sleep(SETTLE_POLL_SECONDS)
+            left = self.runs_on(agent_id, host)
+        return left

@@ -1,0 +1,156 @@
+"""Issue 7: many hosts against one Redis (acceptance 1, workers part) and
+``tidings agents move`` while messages are in flight.
+
+Each ``tidings worker`` serves one ``TIDINGS_HOST`` and exposes its own metrics,
+so a worker's count of flush file writes says exactly which host wrote the files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tidings
+from jobs.publish import buffered_records
+from store.settings import Settings
+from tests.support.polling import wait_until
+from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
+from tests.support.redis_server import RedisServer
+from tests.support.scrape import flush_writes, scrape
+from tidings._agent import Agent
+from tidings._hub import Hub
+from workers.routing import host_queue
+
+pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
+
+CHANNEL = "mcp.work"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    started = RedisServer(tmp_path / "redis").start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def hub(server: RedisServer) -> Iterator[Hub]:
+    opened = tidings.connect(server.url, settings=Settings(host="producer"))
+    yield opened
+    opened.close()
+    opened.redis.close()
+
+
+@pytest.fixture
+def env(e2e_env: dict[str, str], server: RedisServer) -> dict[str, str]:
+    return {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0"}
+
+
+def start_worker(procs: ProcessGroup, env: dict[str, str], host: str) -> tuple[TidingsProcess, int]:
+    worker = procs.start("worker", "--threads", "2", env={**env, "TIDINGS_HOST": host})
+    return worker, int(worker.wait_ready()["metrics_port"])
+
+
+def writes_reach(port: int, count: int) -> None:
+    """The process behind ``port`` has counted ``count`` flush writes (the count
+    follows the write by a moment)."""
+    wait_until(lambda: flush_writes(port) >= count, timeout=10, what=f"{count} flush writes")
+    assert flush_writes(port) == count
+
+
+def workdir(root: Path, name: str) -> Path:
+    (root / name).mkdir()
+    return root / name
+
+
+def events(agent: Agent) -> list[Any]:
+    path = Path(agent.workdir) / ".notification" / f"{CHANNEL}.json"
+    if not path.exists():
+        return []
+    return [e["round"] for e in json.loads(path.read_text("utf-8"))["data"]["events"]]
+
+
+def test_two_hosts_each_write_only_their_agents_and_wait_for_each_other(
+    procs: ProcessGroup, env: dict[str, str], hub: Hub, tmp_path: Path
+) -> None:
+    """Acceptance 1: files are written only by the agent's own host; a killed host
+    stops nobody else; its messages wait and are processed when it returns."""
+    one, two = f"{env['TIDINGS_HOST']}-1", f"{env['TIDINGS_HOST']}-2"
+    _, port_one = start_worker(procs, env, one)
+    worker_two, port_two = start_worker(procs, env, two)
+    agents = {host: [hub.agent(workdir(tmp_path, f"{host}-{n}"), host=host) for n in range(2)]
+              for host in (one, two)}
+
+    for group in agents.values():
+        for agent in group:
+            assert agent.publish_event(CHANNEL, {"round": 1}, wait=True)["flushed"] is True
+    writes_reach(port_one, 2)
+    writes_reach(port_two, 2)
+
+    worker_two.kill()
+    for agent in agents[one]:
+        assert agent.publish_event(CHANNEL, {"round": 2}, wait=True)["flushed"] is True
+    for agent in agents[two]:
+        assert agent.publish_event(CHANNEL, {"round": 2})["flushed"] is False
+    writes_reach(port_one, 4)
+    assert all(events(agent) == [1, 2] for agent in agents[one])
+    assert all(events(agent) == [1] for agent in agents[two])
+    assert all(len(buffered_records(hub.runtime, agent.record, CHANNEL)) == 1
+               for agent in agents[two])
+
+    _, port_back = start_worker(procs, env, two)
+    wait_until(lambda: all(events(agent) == [1, 2] for agent in agents[two]),
+               timeout=20, what="host two's messages processed on its return")
+    writes_reach(port_back, 2)
+    assert flush_writes(port_one) == 4
+
+
+def forwarded(worker: TidingsProcess, agent_id: str) -> bool:
+    for line in list(worker.stderr):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if entry.get("event") == "actor_forwarded" and entry.get("agent_id") == agent_id:
+            return True
+    return False
+
+
+def test_agents_move_is_safe_with_messages_in_flight(
+    procs: ProcessGroup, env: dict[str, str], hub: Hub, tmp_path: Path
+) -> None:
+    """A message queued for the old host is processed by the new host only; the old
+    host writes nothing after the move (its flush-write count stays at zero)."""
+    old, new = f"{env['TIDINGS_HOST']}-old", f"{env['TIDINGS_HOST']}-new"
+    old_worker, port_old = start_worker(procs, env, old)
+    _, port_new = start_worker(procs, env, new)
+    agent = hub.agent(workdir(tmp_path, "agent"), host=old)
+    assert agent.publish_event(CHANNEL, {"round": 1}, wait=True)["flushed"] is True
+    writes_reach(port_old, 1)
+
+    old_worker.stop()
+    # `agent` still routes to the old host: this flush message waits in its queue.
+    assert agent.publish_event(CHANNEL, {"round": 2})["flushed"] is False
+    moved = run_cli(["agents", "move", "--agent-id", agent.agent_id, "--host", new], env)
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout) == {
+        "status": "ok", "agent_id": agent.agent_id, "from_host": old, "to_host": new,
+        "moved": True, "settled": True, "in_flight": 0,
+    }
+    wait_until(lambda: events(agent) == [1, 2], timeout=20, what="the new host's flush")
+
+    returned, port_returned = start_worker(procs, env, old)
+    wait_until(lambda: forwarded(returned, agent.agent_id), timeout=20,
+               what="the old host forwarding its queued message")
+    assert agent.publish_event(CHANNEL, {"round": 3}, wait=True)["flushed"] is True
+    assert events(agent) == [1, 2, 3]
+    assert flush_writes(port_returned) == 0
+    labels = (("actor", "flush_channel"), ("queue", host_queue(old)))
+    wait_until(lambda: scrape(port_returned)["tidings_messages_processed"].get(
+        ("tidings_messages_processed_total", labels), 0) >= 2, timeout=10,
+        what="both queued messages handled (forwarded) by the old host")
+    wait_until(lambda: flush_writes(port_new) >= 2, timeout=10, what="the new host's writes")

@@ -1,0 +1,129 @@
+"""Issue 7, acceptance 4 (metrics half) and the structured logs: a real ``tidings
+worker`` serves tidings' Prometheus metrics and logs JSON lines with message context."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tidings
+from store.settings import Settings
+from tests.support.polling import wait_until
+from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
+from tests.support.redis_server import RedisServer
+from tests.support.scrape import scrape
+from workers.broker import make_broker
+from workers.dispatch import send
+from workers.routing import host_queue
+
+pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
+
+#: Every metric family tidings defines (jobs/metrics.py, workers/metrics.py).
+TIDINGS_FAMILIES = {
+    "tidings_events_published", "tidings_events_coalesced", "tidings_flush_batch_records",
+    "tidings_alarms_published", "tidings_alarm_lateness_seconds", "tidings_observations",
+    "tidings_observation_duration_seconds", "tidings_inbox_admissions", "tidings_spills",
+    "tidings_messages_processed", "tidings_messages_failed", "tidings_message_duration_seconds",
+}
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    started = RedisServer(tmp_path / "redis").start()
+    yield started
+    started.stop()
+
+
+def publish(env: dict[str, str], workdir: Path, channel: str, text: str) -> None:
+    done = run_cli(["publish", channel, "--event", json.dumps({"text": text}),
+                    "--workdir", str(workdir), "--wait"], env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["flushed"] is True
+
+
+def json_logs(process: TidingsProcess) -> list[dict[str, Any]]:
+    lines = []
+    for line in list(process.stderr):
+        try:
+            lines.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return lines
+
+
+def test_worker_serves_tidings_metrics_and_logs_json_with_message_context(
+    procs: ProcessGroup, e2e_env: dict[str, str], server: RedisServer, tmp_path: Path
+) -> None:
+    env = {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0"}
+    worker = procs.start("worker", env=env)
+    port = worker.wait_ready()["metrics_port"]
+    workdir = tmp_path / "agent"
+    workdir.mkdir()
+    publish(env, workdir, "mcp.build", "green")
+
+    host = e2e_env["TIDINGS_HOST"]
+    labels = (("actor", "flush_channel"), ("queue", host_queue(host)))
+    metrics = wait_until(
+        lambda: (m := scrape(port))["tidings_messages_processed"].get(
+            ("tidings_messages_processed_total", labels)) and m,
+        timeout=10, what="flush counted",
+    )
+    assert set(metrics) >= TIDINGS_FAMILIES
+    assert metrics["tidings_flush_batch_records"][("tidings_flush_batch_records_sum", ())] == 1
+    assert metrics["tidings_events_coalesced"][("tidings_events_coalesced_total", ())] == 0
+    assert ("tidings_message_duration_seconds_count", labels) in \
+        metrics["tidings_message_duration_seconds"]
+
+    # A message for an agent nobody registered: the actor logs it, with context.
+    with server.client() as client:
+        broker = make_broker(client, Settings(host=host))
+        message = send(broker, "flush_channel", host_queue(host), "ghost", "mcp.build")
+        send(broker, "no_such_actor", host_queue(host))
+        broker.close()
+    entry = wait_until(
+        lambda: next((e for e in json_logs(worker) if e.get("event") == "actor_unknown_agent"),
+                     None),
+        timeout=10, what="the worker's JSON log line",
+    )
+    assert entry["actor"] == "flush_channel"
+    assert entry["message_id"] == message.message_id
+    assert entry["agent_id"] == "ghost"
+    assert entry["fields"] == {"actor": "flush_channel", "agent_id": "ghost"}
+    assert entry["level"] == "warning" and entry["logger"] == "tidings" and entry["host"] == host
+    # dramatiq's own records flow through the same handler.
+    wait_until(lambda: any(e["logger"].startswith("dramatiq") and "no_such_actor" in e["message"]
+                           for e in json_logs(worker)), timeout=10, what="dramatiq's log line")
+    assert worker.stop() == 0
+
+
+def test_worker_processes_share_one_metrics_endpoint(
+    procs: ProcessGroup, e2e_env: dict[str, str], server: RedisServer, tmp_path: Path
+) -> None:
+    """``--processes 2``: the parent serves the sum of both children's metrics."""
+    env = {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0"}
+    workers = procs.start("worker", "--processes", "2", env=env)
+    port = workers.wait_json(lambda v: v.get("role") == "workers")["metrics_port"]
+    published = 0
+    hub = tidings.connect(server.url, settings=Settings(host=e2e_env["TIDINGS_HOST"]))
+    try:
+        for n in range(3):
+            workdir = tmp_path / f"agent{n}"
+            workdir.mkdir()
+            agent = hub.agent(workdir)
+            for channel in ("mcp.a", "mcp.b"):
+                assert agent.publish_event(channel, {"n": n}, wait=True)["flushed"] is True
+                published += 1
+    finally:
+        hub.close()
+        hub.redis.close()
+
+    def applied() -> float:
+        family = scrape(port).get("tidings_flush_batch_records", {})
+        return float(family.get(("tidings_flush_batch_records_sum", ()), 0))
+
+    wait_until(lambda: applied() == published, timeout=10, what="every record counted once")
+    assert workers.stop() == 0

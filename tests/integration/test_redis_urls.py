@@ -1,0 +1,58 @@
+"""Redis URLs that deploy/README.md documents: ACL users and Sentinel sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tidings
+from store.connection import redact
+from store.errors import NoStoreError
+from store.settings import RedisConfig, Settings
+from tests.support.redis_server import RedisServer, free_port
+
+pytestmark = pytest.mark.redis_server
+
+ACL_USER = ("--user", "tidings", "on", ">s3cret", "~*", "&*", "+@all")
+
+
+def test_acl_user_and_password_in_the_url(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path / "redis", extra=ACL_USER).start()
+    try:
+        url = f"redis://tidings:s3cret@127.0.0.1:{server.port}/0"
+        hub = tidings.connect(url, settings=Settings(host="acl"))
+        try:
+            (tmp_path / "w").mkdir()
+            agent = hub.agent(tmp_path / "w", inline=True)
+            assert agent.publish_event("mcp.x", {"text": "hi"})["flushed"] is True
+        finally:
+            hub.close()
+            hub.redis.close()
+        with pytest.raises(NoStoreError):
+            tidings.connect(f"redis://tidings:wrong@127.0.0.1:{server.port}/0")
+    finally:
+        server.stop()
+
+
+def test_sentinel_url_names_every_sentinel_the_service_db_and_credentials() -> None:
+    config = RedisConfig.from_url(
+        "redis+sentinel://tidings:s3cret@s1:26379,s2:26380,s3/mymaster/2")
+    assert config.sentinels == (("s1", 26379), ("s2", 26380), ("s3", 26379))
+    assert (config.service_name, config.db) == ("mymaster", 2)
+    assert (config.username, config.password) == ("tidings", "s3cret")
+
+
+def test_passwords_never_reach_messages() -> None:
+    with pytest.raises(NoStoreError) as caught:
+        tidings.connect(f"redis://tidings:s3cret@127.0.0.1:{free_port()}/0")
+    assert "s3cret" not in caught.value.message
+    assert "redis://tidings:***@127.0.0.1:" in caught.value.message
+    assert redact("redis+sentinel://:pw@s1:26379,s2:26379/mymaster/0") == \
+        "redis+sentinel://:***@s1:26379,s2:26379/mymaster/0"
+    assert redact("redis://h:6379/0") == "redis://h:6379/0"
+
+
+def test_sentinel_credentials_are_percent_decoded_like_redis_urls() -> None:
+    config = RedisConfig.from_url("redis+sentinel://me:p%40ss%3Aw@s1:26379/mymaster")
+    assert (config.username, config.password) == ("me", "p@ss:w")

@@ -1,0 +1,52 @@
+"""Demo chapter: an oversized lane is compacted to the block cap and spilled whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jobs.cap_ruler import measure
+from jobs.limits import max_chars
+
+if TYPE_CHECKING:
+    from tidings._demo import Tour
+
+#: The oversized channel: 25 messages of 3,000 characters each.
+MESSAGES, CHARS = 25, 3000
+
+
+def oversized_lane(tour: Tour) -> None:
+    tour.console.rule("7. An oversized lane is compacted to the cap and spilled whole")
+    cap = max_chars(tour.workdir, log_invalid=False)
+    tour.say(f"A Telegram bridge mirrors {MESSAGES} messages of {CHARS:,} characters into "
+             f"[bold]mcp.telegram[/]; the block cap is {cap:,} characters.")
+    envelope = {
+        "header": f"Telegram: {MESSAGES} new messages",
+        "data": {"message_ids": [f"tg-{n}" for n in range(MESSAGES)],
+                 "messages": [{"id": f"tg-{n}", "from": "ann", "text": f"{n}: " + "lorem " * 500}
+                              for n in range(MESSAGES)]},
+    }
+    result = tour.agent.publish("mcp.telegram", envelope, wait=True)
+    tour.expect(result["status"] == "ok", "the mirror was written")
+    attention = tour.agent.render()["attention"]
+    overflow = attention["overflow"]
+    tour.expect(measure(attention) <= cap, "the delivered lane fits the cap")
+    spill = Path(overflow["path"])
+    tour.expect(json.loads(spill.read_text())["mcp.telegram"]["data"] == envelope["data"],
+                "the spill file holds the full original")
+    first = attention["mcp.telegram"]["data"]["messages"][0]
+    tour.say(f"The lane measured {overflow['full_chars']:,} characters; what reaches the model "
+             f"measures {measure(attention):,}. Each text keeps its first 200 characters, ids "
+             "and counts stay, and the lane says where the rest went:")
+    tour.show("agent.render()['attention'] (first message, marker and comment)", {
+        "mcp.telegram.data.messages[0]": first,
+        "overflow": overflow,
+        "comment": attention["comment"],
+    })
+    again = tour.agent.render()["attention"]
+    tour.expect(again == attention, "rendering again gives the same lane")
+    logs = sorted(p.name for p in (tour.workdir / "logs").iterdir())
+    tour.expect(logs == [spill.name], "one spill file, reused")
+    tour.say(f"Rendering again reuses the content-addressed spill: logs/ holds {logs} "
+             f"({spill.stat().st_size:,} bytes).")

@@ -1,0 +1,102 @@
+"""Logging of the long-running commands (``up``, ``worker``, ``scheduler``).
+
+With ``TIDINGS_LOG_JSON`` (the default) every record, tidings' and dramatiq's
+alike, is one JSON object per line on stderr: ``time``, ``level``, ``logger``,
+``message``, ``host``, ``pid``; the ``event`` name and ``fields`` that
+``jobs.log.event`` attaches; and, while a dramatiq message is being processed,
+its ``actor``, ``message_id`` and ``agent_id``. Otherwise the same facts go
+into one plain text line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from dramatiq.middleware import CurrentMessage
+
+from store.settings import Settings
+
+#: Level of every logger in a long-running process.
+LOG_LEVEL = logging.INFO
+#: Plain-text layout when JSON is off.
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def message_context() -> dict[str, Any]:
+    """``actor``, ``message_id`` and ``agent_id`` of the message this thread processes."""
+    message = CurrentMessage.get_current_message()
+    if message is None:
+        return {}
+    context: dict[str, Any] = {"actor": message.actor_name, "message_id": message.message_id}
+    # Agent actors take the agent id first (workers/actors.py).
+    if message.args and isinstance(message.args[0], str):
+        context["agent_id"] = message.args[0]
+    return context
+
+
+def record_context(record: logging.LogRecord) -> dict[str, Any]:
+    """What a record carries beyond its message: event, fields and message context."""
+    context: dict[str, Any] = {}
+    event = getattr(record, "event", None)
+    fields = getattr(record, "fields", None)
+    if event:
+        context["event"] = event
+    if fields:
+        context["fields"] = fields
+        if isinstance(fields.get("agent_id"), str):
+            context["agent_id"] = fields["agent_id"]
+    context.update(message_context())
+    return context
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+            "host": self.host,
+            "pid": record.process,
+            **record_context(record),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """The plain line, followed by the record's context as ``key=value``."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        context = {k: v for k, v in record_context(record).items() if k != "fields"}
+        return " ".join([line, *(f"{k}={v}" for k, v in context.items())])
+
+
+class _ProcessHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Marks the handler this module installed, so set-up can be repeated."""
+
+
+def configure(settings: Settings) -> None:
+    """Route every logger of this process through one stderr handler."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _ProcessHandler)]:
+        root.removeHandler(handler)
+    handler = _ProcessHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter(settings.host) if settings.log_json else TextFormatter())
+    root.addHandler(handler)
+    root.setLevel(LOG_LEVEL)
