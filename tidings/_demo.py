@@ -91,7 +91,7 @@ def bad_input(tour: Tour) -> None:
 
 #: The chapters, in order; later capabilities append theirs.
 CHAPTERS: list[Callable[[Tour], None]] = [
-    burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm, oversized_lane, memory_inbox,
+    burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm, memory_inbox, oversized_lane,
 ]
 
 
