@@ -1,0 +1,31 @@
+"""Observing an agent's Git memory repository (memory-inbox.md M12-M39, M45, M49).
+
+Pure functions, no Redis: ``observe`` takes a snapshot with pygit2,
+``encode_checkpoint``/``decode_checkpoint`` move it to and from the checkpoint
+hash, ``compare`` classifies it against the checkpoint, ``event_content`` makes
+the event, ``split_owned`` removes the agent's own changes and
+``render_memory_entry`` coalesces claimed events into one inbox entry.
+"""
+
+from jobs.memory.checkpoint import decode_checkpoint, encode_checkpoint
+from jobs.memory.coalesce import render_memory_entry
+from jobs.memory.comparison import Comparison, compare
+from jobs.memory.content import DEFAULT_STANDING_FILES, event_content
+from jobs.memory.model import CheckpointState, ObserveResult, Snapshot
+from jobs.memory.observation import observe
+from jobs.memory.owned import split_owned
+
+__all__ = [
+    "DEFAULT_STANDING_FILES",
+    "CheckpointState",
+    "Comparison",
+    "ObserveResult",
+    "Snapshot",
+    "compare",
+    "decode_checkpoint",
+    "encode_checkpoint",
+    "event_content",
+    "observe",
+    "render_memory_entry",
+    "split_owned",
+]

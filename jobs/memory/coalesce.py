@@ -1,0 +1,57 @@
+"""One inbox entry for all memory events a turn claimed (memory-inbox.md M45)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jobs.memory import summary
+from jobs.memory.changes import AREAS
+
+_FLAGS = ("branch_moved", "head_moved", "history_rewritten", "persona_changed",
+          "repository_replaced", "reobserved")
+_HEAD_FIELDS = ("branch", "head", "detached", "unborn")
+
+
+def render_memory_entry(events: Sequence[Mapping[str, Any]]) -> str:
+    """The coalesced text of ``events`` (oldest first; each with ``event_id``, ``payload``,
+    ``observed_at``, ``created_at``): every event id named, lists merged by (area, path)
+    with the newest entry winning, ``from_*`` of the oldest and ``to_*`` of the newest."""
+    if not events:
+        return ""
+    payloads = [event.get("payload") or {} for event in events]
+    merged = merge_payloads(payloads)
+    head = summary.header(
+        payloads[0].get("since"), events[0].get("observed_at"),
+        [str(event.get("event_id")) for event in events],
+    )
+    return summary.render(merged, head)
+
+
+def merge_payloads(payloads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    oldest, newest = payloads[0], payloads[-1]
+    merged: dict[str, Any] = {flag: any(p.get(flag) for p in payloads) for flag in _FLAGS}
+    for field in _HEAD_FIELDS:
+        merged[f"from_{field}"] = oldest.get(f"from_{field}")
+        merged[f"to_{field}"] = newest.get(f"to_{field}")
+    changes: dict[str, list[dict[str, Any]]] = {}
+    more: dict[str, int] = {}
+    for area in AREAS:
+        latest: dict[str, dict[str, Any]] = {}
+        for payload in payloads:
+            for item in (payload.get("changes") or {}).get(area) or []:
+                latest[str(item.get("path"))] = dict(item)
+        entries = sorted(latest.values(), key=lambda item: str(item.get("path")))
+        changes[area] = entries[: summary.LIST_LIMIT]
+        hidden = sum(int((p.get("more") or {}).get(area) or 0) for p in payloads)
+        more[area] = len(entries) - len(changes[area]) + hidden
+    merged["changes"], merged["more"] = changes, more
+    overflows = [p["overflow"] for p in payloads if p.get("overflow")]
+    merged["overflow"] = (
+        {"from": overflows[0].get("from"), "to": overflows[-1].get("to")} if overflows else None
+    )
+    persona: list[str] = []
+    for payload in payloads:
+        persona.extend(p for p in payload.get("persona_paths") or [] if p not in persona)
+    merged["persona_paths"] = persona
+    return merged

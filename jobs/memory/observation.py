@@ -1,0 +1,114 @@
+"""One observation of a memory repository (memory-inbox.md M12-M24).
+
+An attempt reads HEAD, the index file's identity and the status listing, then
+fingerprints the first MAX_PATHS listed paths, then reads HEAD, the index file
+and the listing again: any difference, or any unstable file read, repeats the
+whole attempt (M23). Nothing here writes to the repository or runs git (M24).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+
+from jobs import log
+from jobs.memory import listing
+from jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
+from jobs.memory.head import head_state, identity
+from jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
+from jobs.memory.repository import RepositoryUnavailable, opened
+from store.jsonfmt import utc_stamp_ms
+
+#: M23: attempts before an observation is reported ``unstable``.
+OBSERVE_ATTEMPTS = 3
+
+IndexStat = tuple[int, int, int] | None
+
+
+def observe(
+    repo_path: str | os.PathLike[str] | None, previous: Snapshot | None, *, now: float
+) -> ObserveResult:
+    """Observe ``repo_path``. Never raises for repository oddities (M12).
+
+    ``previous`` (the checkpoint's snapshot) only feeds the stat cache (M19);
+    ``now`` is the injectable clock's time for ``observed_at``.
+    """
+    if repo_path is None:
+        return ObserveResult("unavailable", reason="not_configured")
+    path = os.fspath(repo_path)
+    try:
+        for attempt in range(1, OBSERVE_ATTEMPTS + 1):
+            try:
+                return ObserveResult("ok", _attempt(path, previous, now))
+            except Unstable as exc:
+                log.event("memory.observe_unstable", logging.INFO, repo=path, attempt=attempt,
+                          detail=str(exc))
+    except RepositoryUnavailable as exc:
+        return ObserveResult("unavailable", reason=exc.reason)
+    except Exception as exc:  # M12: a repository oddity must never fail the caller
+        log.event("memory.observe_failed", repo=path, error=type(exc).__name__, detail=str(exc))
+        return ObserveResult("unavailable", reason="unreadable")
+    return ObserveResult("unstable", reason="unstable")
+
+
+def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
+    started_ns = time.time_ns()  # M19: the host's real clock, never the injectable one
+    with opened(repo_path) as repo:
+        index_path = os.path.join(repo.path, "index")
+        index_before = _index_stat(index_path)
+        head = head_state(repo)
+        index = repo.index
+        staged = listing.read_staged(repo, index, head)
+        listed = listing.merge(staged, listing.read_worktree(index), index)
+        ident = identity(repo, head, previous.identity.root_commit if previous else None)
+        ordered = sorted(listed)
+        records = _fingerprint(ident.root, ordered[:MAX_PATHS], listed, previous)
+        if head_state(repo) != head or _index_stat(index_path) != index_before:
+            raise Unstable("HEAD or index changed during the observation")
+        again = listing.combined_flags(staged, listing.read_worktree(index))
+        if again != listing.flags_of(listed):
+            raise Unstable("status listing changed during the observation")
+    overflow = max(0, len(ordered) - MAX_PATHS)
+    return Snapshot(
+        identity=ident,
+        head=head,
+        paths=records,
+        overflow_count=overflow,
+        overflow_digest=listing_digest(ordered, listed) if overflow else None,
+        observed_at=utc_stamp_ms(now),
+        started_ns=started_ns,
+    )
+
+
+def _fingerprint(
+    root: str, paths: list[bytes], listed: dict[bytes, listing.Listed], previous: Snapshot | None
+) -> dict[bytes, PathRecord]:
+    cached = previous.paths if previous else {}
+    cache_before = previous.started_ns - RACY_WINDOW_NS if previous else 0
+    records: dict[bytes, PathRecord] = {}
+    with Fingerprinter(root, cached, cache_before) as reader:
+        for raw in paths:
+            item = listed[raw]
+            index_mode = item.index[0].mode if item.index else 0
+            worktree, stat = reader.identify(raw, item.flags, index_mode)
+            records[raw] = PathRecord(item.flags, item.head, item.index, worktree, stat)
+    return records
+
+
+def listing_digest(ordered: list[bytes], listed: dict[bytes, listing.Listed]) -> str:
+    """M20: SHA-256 over the full listing: raw path, NUL, flags in decimal, LF."""
+    digest = hashlib.sha256()
+    for raw in ordered:
+        digest.update(b"%s\0%d\n" % (raw, listed[raw].flags))
+    return digest.hexdigest()
+
+
+def _index_stat(path: str) -> IndexStat:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+

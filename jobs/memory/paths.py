@@ -1,0 +1,52 @@
+"""Literal repository paths and how they are shown (memory-inbox.md M25-M27).
+
+A path is its raw bytes everywhere inside the package; it becomes text only
+for payloads and summaries, through :func:`display`.
+"""
+
+from __future__ import annotations
+
+import os
+
+_CONTROL = frozenset(range(0x20)) | {0x7F}
+
+
+def display(raw: bytes) -> tuple[str, bool]:
+    """M26: ``(text, escaped)``. Valid UTF-8 without control characters is shown as
+    is; anything else is escaped (``\\`` → ``\\\\``, bad bytes and controls → ``\\xNN``)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        if not any(ord(ch) in _CONTROL for ch in text):
+            return text, False
+    out: list[str] = []
+    for ch in raw.decode("utf-8", "surrogateescape"):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code in _CONTROL:
+            out.append(f"\\x{code:02x}")
+        elif ch == "\\":
+            out.append("\\\\")
+        else:
+            out.append(ch)
+    return "".join(out), True
+
+
+def display_text(raw: bytes) -> str:
+    return display(raw)[0]
+
+
+def excluded(raw: bytes) -> bool:
+    """M27: any segment equal to ``.git`` (ASCII case-insensitive) is never observed."""
+    lowered = raw.lower()
+    if b".git" not in lowered:
+        return False
+    return b".git" in lowered.split(b"/")
+
+
+def to_str(raw: bytes) -> str:
+    """The ``str`` pygit2 takes for a raw path (file-system decoding, reversible)."""
+    return os.fsdecode(raw)

@@ -1,0 +1,111 @@
+"""The text of a memory event, from its payload (memory-inbox.md M37-M39).
+
+One renderer serves the event's own summary and the coalesced inbox entry
+(M45), so both read alike. It never sees file bodies, diffs or commit messages,
+and says what was observed, never who did it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: M36/M37: entries shown per list.
+LIST_LIMIT = 30
+#: M37: the summary cap in UTF-8 bytes, marker included.
+SUMMARY_BYTES = 4096
+TRUNCATION_MARK = "\n…(truncated)"
+#: M37: commit ids are shown with this many hex digits.
+SHORT_ID = 12
+PERSONA_SENTENCE = (
+    "{paths} changed on disk; the current session keeps its frozen persona and new "
+    "sessions get the new version."
+)
+_LABELS = {"commit": "Committed", "staged": "Staged", "worktree": "Worktree"}
+
+
+def render(payload: Mapping[str, Any], header: str) -> str:
+    """M37: header, notices, branch move, head move, lists, overflow, persona sentence."""
+    lines = [header]
+    if payload.get("repository_replaced"):
+        lines.append("The memory repository at this path was replaced by a different one; "
+                     "observation restarted from its current state.")
+        lines.append(f"Now on {_position(payload, 'to')}.")
+    if payload.get("reobserved"):
+        lines.append("The previous observation was unreadable; observation restarted from "
+                     "the current state.")
+    if payload.get("branch_moved"):
+        lines.append(f"Branch moved: {_position(payload, 'from')} → {_position(payload, 'to')}")
+    if payload.get("head_moved"):
+        where = "(detached HEAD)" if payload.get("to_detached") else (
+            f"on {payload.get('to_branch')}"
+        )
+        lines.append(f"Head moved {where}: {short(payload.get('from_head'))} → "
+                     f"{short(payload.get('to_head'))}")
+    if payload.get("history_rewritten"):
+        lines.append("History rewritten; inspect with git.")
+    changes, more = payload.get("changes") or {}, payload.get("more") or {}
+    for area, label in _LABELS.items():
+        line = list_line(label, changes.get(area) or [], int(more.get(area) or 0))
+        if line:
+            lines.append(line)
+    overflow = payload.get("overflow")
+    if overflow:
+        lines.append(f"Paths listed beyond the first 20,000 changed: {overflow.get('from')} → "
+                     f"{overflow.get('to')} more paths.")
+    if payload.get("persona_changed") and payload.get("persona_paths"):
+        lines.append(persona_sentence(payload["persona_paths"]))
+    return cap("\n".join(lines))
+
+
+def header(since: str | None, observed_at: str | None, event_ids: Sequence[str] = ()) -> str:
+    ids = f" (events {', '.join(event_ids)})" if event_ids else ""
+    if since:
+        return f"Memory repository changes observed since {since}{ids}:"
+    return f"Memory repository changes observed at {observed_at}{ids}:"
+
+
+def list_line(label: str, entries: Sequence[Mapping[str, Any]], more: int) -> str | None:
+    """``Label: entry; entry (+N more)`` with at most LIST_LIMIT entries."""
+    shown = list(entries)[:LIST_LIMIT]
+    hidden = len(entries) - len(shown) + more
+    if not shown and not hidden:
+        return None
+    text = "; ".join(entry_text(entry) for entry in shown)
+    if hidden:
+        text = f"{text} (+{hidden} more)" if text else f"(+{hidden} more)"
+    return f"{label}: {text}"
+
+
+def entry_text(entry: Mapping[str, Any]) -> str:
+    if entry.get("change") == "renamed" and entry.get("from_path") is not None:
+        return f"renamed {entry['from_path']} → {entry['path']}"
+    return f"{entry.get('change')} {entry.get('path')}"
+
+
+def persona_sentence(paths: Sequence[str]) -> str:
+    return PERSONA_SENTENCE.format(paths=", ".join(paths))
+
+
+def short(commit: object) -> str:
+    return str(commit)[:SHORT_ID] if commit else "(none)"
+
+
+def _position(payload: Mapping[str, Any], side: str) -> str:
+    head = payload.get(f"{side}_head")
+    if payload.get(f"{side}_detached"):
+        return f"detached HEAD at {short(head)}"
+    branch = payload.get(f"{side}_branch")
+    if payload.get(f"{side}_unborn") or not head:
+        return f"{branch} (no commits)"
+    return f"{branch} at {short(head)}"
+
+
+def cap(text: str) -> str:
+    """M37: at most SUMMARY_BYTES UTF-8 bytes; a longer text is cut on a code-point
+    boundary and ends with the truncation marker."""
+    data = text.encode("utf-8")
+    if len(data) <= SUMMARY_BYTES:
+        return text
+    room = SUMMARY_BYTES - len(TRUNCATION_MARK.encode("utf-8"))
+    return data[:room].decode("utf-8", "ignore") + TRUNCATION_MARK
