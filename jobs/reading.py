@@ -10,6 +10,7 @@ observation stable when the bookends (and the bytes it parsed) agree.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from jobs.allowlist import Allowlist, allowlist
 from jobs.names import DAEMON, NON_CHANNEL_FILES
 from jobs.runtime import Runtime
 from store.errors import TidingsError
-from store.files import MAX_READ_BYTES, Entry, list_dir, safe_read, stat_key
+from store.files import MAX_READ_BYTES, DirView, Entry, directory, safe_read, stat_key
 from store.jsonfmt import sha256_hex
 from store.models import AgentRecord
 
@@ -81,9 +82,8 @@ def is_candidate(name: str) -> bool:
     return name.endswith(".json") and name not in NON_CHANNEL_FILES and not name.startswith(".")
 
 
-def channel_entries(root: Path, allow: Allowlist, exclude: str | None = None) -> list[Entry]:
+def _chosen(entries: list[Entry], allow: Allowlist, exclude: str | None) -> list[Entry]:
     """Allowed, regular channel files of at most 1 MiB, sorted by name (C19)."""
-    entries = list_dir(root, NOTIFICATION_DIR) or []
     chosen = [
         e
         for e in entries
@@ -97,30 +97,45 @@ def channel_entries(root: Path, allow: Allowlist, exclude: str | None = None) ->
     return sorted(chosen, key=lambda e: e.name)
 
 
-def _file_entry(root: Path, entry: Entry) -> FpEntry | None:
-    """``[name, size, sha]``; size and hash always describe the same bytes."""
-    path = (str(root), entry.name)
-    sha = _hashes.get(path, stat_key(entry.stat))
-    if sha is not None:
-        return [entry.name, entry.stat.st_size, sha]
-    outcome = safe_read(root, f"{NOTIFICATION_DIR}/{entry.name}")
+def channel_entries(root: Path, allow: Allowlist, exclude: str | None = None) -> list[Entry]:
+    """Allowed, regular channel files of at most 1 MiB, sorted by name (C19)."""
+    with directory(root, NOTIFICATION_DIR) as view:
+        return _chosen(view.entries(), allow, exclude) if view is not None else []
+
+
+def _known_sha(root: Path, name: str, st: os.stat_result) -> str | None:
+    return _hashes.get((str(root), name), stat_key(st))
+
+
+def _read_entry(root: Path, view: DirView | None, entry: Entry) -> tuple[FpEntry, bytes] | None:
+    """One read: ``[name, size, sha]`` of exactly the bytes returned (C20)."""
+    if view is None:
+        return None
+    name = entry.name
+    outcome = view.read(entry)
     if not outcome.ok or outcome.stat is None:
         return None
-    sha = sha256_hex(outcome.data)
-    _hashes.put(path, stat_key(outcome.stat), sha)
-    return [entry.name, len(outcome.data), sha]
+    sha = _known_sha(root, name, outcome.stat)
+    if sha is None:
+        sha = sha256_hex(outcome.data)
+        _hashes.put((str(root), name), stat_key(outcome.stat), sha)
+    return [name, len(outcome.data), sha], outcome.data
 
 
 def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> list[FpEntry]:
     """C20 over the allowed channel files (minus ``exclude``) and the daemon aggregate."""
     fp: list[FpEntry] = []
-    for entry in channel_entries(root, allow, exclude):
-        item = _file_entry(root, entry)
-        if item is not None:
-            fp.append(item)
-    view = daemon.read_daemon(root)
-    if view.fp_entry is not None:
-        fp.append(list(view.fp_entry))
+    with directory(root, NOTIFICATION_DIR) as view:
+        for entry in _chosen(view.entries(), allow, exclude) if view is not None else []:
+            sha = _known_sha(root, entry.name, entry.stat)
+            read = None if sha is not None else _read_entry(root, view, entry)
+            if sha is not None:
+                fp.append([entry.name, entry.stat.st_size, sha])
+            elif read is not None:
+                fp.append(read[0])
+    view_d = daemon.read_daemon(root)
+    if view_d.fp_entry is not None:
+        fp.append(list(view_d.fp_entry))
     return sorted(fp, key=lambda item: str(item[0]))
 
 
@@ -138,21 +153,20 @@ def _snapshot(
 ) -> tuple[dict[str, Any], list[FpEntry]]:
     payloads: dict[str, Any] = {}
     seen: list[FpEntry] = []
-    for entry in channel_entries(root, allow, exclude):
-        outcome = safe_read(root, f"{NOTIFICATION_DIR}/{entry.name}")
-        if not outcome.ok or outcome.stat is None:
-            continue
-        sha = sha256_hex(outcome.data)
-        _hashes.put((str(root), entry.name), stat_key(outcome.stat), sha)
-        seen.append([entry.name, len(outcome.data), sha])
-        payload = parse_payload(outcome.data)
-        if payload is not None:
-            payloads[entry.name[:-5]] = payload
-    view = daemon.read_daemon(root)
-    if view.fp_entry is not None:
-        seen.append(list(view.fp_entry))
-    if view.payload is not None:
-        payloads[DAEMON] = view.payload
+    with directory(root, NOTIFICATION_DIR) as view:
+        for entry in _chosen(view.entries(), allow, exclude) if view is not None else []:
+            read = _read_entry(root, view, entry)
+            if read is None:
+                continue
+            seen.append(read[0])
+            payload = parse_payload(read[1])
+            if payload is not None:
+                payloads[entry.name[:-5]] = payload
+    daemon_view = daemon.read_daemon(root)
+    if daemon_view.fp_entry is not None:
+        seen.append(list(daemon_view.fp_entry))
+    if daemon_view.payload is not None:
+        payloads[DAEMON] = daemon_view.payload
     ordered = {name: payloads[name] for name in sorted(payloads)}
     return ordered, sorted(seen, key=lambda item: str(item[0]))
 

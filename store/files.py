@@ -12,7 +12,7 @@ import os
 import stat
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -200,8 +200,11 @@ def safe_read(root: Path, rel: str, limit: int = MAX_READ_BYTES) -> ReadOutcome:
         return ReadOutcome("unreadable", error=type(exc).__name__)
 
 
-def _read_at(dir_fd: int, name: str, limit: int) -> ReadOutcome:
-    before = _lstat_at(dir_fd, name)
+def _read_at(
+    dir_fd: int, name: str, limit: int, before: os.stat_result | None = None
+) -> ReadOutcome:
+    """Read ``name``; ``before`` is an ``lstat`` the caller just took (from a listing)."""
+    before = before or _lstat_at(dir_fd, name)
     if before is None:
         return ReadOutcome("absent")
     if not stat.S_ISREG(before.st_mode):
@@ -246,6 +249,43 @@ class Entry:
     @property
     def is_regular(self) -> bool:
         return stat.S_ISREG(self.stat.st_mode)
+
+
+class DirView:
+    """An open, no-follow directory: list and read many entries through one descriptor."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def entries(self) -> list[Entry]:
+        found: list[Entry] = []
+        for name in os.listdir(self.fd):
+            st = _lstat_at(self.fd, name)
+            if st is not None:
+                found.append(Entry(name, st))
+        return found
+
+    def read(self, entry: Entry | str, limit: int = MAX_READ_BYTES) -> ReadOutcome:
+        """Read an entry of :meth:`entries` (its ``lstat`` is reused) or a name."""
+        name, listed = (entry, None) if isinstance(entry, str) else (entry.name, entry.stat)
+        try:
+            return _read_at(self.fd, name, limit, listed)
+        except OSError as exc:
+            return ReadOutcome("unreadable", error=type(exc).__name__)
+
+
+@contextmanager
+def directory(root: Path, rel: str) -> Iterator[DirView | None]:
+    """A :class:`DirView` of a workdir directory, or ``None`` if it is absent, not a
+    directory or a symlink (readers then see nothing)."""
+    stack = ExitStack()
+    try:
+        fd = stack.enter_context(open_dir(root, _split(rel)))
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        yield None
+        return
+    with stack:
+        yield DirView(fd)
 
 
 def list_dir(root: Path, rel: str) -> list[Entry] | None:

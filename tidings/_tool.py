@@ -135,8 +135,6 @@ def _input_problem(action: str, payload: dict[str, Any], allowed: frozenset[str]
             f"{action}: unknown input key(s): {', '.join(sorted(map(str, unknown)))}"
         )
     for key, value in payload.items():
-        if value is None:
-            continue
         if key in BOOLEAN_FIELDS and not isinstance(value, bool):
             return invalid_argument(f"{key} must be a boolean")
         if key in TEXT_FIELDS and not isinstance(value, str):
@@ -157,9 +155,10 @@ def call_tool(agent: Agent, arguments: object) -> Result:
     if "input" in arguments and arguments["input"] is None and action == "settings":
         return invalid_argument("settings takes exactly {} as input")
     payload: dict[str, Any] = arguments.get("input") or {}
+    if action != "settings":  # C42: settings takes exactly {}; elsewhere null is absent (C44)
+        payload = {k: v for k, v in payload.items() if v is not None}
     allowed, handler = ACTIONS[action]
     problem = _input_problem(action, payload, allowed)
     if problem is not None:
         return problem
-    # C44: a null field is absent.
-    return handler(agent, {k: v for k, v in payload.items() if v is not None})
+    return handler(agent, payload)

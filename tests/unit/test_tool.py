@@ -53,7 +53,6 @@ class TestC44Root:
             {"action": "dismiss_channel", "input": {"channel": "soul", "force": "true"}},
             {"action": "dismiss_channel", "input": {"channel": 5}},
             {"action": "dismiss_channel", "input": {"channel": "system", "event_id": "e"}},
-            {"action": "dismiss_channel", "input": {"channel": "system", "ref_id": None}},
             {"action": "add", "input": {**MANIFEST, "description": ["x"]}},
             {"action": "settings", "input": None},
             {"action": "settings", "input": {"key": "x"}},
@@ -86,6 +85,17 @@ class TestC44Root:
         assert result == {"status": "ok", "channel": "soul", "cleared": True, "forced": False}
         assert agent.notification("dismiss_channel", {"channel": None})["reason"] == (
             "missing_channel")
+
+    def test_c44_null_event_target_on_dismiss_channel_is_absent(self, agent: Agent) -> None:
+        agent.publish("soul", {"header": "x"})
+        agent.stamp({})
+        result = agent.notification("dismiss_channel",
+                                    {"channel": "soul", "event_id": None, "ref_id": None})
+        assert result["status"] == "ok"
+        assert agent.notification("dismiss_channel", {"channel": "soul", "event_id": "e"})[
+            "error_code"] == "INVALID_ARGUMENT"
+        assert agent.call_tool({"action": "settings", "input": {"x": None}})[
+            "error_code"] == "INVALID_ARGUMENT"
 
 
 class TestActionTable:
