@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobs import log
+from jobs import log, metrics
 from jobs.delay_state import (
     ACTIVE,
     EXPIRING,
@@ -171,6 +171,8 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
         return False
     done = state["completion"]
     atomic_write(root, ALARM_FILE, alarm_bytes(done))
+    deadline = state.get("deadline_epoch")
+    metrics.alarm_published(rt.clock.now() - deadline if is_finite_number(deadline) else 0.0)
     faults.reach("expire.after_alarm")
     write_state(root, {**state, "status": PUBLISHED})
     log.event("notification_delay_alarm_published", level=logging.INFO,

@@ -10,6 +10,7 @@ import hashlib
 import re
 from typing import Any
 
+from jobs import metrics
 from jobs.event_ids import is_event_id, new_event_id
 from jobs.memory.summary import cap
 from jobs.runtime import Runtime
@@ -104,6 +105,7 @@ def admit(
         return {"status": "ok", "event_id": _text(reply[1]), "duplicate": True}
     if outcome == "inbox_full":
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
+    metrics.items_entered("pending")
     result: Result = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
     if text != summary:
         result["truncated"] = True
@@ -128,6 +130,7 @@ def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
     if outcome == "not_ignorable":
         state = _text(reply[1])
         return error("not_ignorable", f"a {state} item cannot be ignored", event_id=event_id)
+    metrics.items_entered("ignored", int(outcome == "ok"))
     return {"status": "ok", "event_id": event_id, "state": "ignored",
             "changed": outcome == "ok"}
 
@@ -146,9 +149,8 @@ def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> R
     if _text(reply[0]) == "noop":
         return {"retryable": [], "needs_repair": [], "closed_turn": None}
     closed = _text(reply[1])
-    return {
-        "retryable": _text(reply[2]).split(),
-        "needs_repair": _text(reply[3]).split(),
-        "closed_turn": closed or None,
-    }
+    retryable, needs_repair = _text(reply[2]).split(), _text(reply[3]).split()
+    metrics.items_entered("deferred", len(retryable))
+    metrics.items_entered("needs-repair", len(needs_repair))
+    return {"retryable": retryable, "needs_repair": needs_repair, "closed_turn": closed or None}
 

@@ -10,10 +10,11 @@ Nothing here raises to the caller: every outcome is an M12 result dict.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
-from jobs import inbox, log
+from jobs import inbox, log, metrics
 from jobs.event_ids import new_event_id
 from jobs.memory import (
     Comparison,
@@ -67,6 +68,18 @@ def _guarded(
 ) -> Result:
     if agent.memory_repo is None:
         return result("unavailable", trigger, reason="not_configured")
+    started = time.perf_counter()
+    outcome = _locked(rt, agent, trigger, owned=owned, reconcile=reconcile)
+    metrics.observed(trigger, outcome["status"], time.perf_counter() - started)
+    if outcome["event_id"] is not None:
+        metrics.items_entered("pending")
+    return outcome
+
+
+def _locked(
+    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, Any] | None,
+    reconcile: bool,
+) -> Result:
     try:
         with observe_lock(rt, agent.agent_id):
             for _ in range(CAS_ATTEMPTS):

@@ -60,7 +60,36 @@ SPILLS = Counter(
     "tidings_spills", "Spill files written by the block cap, by lane",
     ["lane"], registry=REGISTRY,
 )
+#: Observation reasons kept as label values; any other (caller-chosen) reason counts
+#: as ``manual``, so a label never takes unbounded values.
+OBSERVATION_REASONS = frozenset({"startup", "pre_turn", "finish_turn", "manual"})
+
+
 def flush_written(records: int) -> None:
     """One flush file write that applied ``records`` buffered records."""
     FLUSH_BATCH_RECORDS.observe(records)
     EVENTS_COALESCED.inc(max(records - 1, 0))
+
+
+def alarm_published(lateness: float) -> None:
+    """One delay alarm written, ``lateness`` seconds after its deadline."""
+    ALARMS_PUBLISHED.inc()
+    ALARM_LATENESS.observe(max(lateness, 0.0))
+
+
+def observed(reason: str, outcome: str, seconds: float) -> None:
+    """One memory observation that ended with ``outcome`` (its result's status)."""
+    label = reason if reason in OBSERVATION_REASONS else "manual"
+    OBSERVATIONS.labels(label, outcome).inc()
+    OBSERVATION_SECONDS.labels(label).observe(seconds)
+
+
+def items_entered(state: str, count: int = 1) -> None:
+    """``count`` inbox items entered ``state`` (an api.md item state)."""
+    if count:
+        INBOX_ADMISSIONS.labels(state).inc(count)
+
+
+def spilled(lane: str) -> None:
+    """One spill file written for ``lane`` (``attention`` or ``persistent``)."""
+    SPILLS.labels(lane).inc()

@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jobs import cap_ruler, log
+from jobs import cap_ruler, log, metrics
 from store.errors import TidingsError
 from store.files import exclusive_create, lstat_file, safe_read, stat_key
 
@@ -125,10 +125,11 @@ def holds(root: Path, name: str, request: SpillRequest) -> bool:
     return True
 
 
-def _create(root: Path, name: str, request: SpillRequest) -> bool:
+def _create(root: Path, name: str, request: SpillRequest, lane: str) -> bool:
     rel = f"{LOGS_DIR}/{name}"
     if not exclusive_create(root, rel, request.content):
         return False
+    metrics.spilled(lane)
     st = lstat_file(root, rel)  # after the temp is gone: its unlink changed the ctime
     if st is not None:
         _verified.put((str(root), name), stat_key(st), request.digest)
@@ -148,7 +149,7 @@ def take(root: Path, names: Iterable[str], request: SpillRequest, *, lane: str) 
     """The first name that holds (or now holds) the request's content; B8 failures fail."""
     try:
         for name in names:
-            if holds(root, name, request) or _create(root, name, request) or holds(
+            if holds(root, name, request) or _create(root, name, request, lane) or holds(
                 root, name, request
             ):
                 return Spill(name, spill_path(root, name))

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jobs import inbox
+from jobs import inbox, metrics
 from jobs.event_ids import is_event_id
 from jobs.memory_admission import RECORDED, reconcile, result
 from jobs.runtime import Runtime
@@ -24,6 +24,9 @@ from store.models import AgentRecord
 
 #: Most ids accepted in ``ignored`` (more than a turn can claim, with room for slips).
 MAX_IGNORED = 1_000
+#: (item state entered, the finish result's list of such ids), for the metrics.
+SETTLED_STATES = (("handled", "handled"), ("ignored", "ignored"), ("deferred", "retryable"),
+                  ("needs-repair", "needs_repair"))
 
 Result = dict[str, Any]
 
@@ -130,6 +133,8 @@ def _settle(
         return error("turn_expired", "the turn's lease passed; its items were recovered",
                      turn_id=turn_id)
     settled: Result = json.loads(_text(reply[1]) or "{}")
+    for state, field in SETTLED_STATES:
+        metrics.items_entered(state, len(settled.get(field) or ()))
     return settled
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from jobs import inbox, log
+from jobs import inbox, log, metrics
 from jobs.event_ids import new_event_id
 from jobs.inbox_items import read_items
 from jobs.inbox_text import render_inbox_text
@@ -118,6 +118,7 @@ def prepare_turn(
     if _text(reply[0]) == "lost":
         return error("turn_expired", "the turn was recovered before it claimed its items",
                      turn_id=turn_id)
+    metrics.items_entered("processing", len(reply) - 1)
     items = read_items(rt, agent.agent_id, [_text(i) for i in reply[1:]])
     return {
         "status": "ok",

@@ -189,3 +189,18 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} host={self.host}>"
+
+
+def stored_alarms(redis: Any, host: str) -> dict[str, tuple[str, float]]:
+    """``{agent_id: (request_id, run_date)}`` of the host's stored alarm jobs, read only
+    (``tidings status``); entries that are not well-formed jobs are skipped, not removed."""
+    alarms: dict[str, tuple[str, float]] = {}
+    for raw in redis.hvals(keys.scheduler_jobs(host)):
+        try:
+            stored = StoredJob.model_validate_json(raw)
+        except ValidationError:
+            continue
+        if len(stored.args) == 2 and math.isfinite(stored.run_date):
+            agent_id, request_id = stored.args
+            alarms[agent_id] = (request_id, stored.run_date)
+    return alarms

@@ -22,6 +22,9 @@ from store import keys
 from store.jsonfmt import compact_sorted, utc_stamp
 from store.scripts import Scripts
 
+#: Keys fetched per SCAN round trip while looking for leader keys.
+LEADER_SCAN_COUNT = 1000
+
 
 class LeaseSettings(BaseSettings):
     """Lease timing, from ``TIDINGS_SCHEDULER_LEASE_SECONDS`` / ``..._RENEW_SECONDS``.
@@ -83,6 +86,17 @@ class LeaderLease:
         value, self._value = self._value, None
         if value is not None:
             self._scripts("scheduler_lease_release", [self.key], [value])
+
+
+def leader_hosts(redis: Any) -> set[str]:
+    """Every host whose leader key exists (``tidings status``)."""
+    prefix, suffix = keys.scheduler_leader("\0").split("\0")
+    found = set()
+    for raw in redis.scan_iter(match=f"{prefix}*{suffix}", count=LEADER_SCAN_COUNT):
+        key = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if key.startswith(prefix) and key.endswith(suffix):
+            found.add(key[len(prefix):-len(suffix)])
+    return found
 
 
 def current_leader(redis: Any, host: str) -> dict[str, Any] | None:

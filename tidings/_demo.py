@@ -22,6 +22,7 @@ from tidings._agent import Agent
 from tidings._demo_cap import oversized_lane
 from tidings._demo_delay import delay_alarm
 from tidings._demo_memory import memory_inbox
+from tidings._demo_status import status
 from tidings._hub import Hub, connect
 
 
@@ -89,9 +90,11 @@ def bad_input(tour: Tour) -> None:
         tour.show(f"publish_event({channel!r}, ...)", result)
 
 
-#: The chapters, in order; later capabilities append theirs.
+#: The chapters, in order; later capabilities add theirs before ``status``, which ends
+#: the tour (issue 7).
 CHAPTERS: list[Callable[[Tour], None]] = [
     burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm, memory_inbox, oversized_lane,
+    status,
 ]
 
 

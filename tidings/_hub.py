@@ -23,6 +23,7 @@ from store.placement import RunFence
 from store.registry import AgentRegistry
 from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
 from tidings._agent import Agent
+from tidings._status import status
 from workers.actors import declare_actors
 from workers.broker import make_broker
 from workers.dispatch import BrokerDispatcher
@@ -176,6 +177,11 @@ class Hub:
         for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
             self.runtime.dispatch.flush_channel(record, raw.decode())
         return {**result, "moved": True, "settled": in_flight == 0, "in_flight": in_flight}
+
+    def status(self) -> dict[str, Any]:
+        """Queues, scheduler leaders, agents' pending inbox items and live delays
+        (``tidings status --json``); reads only."""
+        return status(self.redis, self.clock)
 
     def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
         """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins."""

@@ -10,6 +10,7 @@ from rich.console import Console
 import tidings
 from tidings._demo import CHAPTERS, Tour
 from tidings._demo_cap import oversized_lane
+from tidings._demo_status import status
 from tidings._manual import manual
 
 SECTION = "## Block size cap: persistent and attention lanes"
@@ -27,7 +28,7 @@ def test_b21_reading_guidance_ships_in_the_manual() -> None:
 
 
 def test_demo_chapter_shows_a_compacted_lane_and_its_spill(tmp_path: Path) -> None:
-    assert CHAPTERS[-1] is oversized_lane
+    assert CHAPTERS[-2:] == [oversized_lane, status]
     output = io.StringIO()
     with tidings.connect("embedded", settings=tidings.Settings(host="demo-test")) as hub:
         tour = Tour(hub, hub.agent(tmp_path), tmp_path, Console(file=output, width=100))

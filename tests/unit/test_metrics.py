@@ -1,13 +1,26 @@
-"""tidings' own metrics as the publish and flush jobs record them (jobs/metrics.py)."""
+"""tidings' own metrics as the jobs that own them record them (jobs/metrics.py): publish
+and flush, alarms and their lateness, observations and their duration, inbox item
+states, spills."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from jobs import delay_alarm, inbox, memory_admission, turn_finish, turns
 from jobs import publish as pub
+from jobs.cap_attention import cap_lane
 from jobs.flush import flush_channel
 from jobs.metrics import REGISTRY
 from jobs.runtime import Runtime
+from store.clock import FakeClock
 from store.models import AgentRecord
+from tests.conftest import make_agent
+from tests.support.delay import active_state, put_state
 from tests.support.dispatch import InlineJobs
+from tests.support.memory_repo import MemoryRepo
+from tests.support.spills import attention_spiller
 
 
 def sample(name: str, **labels: str) -> float:
@@ -42,3 +55,60 @@ def test_publish_counts_records_and_flush_counts_batches_and_coalescing(
     assert sample("tidings_flush_batch_records_count") == before["writes"] + 2
     assert sample("tidings_flush_batch_records_sum") == before["records"] + 4
     assert sample("tidings_events_coalesced_total") == before["coalesced"] + 2
+
+
+def test_alarm_counts_and_lateness_from_the_deadline(
+    rt: Runtime, agent: AgentRecord, clock: FakeClock
+) -> None:
+    """The alarm writer counts one alarm and observes now − deadline (2.5 s here)."""
+    alarms, late = sample("tidings_alarms_published_total"), \
+        sample("tidings_alarm_lateness_seconds_sum")
+    put_state(agent, active_state(clock.now(), seconds=10))
+    clock.advance(12.5)
+    assert delay_alarm.reconcile(rt, agent) is True
+    assert delay_alarm.reconcile(rt, agent) is False  # published once, counted once
+    assert sample("tidings_alarms_published_total") == alarms + 1
+    assert sample("tidings_alarm_lateness_seconds_sum") == pytest.approx(late + 2.5)
+
+
+def test_observations_by_reason_and_outcome_and_items_by_state(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    """Observations count by reason and outcome with their duration; every item state
+    an inbox item enters is counted (admission, claim, finish, ignore)."""
+    repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "one\n"})
+    agent = make_agent(rt, tmp_path / "w", "m1", memory_repo=repo.root)
+    states = ("pending", "processing", "handled", "ignored", "deferred")
+    items = {s: sample("tidings_inbox_admissions_total", state=s) for s in states}
+    changed = sample("tidings_observations_total", reason="manual", outcome="changed")
+    baseline = sample("tidings_observations_total", reason="startup", outcome="baseline")
+    timed = sample("tidings_observation_duration_seconds_count", reason="manual")
+
+    assert memory_admission.observe_memory(rt, agent, "startup")["status"] == "baseline"
+    repo.write("MEMORY.md", "two\n")
+    assert memory_admission.observe_memory(rt, agent, "some reason")["status"] == "changed"
+    kept = inbox.admit(rt, agent.agent_id, "app.mail", "mail")["event_id"]
+    dropped = inbox.admit(rt, agent.agent_id, "app.mail", "spam")["event_id"]
+    turn = turns.prepare_turn(rt, agent, "ordinary")
+    assert turn_finish.finish_turn(rt, agent, turn["turn_id"], ok=False,
+                                   ignored=[dropped])["retryable"]
+    assert kept and inbox.ignore(rt, agent.agent_id, kept)["changed"] is True
+
+    def moved(state: str) -> float:
+        return sample("tidings_inbox_admissions_total", state=state) - items[state]
+
+    assert [moved(s) for s in states] == [3, 3, 0, 2, 2]
+    assert sample("tidings_observations_total", reason="startup", outcome="baseline") \
+        == baseline + 1
+    assert sample("tidings_observations_total", reason="manual", outcome="changed") \
+        == changed + 1
+    assert sample("tidings_observation_duration_seconds_count", reason="manual") == timed + 1
+
+
+def test_spills_count_files_written_by_lane(tmp_path: Path) -> None:
+    """A spill is counted when its file is created, not when an equal one is reused."""
+    before = sample("tidings_spills_total", lane="attention")
+    lane = {f"mcp.c{i}": {"header": f"h{i}", "data": {"text": "x" * 3000}} for i in range(5)}
+    for _ in range(2):
+        assert cap_lane(lane, 2048, attention_spiller(tmp_path))["overflow"]["path"]
+    assert sample("tidings_spills_total", lane="attention") == before + 1

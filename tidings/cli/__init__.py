@@ -12,11 +12,11 @@ import sys
 from collections.abc import Sequence
 
 from store.errors import NoStoreError, TidingsError
-from tidings.cli import agents, demo, hooks, memory, processes, producers, tool
+from tidings.cli import agents, demo, hooks, memory, processes, producers, status, tool
 from tidings.cli._common import EXIT_USAGE, UsageError, common_options, emit_error
 
 #: Subcommand modules; each has ``register(subparsers, common)``.
-COMMANDS = (processes, agents, producers, tool, hooks, memory, demo)
+COMMANDS = (processes, agents, producers, tool, hooks, memory, status, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,37 @@
+"""Demo chapter, the last: ``tidings status`` on what the tour left behind (issue 7)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidings.cli.status import print_tables
+from workers.routing import host_queue
+
+if TYPE_CHECKING:
+    from tidings._demo import Tour
+
+
+def status(tour: Tour) -> None:
+    tour.console.rule("Operations: tidings status")
+    tour.say("An operator asks the store how things stand. The agent delays "
+             "[bold]mcp.build[/] once more and an application event waits in its inbox:")
+    delayed = tour.agent.notification("delay", {"channel": "mcp.build", "seconds": 300})
+    tour.expect(delayed["status"] == "ok", "the delay is accepted")
+    admitted = tour.agent.admit("app.ticket", "ticket #42 was reopened")
+    tour.expect(admitted["status"] == "ok", "the event is admitted")
+
+    host = tour.hub.settings.host
+    tour.wait_for(lambda: tour.hub.status()["schedulers"][host]["leader"] is not None,
+                  "the scheduler to lead")
+    figures = tour.hub.status()
+    print_tables(tour.console, figures)
+    tour.expect(any(q["name"] == host_queue(host) for q in figures["queues"]),
+                "the host queue is listed")
+    [agent] = [a for a in figures["agents"] if a["agent_id"] == tour.agent.agent_id]
+    tour.expect(agent["pending"] == 1, "one pending inbox item")
+    tour.expect(agent["live_delay"]["target"] == "mcp.build", "the live delay")
+    tour.say("The same figures as JSON for scripts: [bold]tidings status --json[/]; "
+             "Prometheus metrics with [bold]TIDINGS_METRICS_PORT[/]; deploy/README.md "
+             "covers one host, many hosts and Sentinel.")
+    cancelled = tour.agent.notification("delay", {"channel": "mcp.build", "seconds": 0})
+    tour.expect(cancelled["status"] == "ok", "the delay is cancelled")

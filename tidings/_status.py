@@ -1,0 +1,57 @@
+"""``tidings status`` / ``hub.status()``: queues, scheduler leaders and agents, read only.
+
+The JSON shape is api.md's: ``{"queues": [{"name", "depth", "delayed", "dead"}],
+"schedulers": {host: {"leader", "since"}}, "agents": [{"agent_id", "host",
+"pending", "live_delay"}]}``, with a few more fields per entry. A host is listed
+when an agent is registered on it or its scheduler holds the leader lease; its
+host and scheduler queues are listed even when empty.
+
+An agent's live delay comes from its delay state file when the workdir is on
+this machine; otherwise from its host's scheduler (the stored alarm job, which
+knows the request and the deadline but not the target).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.agent_status import agent_figures, delay_figure
+from scheduler.jobstore import stored_alarms
+from scheduler.lease import current_leader, leader_hosts
+from store.clock import Clock
+from store.registry import AgentRegistry
+from workers.queue_stats import queue_figures
+from workers.routing import host_queue, scheduler_queue
+
+NO_LEADER: dict[str, Any] = {"leader": None, "since": None}
+
+
+def _scheduled_delays(redis: Any, figures: list[dict[str, Any]], now: float) -> None:
+    """Fill ``live_delay`` of agents whose files are elsewhere from their host's jobs."""
+    by_host: dict[str, dict[str, tuple[str, float]]] = {}
+    for figure in figures:
+        if figure["files_here"]:
+            continue
+        host = figure["host"]
+        if host not in by_host:
+            by_host[host] = stored_alarms(redis, host)
+        job = by_host[host].get(figure["agent_id"])
+        if job is not None and job[1] > now:
+            figure["live_delay"] = delay_figure(job[0], job[1], now, target=None,
+                                                source="scheduler")
+
+
+def status(redis: Any, clock: Clock) -> dict[str, Any]:
+    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``)."""
+    now = clock.now()
+    records = AgentRegistry(redis).all()
+    hosts = sorted({record.host for record in records} | leader_hosts(redis))
+    expected = [q for host in hosts for q in (host_queue(host), scheduler_queue(host))]
+    agents = [agent_figures(redis, record, now) for record in records]
+    _scheduled_delays(redis, agents, now)
+    return {
+        "status": "ok",
+        "queues": queue_figures(redis, expected),
+        "schedulers": {host: current_leader(redis, host) or dict(NO_LEADER) for host in hosts},
+        "agents": agents,
+    }
