@@ -1,5 +1,7 @@
 """Issue 7, acceptance 2 (files half): deploy/ passes the validators available here
-and names the same commands everywhere, commands tidings' own parser accepts."""
+and names the same commands everywhere, commands tidings' own parser accepts. The
+Procfile itself is what tests/e2e/test_procfile.py runs (with honcho), so compose and
+the systemd units run exactly the commands the tests run."""
 
 from __future__ import annotations
 
