@@ -1,13 +1,15 @@
-"""Issue 7: many hosts against one Redis (acceptance 1, workers part) and
-``tidings agents move`` while messages are in flight.
+"""Issue 7: many hosts against one Redis (acceptance 1) and ``tidings agents move``
+while messages are in flight.
 
 Each ``tidings worker`` serves one ``TIDINGS_HOST`` and exposes its own metrics,
-so a worker's count of flush file writes says exactly which host wrote the files.
+so a worker's count of flush file writes (and of delay alarms written) says
+exactly which host wrote the files.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,38 @@ def env(e2e_env: dict[str, str], server: RedisServer) -> dict[str, str]:
 def start_worker(procs: ProcessGroup, env: dict[str, str], host: str) -> tuple[TidingsProcess, int]:
     worker = procs.start("worker", "--threads", "2", env={**env, "TIDINGS_HOST": host})
     return worker, int(worker.wait_ready()["metrics_port"])
+
+
+def start_scheduler(procs: ProcessGroup, env: dict[str, str], host: str) -> TidingsProcess:
+    """A host's scheduler, returned once it leads its host."""
+    scheduler = procs.start("scheduler", env={**env, "TIDINGS_HOST": host})
+    scheduler.wait_json(lambda v: v.get("status") == "leader", timeout=30)
+    return scheduler
+
+
+def processed(port: int, actor: str, host: str) -> float:
+    """Messages of ``actor`` the worker behind ``port`` has handled from ``host``'s queue."""
+    family = scrape(port).get("tidings_messages_processed", {})
+    labels = (("actor", actor), ("queue", host_queue(host)))
+    return family.get(("tidings_messages_processed_total", labels), 0.0)
+
+
+def alarms_written(port: int) -> float:
+    family = scrape(port).get("tidings_alarms_published", {})
+    return family.get(("tidings_alarms_published_total", ()), 0.0)
+
+
+def alarm(agent: Agent) -> Any:
+    path = Path(agent.workdir) / ".notification" / "delay-alarm.json"
+    return json.loads(path.read_text("utf-8"))["data"]["delay_alarm"] if path.exists() else None
+
+
+def delay(agent: Agent, seconds: int) -> tuple[str, float]:
+    """The tool's ``delay`` action (runs here); returns the request id and deadline."""
+    result = agent.notification("delay", {"channel": CHANNEL, "seconds": seconds})
+    assert result["status"] == "ok", result
+    state = json.loads((Path(agent.workdir) / ".notification" / ".delay_state.json").read_text())
+    return state["request_id"], state["deadline_epoch"]
 
 
 def writes_reach(port: int, count: int) -> None:
@@ -107,6 +141,65 @@ def test_two_hosts_each_write_only_their_agents_and_wait_for_each_other(
                timeout=20, what="host two's messages processed on its return")
     writes_reach(port_back, 2)
     assert flush_writes(port_one) == 4
+
+
+def test_two_worker_and_scheduler_pairs_keep_their_agents_apart(
+    procs: ProcessGroup, env: dict[str, str], hub: Hub, tmp_path: Path
+) -> None:
+    """Acceptance 1 with both processes per host: files and alarms of an agent are
+    written only by its host's worker, its alarm fired by its host's scheduler; with
+    host two's worker and scheduler killed, host one's agents keep flowing (publish and
+    alarm); host two's flush waits, and its delay that came due meanwhile fires exactly
+    once when its scheduler and worker return."""
+    env = {**env, "TIDINGS_SCHEDULER_LEASE_SECONDS": "2", "TIDINGS_SCHEDULER_RENEW_SECONDS": "0.3"}
+    one, two = f"{env['TIDINGS_HOST']}-1", f"{env['TIDINGS_HOST']}-2"
+    _, port_one = start_worker(procs, env, one)
+    start_scheduler(procs, env, one)
+    worker_two, port_two = start_worker(procs, env, two)
+    scheduler_two = start_scheduler(procs, env, two)
+    first = hub.agent(workdir(tmp_path, "one"), host=one)
+    second = hub.agent(workdir(tmp_path, "two"), host=two)
+
+    for agent in (first, second):
+        assert agent.publish_event(CHANNEL, {"round": 1}, wait=True)["flushed"] is True
+    request_id, _ = delay(first, 1)
+    wait_until(lambda: alarms_written(port_one) == 1, timeout=15, what="host one's alarm")
+    assert alarm(first)["request_id"] == request_id
+    writes_reach(port_one, 1)
+    writes_reach(port_two, 1)
+    assert alarms_written(port_two) == 0
+
+    worker_two.kill()
+    scheduler_two.kill()
+    late_request, late_deadline = delay(second, 1)
+    assert second.publish_event(CHANNEL, {"round": 2})["flushed"] is False
+    assert first.publish_event(CHANNEL, {"round": 2}, wait=True)["flushed"] is True
+    request_id, _ = delay(first, 1)
+    wait_until(lambda: alarms_written(port_one) == 2, timeout=15,
+               what="host one's second alarm while host two is down")
+    assert alarm(first)["request_id"] == request_id
+    wait_until(lambda: time.time() > late_deadline + 0.5, timeout=5, what="host two's deadline")
+    figures = hub.status()
+    assert alarm(second) is None and events(second) == [1]
+    assert {q["name"]: q["depth"] for q in figures["queues"]}[host_queue(two)] == 1
+    assert [a["alarm_overdue"] for a in figures["agents"] if a["host"] == two] == [True]
+
+    _, port_back = start_worker(procs, env, two)
+    start_scheduler(procs, env, two)
+    wait_until(lambda: events(second) == [1, 2] and alarm(second) is not None, timeout=30,
+               what="host two's waiting flush and overdue alarm on its return")
+    assert alarm(second)["request_id"] == late_request
+    wait_until(lambda: alarms_written(port_back) == 1, timeout=10, what="the alarm counted")
+    writes_reach(port_back, 1)
+    # Every path that could fire it again (the queued alarm request, the start-up
+    # reconcile's expire_delay, the sync tick's backstop) has run by the time the
+    # returned worker has handled both expire_delay messages and a few more sync ticks.
+    ticks = processed(port_back, "sync_host", two)
+    wait_until(lambda: processed(port_back, "expire_delay", two) >= 2
+               and processed(port_back, "sync_host", two) >= ticks + 3,
+               timeout=15, what="every alarm path run on host two")
+    assert alarms_written(port_back) == 1 and alarms_written(port_one) == 2
+    assert events(first) == [1, 2]
 
 
 def forwarded(worker: TidingsProcess, agent_id: str) -> bool:
