@@ -165,12 +165,18 @@ def _commit(
          int(now * 1000), *pairs],
     )
     outcome = _text(reply[0])
-    if outcome == "conflict":
+    if outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):
+        # This very commit ran and only its reply was lost: the client re-sent the script
+        # after a connection error, and the re-run met its own checkpoint (M40).
+        version = str((_version(read_version) or 0) + 1)
+    elif outcome == "conflict":
         return None
-    if outcome == "inbox_full":
+    elif outcome == "inbox_full":
         return result("error", trigger, reason="inbox_full", observed_at=snapshot.observed_at)
+    else:
+        version = _text(reply[1])
     return result(status, trigger, event_id=event_id or None,
-                  checkpoint_version=int(_text(reply[1])), observed_at=snapshot.observed_at)
+                  checkpoint_version=int(version), observed_at=snapshot.observed_at)
 
 
 def _text(value: bytes | str) -> str:

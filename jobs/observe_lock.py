@@ -13,6 +13,7 @@ import secrets
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from jobs import log
 from jobs.runtime import Runtime
@@ -50,6 +51,15 @@ class _Renewer(threading.Thread):
         self.join()
 
 
+def _take(redis: Any, key: str, token: str, lease_ms: int) -> bool:
+    """SET NX; a refusal of a key that holds our own token means an earlier try of this
+    same SET took the lock and only its reply was lost (the client re-sent it after a
+    connection error), so the lock is ours rather than busy until its lease runs out."""
+    if redis.set(key, token, nx=True, px=lease_ms):
+        return True
+    return redis.get(key) in (token, token.encode())
+
+
 @contextmanager
 def observe_lock(rt: Runtime, agent_id: str) -> Iterator[None]:
     """Hold the agent's observation lock for the ``with`` block, or raise
@@ -59,7 +69,7 @@ def observe_lock(rt: Runtime, agent_id: str) -> Iterator[None]:
     lease_ms = max(1, int(rt.settings.observe_lock_seconds * 1000))
     deadline = rt.clock.monotonic() + WAIT_SECONDS
     pause = _FIRST_PAUSE
-    while not rt.redis.set(key, token, nx=True, px=lease_ms):
+    while not _take(rt.redis, key, token, lease_ms):
         if rt.clock.monotonic() >= deadline:
             raise ObservationBusy(f"the observation lock of {agent_id} stayed busy")
         rt.clock.sleep(pause)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +14,18 @@ import redis
 from redis.connection import AbstractConnection
 
 from jobs.flush import flush_channel
+from jobs.memory_admission import observe_memory
 from jobs.publish import publish_event
 from jobs.runtime import Runtime
 from store.clock import SystemClock
 from store.connection import client_for, ping
 from store.errors import NoStoreError
+from store.inbox_keys import InboxKeys
+from store.models import AgentRecord
 from store.settings import RedisConfig, Settings
 from tests.conftest import TEST_HOST, make_agent
 from tests.support.dispatch import InlineJobs
+from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.redis_server
@@ -70,16 +76,21 @@ def _promote(server: RedisServer) -> None:
         admin.execute_command("REPLICAOF", "NO", "ONE")
 
 
-class LoseOneReply:
-    """Drops the reply of the next ``buffer_push`` after Redis has run it."""
+def buffer_push_reply(response: Any) -> bool:
+    return isinstance(response, list) and response[:1] == [b"queued"]
 
-    def __init__(self) -> None:
+
+class LoseOneReply:
+    """Drops the next reply that ``matches`` (default: ``buffer_push``'s) after Redis
+    has run its command, as a connection lost at that moment would."""
+
+    def __init__(self, matches: Callable[[Any], bool] = buffer_push_reply) -> None:
         self.armed = True
         real = AbstractConnection.read_response
 
         def read_response(conn: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
             response = real(conn, *args, **kwargs)
-            if self.armed and isinstance(response, list) and response[:1] == [b"queued"]:
+            if self.armed and matches(response):
                 self.armed = False
                 conn.disconnect()
                 raise redis.ConnectionError("reply lost")
@@ -113,3 +124,61 @@ def test_c11_lost_script_reply_is_resent_and_answered_as_duplicate(
         assert result["event_id"] in text
     finally:
         client.close()
+
+
+@pytest.fixture
+def memory_agent(
+    redis_server: RedisServer, tmp_path: Path
+) -> Iterator[tuple[Runtime, AgentRecord, MemoryRepo]]:
+    """A failover-retrying client, an agent with a memory repository at its baseline;
+    the observation lock's lease is the default minute."""
+    client = client_for(RedisConfig.from_url(redis_server.url))
+    client.flushall()
+    jobs = InlineJobs()
+    rt = Runtime(client, SystemClock(), Settings(host=TEST_HOST), jobs)
+    jobs.runtime = rt
+    repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "one\n"})
+    agent = make_agent(rt, tmp_path / "w", memory_repo=repo.root)
+    assert observe_memory(rt, agent)["status"] == "baseline"
+    yield rt, agent, repo
+    client.close()
+
+
+def memory_event_ids(rt: Runtime, agent: AgentRecord) -> list[str]:
+    return [json.loads(raw)["event_id"] for raw in rt.redis.hvals(InboxKeys(agent.agent_id).events)]
+
+
+def test_m40_lost_admission_reply_is_resent_and_admits_nothing_twice(
+    memory_agent: tuple[Runtime, AgentRecord, MemoryRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client re-sends ``memory_admit`` after its reply was lost; the re-run meets the
+    checkpoint its first run advanced (M40's compare-and-set) and writes nothing, and
+    the observation still reports the one event it admitted."""
+    rt, agent, repo = memory_agent
+    repo.write("MEMORY.md", "two\n")
+    lose = LoseOneReply(lambda r: isinstance(r, list) and r[:1] == [b"ok"])
+    monkeypatch.setattr(AbstractConnection, "read_response", lose.read_response)
+    result = observe_memory(rt, agent)
+    assert not lose.armed
+    assert result["status"] == "changed" and result["checkpoint_version"] == 2
+    assert memory_event_ids(rt, agent) == [result["event_id"]]
+    assert observe_memory(rt, agent)["status"] == "unchanged"
+    assert memory_event_ids(rt, agent) == [result["event_id"]]
+
+
+def test_m52_lost_lock_reply_is_not_mistaken_for_a_busy_lock(
+    memory_agent: tuple[Runtime, AgentRecord, MemoryRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock's SET NX ran but its reply was lost; the re-sent SET NX is refused by the
+    lock it took itself. The observation goes on at once instead of waiting out the
+    lease (a minute) and answering ``observation_busy``."""
+    rt, agent, repo = memory_agent
+    repo.write("MEMORY.md", "two\n")
+    lose = LoseOneReply(lambda r: r in (b"OK", True))
+    monkeypatch.setattr(AbstractConnection, "read_response", lose.read_response)
+    started = time.monotonic()
+    result = observe_memory(rt, agent)
+    assert not lose.armed
+    assert result["status"] == "changed", result
+    assert time.monotonic() - started < 5
+    assert not rt.redis.exists(InboxKeys(agent.agent_id).observe_lock), "released"
