@@ -7,6 +7,7 @@ and an invalid state is not logged; the inbox counts are sorted-set sizes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,24 +42,30 @@ def delay_from_state(root: Path, now: float) -> tuple[dict[str, Any] | None, boo
     return live, False
 
 
-def inbox_counts(redis: Any, agent_id: str) -> dict[str, int]:
-    """``pending`` (selectable: pending and deferred, M44), ``processing`` (claimed by a
-    turn) and ``open`` (every non-terminal item, M8)."""
-    k = InboxKeys(agent_id)
+def inbox_counts(redis: Any, agent_ids: Sequence[str]) -> list[dict[str, int]]:
+    """Per agent (one round trip for all): ``pending`` (selectable: pending and deferred,
+    M44), ``processing`` (claimed by a turn) and ``open`` (every non-terminal item, M8)."""
     with redis.pipeline(transaction=False) as pipe:
-        pipe.zcard(k.selectable)
-        pipe.zcard(k.running)
-        pipe.zcard(k.open)
-        pending, processing, opened = pipe.execute()
-    return {"pending": int(pending), "processing": int(processing), "open": int(opened)}
+        for agent_id in agent_ids:
+            k = InboxKeys(agent_id)
+            pipe.zcard(k.selectable)
+            pipe.zcard(k.running)
+            pipe.zcard(k.open)
+        replies = [int(v) for v in pipe.execute()]
+    return [{"pending": replies[i], "processing": replies[i + 1], "open": replies[i + 2]}
+            for i in range(0, len(replies), 3)]
 
 
-def agent_figures(redis: Any, agent: AgentRecord, now: float) -> dict[str, Any]:
-    """``agent_id``, ``host``, the inbox counts, ``live_delay`` and ``alarm_overdue``;
-    ``files_here`` says whether the workdir is on this machine (else the delay is unknown
-    here and the caller may ask the host's scheduler)."""
-    here = agent.root.is_dir()
-    live, overdue = delay_from_state(agent.root, now) if here else (None, False)
-    return {"agent_id": agent.agent_id, "host": agent.host, "workdir": agent.workdir,
-            **inbox_counts(redis, agent.agent_id), "live_delay": live,
-            "alarm_overdue": overdue, "files_here": here}
+def agent_figures(redis: Any, agents: Sequence[AgentRecord], now: float) -> list[dict[str, Any]]:
+    """Per agent: ``agent_id``, ``host``, the inbox counts, ``live_delay`` and
+    ``alarm_overdue``; ``files_here`` says whether the workdir is on this machine (else
+    the delay is unknown here and the caller may ask the host's scheduler)."""
+    figures = []
+    counts = inbox_counts(redis, [agent.agent_id for agent in agents])
+    for agent, inbox in zip(agents, counts, strict=True):
+        here = agent.root.is_dir()
+        live, overdue = delay_from_state(agent.root, now) if here else (None, False)
+        figures.append({"agent_id": agent.agent_id, "host": agent.host,
+                        "workdir": agent.workdir, **inbox, "live_delay": live,
+                        "alarm_overdue": overdue, "files_here": here})
+    return figures

@@ -47,7 +47,7 @@ def status(redis: Any, clock: Clock) -> dict[str, Any]:
     records = AgentRegistry(redis).all()
     hosts = sorted({record.host for record in records} | leader_hosts(redis))
     expected = [q for host in hosts for q in (host_queue(host), scheduler_queue(host))]
-    agents = [agent_figures(redis, record, now) for record in records]
+    agents = agent_figures(redis, records, now)
     _scheduled_delays(redis, agents, now)
     return {
         "status": "ok",

@@ -1,8 +1,9 @@
 """Issue 7, acceptance 2 (processes half): ``honcho start -f deploy/Procfile`` against a
 real Redis runs the shipped worker and scheduler commands; a producer publishes, a
-consumer delays a channel and gets its alarm, a memory edit reaches the next turn,
-``tidings status --json`` and the worker's Prometheus endpoint report it all; SIGTERM
-to honcho stops every process it started."""
+consumer delays a channel and gets its alarm, a memory edit reaches the next turn (whose
+render, on the worker, spills an oversized lane), ``tidings status --json`` and the
+worker's Prometheus endpoint report it all (acceptance 4); SIGTERM to honcho stops every
+process it started."""
 
 from __future__ import annotations
 
@@ -150,6 +151,8 @@ def test_procfile_processes_publish_delay_and_observe_memory(
                                "tidings_alarms_published_total") == 1,
                timeout=10, what="the worker counting the alarm it wrote")
 
+    big = json.dumps({"text": "x" * 12_000})  # over the default 10,000-character cap
+    assert cli(env, "publish", "mcp.log", "--event", big, "--wait", *at)["flushed"] is True
     repo.write("MEMORY.md", "likes coffee\n")
     repo.commit("outside edit")
     hub = tidings.connect(env["TIDINGS_REDIS_URL"], settings=Settings(host=host))
@@ -166,6 +169,10 @@ def test_procfile_processes_publish_delay_and_observe_memory(
         hub.redis.close()
     assert counter(port, "tidings_observations", "tidings_observations_total",
                    reason="pre_turn", outcome="changed") == 1
+    assert len(list((workdir / "logs").iterdir())) == 1, "the render spilled the big lane"
+    assert counter(port, "tidings_spills", "tidings_spills_total", lane="attention") == 1
+    assert counter(port, "tidings_alarm_lateness_seconds",
+                   "tidings_alarm_lateness_seconds_count") == 1
 
     figures = cli(env, "status")
     assert {q["name"]: q["depth"] for q in figures["queues"]}[host_queue(host)] == 0
