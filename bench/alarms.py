@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from _redis import redis_server
 from apscheduler.events import EVENT_SCHEDULER_STARTED
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
@@ -48,33 +47,6 @@ from workers.dispatch import BrokerDispatcher
 AGENTS = 100
 GOAL_P99_MS = 200.0
 TIMEOUT_SECONDS = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is not on PATH")
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(directory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with redis.Redis.from_url(url) as probe:
-                probe.ping()
-            return proc, url
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise SystemExit("redis-server did not start") from None
-            time.sleep(0.02)
 
 
 def start_tidings(command: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -131,8 +103,7 @@ class BareBaseline:
         self._thread.join(10)
 
 
-def run(tmp: Path) -> dict[str, Any]:
-    server, url = start_redis(tmp)
+def run(tmp: Path, url: str) -> dict[str, Any]:
     host = f"bench-{uuid.uuid4().hex[:8]}"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")},
            "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": host, "TIDINGS_SYNC_INTERVAL": "60"}
@@ -208,13 +179,11 @@ def run(tmp: Path) -> dict[str, Any]:
             if proc.stdout is not None:
                 proc.stdout.close()
         client.close()
-        server.terminate()
-        server.wait(10)
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="tidings-bench-alarms-") as tmp:
-        print(json.dumps(run(Path(tmp))))
+    with redis_server() as url, tempfile.TemporaryDirectory(prefix="tidings-bench-alarms-") as tmp:
+        print(json.dumps(run(Path(tmp), url)))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from jobs.runtime import Runtime
 from jobs.wake_mask import masked_fingerprint
 from store import keys, locks
 from store.errors import LockTimeout, UnsafePathError
-from store.files import atomic_write, remove_file, safe_read
+from store.files import ReadOutcome, atomic_write, remove_file, safe_read
 from store.jsonfmt import compact, sha256_hex
 from store.models import AgentRecord
 
@@ -110,10 +110,12 @@ class _Target:
         committed.patch(self.rt, self.agent, self.filename, raw_entry, wake, self.delayed)
 
 
-def _whole_file(target: _Target, force: bool) -> Result:
-    root, channel = target.agent.root, target.channel
+def _read_checked(target: _Target, force: bool) -> tuple[ReadOutcome, Result | None]:
+    """C35 step 6: settle a crashed flush, read the file, compare with the delivered
+    version; the second value is the ``stale_channel_version`` error, if any."""
+    channel = target.channel
     settle_intent(target.rt, target.agent, channel)
-    outcome = safe_read(root, channel_file(channel))
+    outcome = safe_read(target.agent.root, channel_file(channel))
     current: Version = (
         None if outcome.kind == "absent"
         else _entry_of(target.filename, outcome.data) if outcome.ok
@@ -121,7 +123,15 @@ def _whole_file(target: _Target, force: bool) -> Result:
     )
     delivered = target.delivered()
     if not force and delivered != current:
-        return _stale(channel, delivered, current)
+        return outcome, _stale(channel, delivered, current)
+    return outcome, None
+
+
+def _whole_file(target: _Target, force: bool) -> Result:
+    root, channel = target.agent.root, target.channel
+    outcome, stale = _read_checked(target, force)
+    if stale is not None:
+        return stale
     existed = outcome.kind != "absent" and remove_file(root, channel_file(channel))
     target.commit(None)
     result: Result = {"status": "ok", "channel": channel, "cleared": existed, "forced": force}
@@ -132,16 +142,9 @@ def _whole_file(target: _Target, force: bool) -> Result:
 
 def _events_in_file(target: _Target, force: bool, match: Callable[[Any], bool]) -> Result:
     root, channel = target.agent.root, target.channel
-    settle_intent(target.rt, target.agent, channel)
-    outcome = safe_read(root, channel_file(channel))
-    current: Version = (
-        None if outcome.kind == "absent"
-        else _entry_of(target.filename, outcome.data) if outcome.ok
-        else outcome.error
-    )
-    delivered = target.delivered()
-    if not force and delivered != current:
-        return _stale(channel, delivered, current)
+    outcome, stale = _read_checked(target, force)
+    if stale is not None:
+        return stale
     if outcome.kind not in ("absent", "ok"):
         return error("clear_failed", f"{channel_file(channel)} cannot be read ({outcome.error})",
                      channel=channel)

@@ -32,6 +32,12 @@ class Tour:
     agent: Agent
     workdir: Path
     console: Console
+    chapters_shown: int = 0
+
+    def chapter(self, title: str) -> None:
+        """Open the next chapter; chapters are numbered in the order they run."""
+        self.chapters_shown += 1
+        self.console.rule(f"{self.chapters_shown}. {title}")
 
     def say(self, text: str) -> None:
         self.console.print(text)
@@ -53,7 +59,7 @@ class Tour:
 
 
 def burst(tour: Tour) -> None:
-    tour.console.rule("1. A burst of events lands in one channel file")
+    tour.chapter("A burst of events lands in one channel file")
     tour.say("A producer fires 200 events at the [bold]mcp.build[/] channel as fast as it can.")
     tour.say("Each call pushes a record onto a Redis buffer; one flush drains many records "
              "into a single atomic file write.")
@@ -83,7 +89,7 @@ def burst(tour: Tour) -> None:
 
 
 def bad_input(tour: Tour) -> None:
-    tour.console.rule("2. Bad input answers with a reason and changes nothing")
+    tour.chapter("Bad input answers with a reason and changes nothing")
     for channel in ("../x", "foo"):
         result = tour.agent.publish_event(channel, {"text": "nope"})
         tour.expect(result["status"] == "error", f"{channel} refused")

@@ -17,7 +17,7 @@ MESSAGES, CHARS = 25, 3000
 
 
 def oversized_lane(tour: Tour) -> None:
-    tour.console.rule("7. An oversized lane is compacted to the cap and spilled whole")
+    tour.chapter("An oversized lane is compacted to the cap and spilled whole")
     cap = max_chars(tour.workdir, log_invalid=False)
     tour.say(f"A Telegram bridge mirrors {MESSAGES} messages of {CHARS:,} characters into "
              f"[bold]mcp.telegram[/]; the block cap is {cap:,} characters.")

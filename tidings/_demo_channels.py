@@ -46,7 +46,7 @@ def _system_refs(tour: Tour) -> list[Any]:
 
 
 def hooks(tour: Tour) -> None:
-    tour.console.rule("3. Hook channels are registered per agent")
+    tour.chapter("Hook channels are registered per agent")
     refused = tour.agent.publish_event("deploys", {"text": "v1.4 is live"})
     tour.expect(refused["reason"] == "invalid_channel", "an unregistered channel is refused")
     tour.show("publish_event('deploys', ...) before registration", refused)
@@ -60,7 +60,7 @@ def hooks(tour: Tour) -> None:
 
 
 def blocked(tour: Tour) -> None:
-    tour.console.rule("4. A channel nobody registered is blocked, and said so once")
+    tour.chapter("A channel nobody registered is blocked, and said so once")
     tour.say("A stray process writes [bold].notification/scraper.json[/] directly.")
     _write_directly(tour, "scraper.json", {"header": "scraped", "data": {"n": 1}})
     first = _tick(tour)
@@ -75,7 +75,7 @@ def blocked(tour: Tour) -> None:
 
 
 def dismissal(tour: Tour) -> None:
-    tour.console.rule("5. Dismissal clears what the agent has seen, and nothing newer")
+    tour.chapter("Dismissal clears what the agent has seen, and nothing newer")
     tour.agent.stamp({"status": "ok"})  # the agent is shown the current channels
     gone = tour.agent.notification("dismiss_ref", {"ref_id": "blocked_channel:scraper"})
     tour.expect(gone["removed"] == 1, "the warning was removed")
@@ -93,7 +93,7 @@ def dismissal(tour: Tour) -> None:
 
 
 def wake(tour: Tour) -> None:
-    tour.console.rule("6. A direct write wakes the agent")
+    tour.chapter("A direct write wakes the agent")
     tour.agent.stamp({"status": "ok"})
     _tick(tour)
     while tour.agent.wait_for_wake(0) is not None:

@@ -19,7 +19,7 @@ def _headers(snapshot: dict[str, Any]) -> dict[str, Any]:
 
 
 def delay_alarm(tour: Tour) -> None:
-    tour.console.rule("3. A delay hides a channel until one alarm says what changed")
+    tour.chapter("A delay hides a channel until one alarm says what changed")
     agent = tour.agent
     agent.publish("email", {"header": "1 unread mail", "data": {"count": 1}}, wait=True)
     tour.say(f"The agent mutes [bold]email[/] for {DEMO_DELAY_SECONDS} seconds. Only its own "

@@ -30,7 +30,7 @@ def _memory_repo(path: Path) -> None:
 
 
 def memory_inbox(tour: Tour) -> None:
-    tour.console.rule("Memory changes arrive in the inbox at the next turn")
+    tour.chapter("Memory changes arrive in the inbox at the next turn")
     repo = tour.workdir / "memory"
     _memory_repo(repo)
     agent = tour.hub.agent(tour.workdir, memory_repo=repo)

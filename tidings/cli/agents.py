@@ -48,19 +48,28 @@ def list_agents(args: argparse.Namespace) -> int:
         return emit(args, {"status": "ok", "agents": hub.agents()})
 
 
-def remove_agent(args: argparse.Namespace) -> int:
+def _agent_id(args: argparse.Namespace, hub: Any) -> str | None:
+    """The agent named by exactly one of ``--agent-id`` and ``--workdir``."""
     workdir = option(args, "workdir")
     if bool(args.agent_id) == bool(workdir):
         raise UsageError("give exactly one of --agent-id and --workdir")
+    if args.agent_id:
+        return str(args.agent_id)
+    real = os.path.realpath(workdir)
+    return next((a["agent_id"] for a in hub.agents() if a["workdir"] == real), None)
+
+
+def _unknown(args: argparse.Namespace) -> int:
+    named = args.agent_id or os.path.realpath(option(args, "workdir"))
+    return emit(args, {"status": "error", "reason": "unknown_agent",
+                       "message": f"no agent registered for {named}"})
+
+
+def remove_agent(args: argparse.Namespace) -> int:
     with open_hub(args) as hub:
-        agent_id = args.agent_id
-        if workdir:
-            real = os.path.realpath(workdir)
-            matches = [a["agent_id"] for a in hub.agents() if a["workdir"] == real]
-            if not matches:
-                return emit(args, {"status": "error", "reason": "unknown_agent",
-                                   "message": f"no agent registered for {real}"})
-            agent_id = matches[0]
+        agent_id = _agent_id(args, hub)
+        if agent_id is None:
+            return _unknown(args)
         removed = hub.registry.remove(agent_id)
         if not removed:
             return emit(args, {"status": "error", "reason": "unknown_agent",
@@ -69,15 +78,8 @@ def remove_agent(args: argparse.Namespace) -> int:
 
 
 def move_agent(args: argparse.Namespace) -> int:
-    workdir = option(args, "workdir")
-    if bool(args.agent_id) == bool(workdir):
-        raise UsageError("give exactly one of --agent-id and --workdir")
     with open_hub(args) as hub:
-        agent_id = args.agent_id
-        if workdir:
-            real = os.path.realpath(workdir)
-            agent_id = next((a["agent_id"] for a in hub.agents() if a["workdir"] == real), None)
-            if agent_id is None:
-                return emit(args, {"status": "error", "reason": "unknown_agent",
-                                   "message": f"no agent registered for {real}"})
+        agent_id = _agent_id(args, hub)
+        if agent_id is None:
+            return _unknown(args)
         return emit(args, hub.move_agent(agent_id, args.host, args.settle_seconds))
