@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def status(tour: Tour) -> None:
-    tour.console.rule("Operations: tidings status")
+    tour.chapter("Operations: tidings status")
     tour.say("An operator asks the store how things stand. The agent delays "
              "[bold]mcp.build[/] once more and an application event waits in its inbox:")
     delayed = tour.agent.notification("delay", {"channel": "mcp.build", "seconds": 300})
