@@ -141,11 +141,23 @@ def throughput(mode: str, url: str, workdir: Path, total: int, delivered: Any,
             for p in producers:
                 p.wait(60)
             started = time.perf_counter()
+    if backlog and mode == "coalesced":
+        # A flush that gave up waiting for the lock (10 s) is retried after dramatiq's
+        # back-off; one more flush message makes the figure the drain, not the back-off.
+        kick(url, workdir)
     wait_for(lambda: delivered() >= total)
     elapsed = time.perf_counter() - started
     for p in producers:
         p.wait(60)
     return total / elapsed
+
+
+def kick(url: str, workdir: Path) -> None:
+    import tidings
+
+    with tidings.connect(url, settings=tidings.Settings(host=HOST)) as hub:
+        agent = hub.agent(workdir)
+        agent.runtime.dispatch.flush_channel(agent.record, "mcp.bench")
 
 
 def coalesced_delivered(url: str, workdir: Path) -> Any:
