@@ -60,7 +60,7 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
         index_before = _index_stat(index_path)
         head = head_state(repo)
         index = repo.index
-        staged = listing.read_staged(repo, index, head)
+        staged = listing.read_staged(repo, index, head, index_path)
         listed = listing.merge(staged, listing.read_worktree(index), index)
         ident = identity(repo, head, previous.identity.root_commit if previous else None)
         ordered = sorted(listed)
