@@ -8,7 +8,9 @@ observation then skips that diff, which reads every tree of HEAD (``git status``
 uses the cache tree the same way). Anything else — another index version, a
 conflict stage, a split or sparse index, an unknown required extension, a
 truncated file — answers "unknown" and the diff runs as before. The file is only
-read, never locked or written.
+read, never locked or written. It is read within the attempt, after the index
+file's identity was taken and before it is taken again (M23), so a file replaced
+between libgit2's load and this read makes the attempt unstable.
 
 Skipping the entries costs about 0.4 µs each, so the last answer per index file
 is kept with the file's bytes and reused only while the bytes are identical.
