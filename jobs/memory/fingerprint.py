@@ -68,6 +68,8 @@ class Fingerprinter:
         self._root = os.fsencode(root)
         self._root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self._stack: list[tuple[bytes, int]] = []
+        self._folder: bytes | None = None  # the folder of the previous path, and its fd
+        self._dir_fd: int | None = None
         self._cached = cached
         self._cache_before_ns = cache_before_ns
         self._buffer = bytearray(CHUNK_BYTES)
@@ -88,22 +90,29 @@ class Fingerprinter:
         self, raw: bytes, flags: int, index_mode: int
     ) -> tuple[Worktree, StatTuple | None]:
         """M18: ``(identity, stat tuple)`` of the path, or raise :class:`Unstable`."""
-        parts = raw.split(b"/")
-        dir_fd = self._parent(parts[:-1])
-        before = None if dir_fd is None else _lstat(dir_fd, parts[-1])
+        folder, _, name = raw.rpartition(b"/")
+        dir_fd = self._dir_fd if folder == self._folder else self._enter(folder)
+        before = None if dir_fd is None else _lstat(dir_fd, name)
         if dir_fd is None or before is None:
             if may_be_absent(flags):
                 return ABSENT, None
             raise Unstable(f"listed path vanished: {raw!r}")
-        name = parts[-1]
         kind = stat.S_IFMT(before.st_mode)
         if kind == stat.S_IFREG:
-            return self._file(dir_fd, name, raw, before), stat_key(before)
+            key = stat_key(before)
+            return self._file(dir_fd, name, raw, before, key), key
         if kind == stat.S_IFLNK:
             return _symlink(dir_fd, name, before), stat_key(before)
         if kind == stat.S_IFDIR:
             return self._directory(dir_fd, name, raw, index_mode), None
         return Worktree("other", kind, None), None
+
+    def _enter(self, folder: bytes) -> int | None:
+        """The descriptor of ``folder`` (None: not a directory chain), kept for the
+        paths after this one in the same folder."""
+        self._folder = folder
+        self._dir_fd = self._parent(folder.split(b"/") if folder else [])
+        return self._dir_fd
 
     def _parent(self, names: list[bytes]) -> int | None:
         depth = 0
@@ -122,8 +131,9 @@ class Fingerprinter:
             self._stack.append((name, fd))
         return self._stack[-1][1] if self._stack else self._root_fd
 
-    def _file(self, dir_fd: int, name: bytes, raw: bytes, before: os.stat_result) -> Worktree:
-        key = stat_key(before)
+    def _file(
+        self, dir_fd: int, name: bytes, raw: bytes, before: os.stat_result, key: StatTuple
+    ) -> Worktree:
         cached = self._cached.get(raw)
         if (
             cached is not None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import DeltaStatus, DiffOption
 
+from jobs.memory import indexfile
 from jobs.memory.model import (
     CONFLICTED,
     INDEX_DELETED,
@@ -86,10 +87,19 @@ def head_tree(repo: pygit2.Repository, head: str | None) -> pygit2.Tree:
     return repo[pygit2.Oid(hex=head)].peel(pygit2.Tree)
 
 
-def read_staged(repo: pygit2.Repository, index: pygit2.Index, head: HeadState) -> StagedSide:
-    """HEAD tree → index: the paths whose index differs from HEAD, with both entries."""
+def read_staged(
+    repo: pygit2.Repository, index: pygit2.Index, head: HeadState, index_file: str
+) -> StagedSide:
+    """HEAD tree → index: the paths whose index differs from HEAD, with both entries.
+
+    Nothing, without diffing, when the index file's cache tree shows that the
+    index is HEAD's tree (``index_file`` is the file ``index`` was loaded from).
+    """
+    tree = head_tree(repo, head.head)
+    if indexfile.staged_is_empty(index_file, tree.id.raw, len(index)):
+        return {}
     entries: StagedSide = {}
-    for delta in index.diff_to_tree(head_tree(repo, head.head), _HEAD_TO_INDEX).deltas:
+    for delta in index.diff_to_tree(tree, _HEAD_TO_INDEX).deltas:
         raw = delta.old_file.raw_path
         if excluded(raw):
             continue

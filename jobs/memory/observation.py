@@ -4,6 +4,14 @@ An attempt reads HEAD, the index file's identity and the status listing, then
 fingerprints the first MAX_PATHS listed paths, then reads HEAD, the index file
 and the listing again: any difference, or any unstable file read, repeats the
 whole attempt (M23). Nothing here writes to the repository or runs git (M24).
+
+The second read is libgit2's index → worktree diff again, in full: the staged
+half of the listing is a function of HEAD and the index alone, both read again,
+but the worktree half can only be known by looking at every tracked file and
+directory again. That pass is the observation's floor: one libgit2 pass lstats
+each path for about 4 µs, less than ``os.lstat`` costs from Python (about 6 µs),
+so neither a Python status engine nor a Python re-check of the first pass's stat
+data makes it cheaper.
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
         index_before = _index_stat(index_path)
         head = head_state(repo)
         index = repo.index
-        staged = listing.read_staged(repo, index, head)
+        staged = listing.read_staged(repo, index, head, index_path)
         listed = listing.merge(staged, listing.read_worktree(index), index)
         ident = identity(repo, head, previous.identity.root_commit if previous else None)
         ordered = sorted(listed)

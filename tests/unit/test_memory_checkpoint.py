@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobs.memory import Snapshot, decode_checkpoint, encode_checkpoint
+from jobs.memory import checkpoint as checkpoint_module
 from jobs.memory.checkpoint import FIELDS
 from jobs.memory.model import (
     HeadState,
@@ -125,3 +126,29 @@ def test_newer_format_is_too_new() -> None:
     """M21: a format above 1 is left alone: TooNew, whatever the other fields hold."""
     fields = {"format": "2", "paths": "whatever the future holds"}
     assert decode_checkpoint(fields) == TooNew(2)
+
+
+def test_identical_fields_reuse_the_decoded_snapshot() -> None:
+    """M21: the same field values give the same (immutable) snapshot without decoding
+    again; any differing value, or a corrupt one, is decoded afresh."""
+    fields = as_redis(encode_checkpoint(snapshot({b"a.md": record()}), 7))
+    first = decode_checkpoint(fields)
+    assert decode_checkpoint(dict(fields)) is first
+    bumped = {**fields, b"version": b"8"}
+    again = decode_checkpoint(bumped)
+    assert again is not first and again == first
+    assert isinstance(decode_checkpoint({**bumped, b"paths": b"[1]"}), Unreadable)
+    assert decode_checkpoint(bumped) is again
+
+
+def test_kept_decoded_snapshots_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoded snapshots are kept per repository, within a budget of paths."""
+    monkeypatch.setattr(checkpoint_module, "KEPT_DECODED_PATHS", 5)
+    monkeypatch.setattr(checkpoint_module, "_decoded", {})
+    for n in range(4):
+        state = Snapshot(Identity(f"/m{n}", "1:2", None), HeadState("main", False, True, None),
+                         {b"a.md": record(), b"b.md": record()}, 0, None,
+                         "2025-01-01T00:00:00.000Z", 1)
+        decode_checkpoint(encode_checkpoint(state, 1))
+    kept = checkpoint_module._decoded
+    assert len(kept) == 1 and next(iter(kept.values()))[1].identity.root == "/m3"
