@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +60,19 @@ def _hook_channel(manifest: dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class Allowlist:
     hook_channels: frozenset[str] = frozenset()
+    #: Verdicts already given (a read asks about the same names several times).
+    _seen: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def allows(self, name: object) -> bool:
-        if name_error(name) is not None:
+        if not isinstance(name, str):
             return False
-        assert isinstance(name, str)
-        return name in BUILTIN_CHANNELS or name.startswith(MCP_PREFIX) or name in self.hook_channels
+        verdict = self._seen.get(name)
+        if verdict is None:
+            verdict = self._seen[name] = name_error(name) is None and (
+                name in BUILTIN_CHANNELS or name.startswith(MCP_PREFIX)
+                or name in self.hook_channels
+            )
+        return verdict
 
 
 @dataclass(frozen=True)

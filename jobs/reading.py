@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,25 +52,27 @@ class Observation:
 
 
 class _HashCache:
+    """Content hashes by ``(root, filename)``, valid while the stat identity holds.
+
+    Lookups take no lock (a dict read is atomic); writers evict the oldest entries
+    once the cache is full.
+    """
+
     def __init__(self, size: int) -> None:
         self._size = size
-        self._items: OrderedDict[tuple[str, str], tuple[tuple[int, ...], str]] = OrderedDict()
+        self._items: dict[tuple[str, str], tuple[tuple[int, ...], str]] = {}
         self._lock = threading.Lock()
 
     def get(self, path: tuple[str, str], key: tuple[int, ...]) -> str | None:
-        with self._lock:
-            hit = self._items.get(path)
-            if hit is None or hit[0] != key:
-                return None
-            self._items.move_to_end(path)
-            return hit[1]
+        hit = self._items.get(path)
+        return hit[1] if hit is not None and hit[0] == key else None
 
     def put(self, path: tuple[str, str], key: tuple[int, ...], sha: str) -> None:
         with self._lock:
+            self._items.pop(path, None)
             self._items[path] = (key, sha)
-            self._items.move_to_end(path)
             while len(self._items) > self._size:
-                self._items.popitem(last=False)
+                del self._items[next(iter(self._items))]
 
 
 _hashes = _HashCache(HASH_CACHE_SIZE)
