@@ -35,6 +35,14 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server.stop()
 
 
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own, for tests that kill, restart or fill it."""
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(params=["fake", "real"])
 def redis_client(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "fake":

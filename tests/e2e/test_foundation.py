@@ -75,10 +75,8 @@ def test_cli_without_a_store_exits_2(e2e_env: dict[str, str], tmp_path: Path) ->
 
 
 @pytest.fixture
-def redis(tmp_path: Path) -> Any:
-    server = RedisServer(tmp_path / "redis").start()
-    yield server
-    server.stop()
+def redis(own_redis: RedisServer) -> RedisServer:
+    return own_redis
 
 
 def test_real_redis_two_workers(procs: ProcessGroup, e2e_env: dict[str, str], redis: RedisServer,

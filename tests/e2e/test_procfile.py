@@ -90,10 +90,8 @@ class Honcho:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[RedisServer]:
-    started = RedisServer(tmp_path / "redis").start()
-    yield started
-    started.stop()
+def server(own_redis: RedisServer) -> RedisServer:
+    return own_redis
 
 
 @pytest.fixture

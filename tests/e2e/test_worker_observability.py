@@ -4,7 +4,6 @@ worker`` serves tidings' Prometheus metrics and logs JSON lines with message con
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +31,8 @@ TIDINGS_FAMILIES = {
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[RedisServer]:
-    started = RedisServer(tmp_path / "redis").start()
-    yield started
-    started.stop()
+def server(own_redis: RedisServer) -> RedisServer:
+    return own_redis
 
 
 def publish(env: dict[str, str], workdir: Path, channel: str, text: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,8 @@ pytestmark = pytest.mark.redis_server
 
 
 @pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path / "redis").start()
-    yield server
-    server.stop()
+def redis(own_redis: RedisServer) -> RedisServer:
+    return own_redis
 
 
 @pytest.fixture
