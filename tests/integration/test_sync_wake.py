@@ -1,11 +1,7 @@
 """Wake on direct writes and the blocked-channel warning with real processes
-(channels.md C26-C28; issue 4 acceptance 3).
-
-SCHEDULER STAND-IN: ``tidings scheduler`` (which runs the sync tick) is built on
-the delay branch. Until it is merged these tests run ``tests.support.sync_loop``
-— a process calling ``jobs.sync.sync_host`` every ``TIDINGS_SYNC_INTERVAL``
-(default 1 s) — next to a real ``tidings worker`` on a real redis-server. Switch
-``start_sync_tick`` to ``procs.start("scheduler")`` once the scheduler exists.
+(channels.md C26-C28; issue 4 acceptance 3): a real ``tidings worker`` and
+``tidings scheduler`` (whose sync tick runs every ``TIDINGS_SYNC_INTERVAL``,
+default 1 s) on a real redis-server.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ from store.settings import Settings
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
-from tests.support.sync_loop import SyncLoopProcess
 
 pytestmark = pytest.mark.redis_server
 
@@ -45,9 +40,11 @@ def start_worker(procs: ProcessGroup, env: dict[str, str]) -> TidingsProcess:
     return worker
 
 
-def start_sync_tick(env: dict[str, str]) -> SyncLoopProcess:
-    """SCHEDULER STAND-IN (see the module docstring)."""
-    return SyncLoopProcess(env["TIDINGS_REDIS_URL"], env["TIDINGS_HOST"], env)
+def start_scheduler(procs: ProcessGroup, env: dict[str, str]) -> TidingsProcess:
+    """The host's scheduler, once it leads (its sync tick runs from then on)."""
+    scheduler = procs.start("scheduler", env=env)
+    scheduler.wait_json(lambda line: line.get("status") == "leader")
+    return scheduler
 
 
 def write_direct(workdir: Path, name: str, payload: Any) -> None:
@@ -79,14 +76,14 @@ def test_acceptance3_direct_write_wakes_and_blocked_channel_warns_once(
     workdir.mkdir()
     settings = Settings(redis_url=env["TIDINGS_REDIS_URL"], host=env["TIDINGS_HOST"])
     worker = start_worker(procs, env)
-    tick = start_sync_tick(env)
+    tick = start_scheduler(procs, env)
     hub = tidings.connect(settings.redis_url, settings=settings)
     try:
         agent = hub.agent(workdir)
         assert settings.sync_interval == 1.0  # the default interval
 
         # 1. a registered (mcp.) channel written directly wakes the agent within 1.5 s
-        time.sleep(1.2)  # let one quiet tick pass
+        wake_fp = AgentKeys(agent.agent_id).wake_fp
         written = time.monotonic()
         write_direct(workdir, "mcp.x.json", {"header": "1 new item", "data": {"id": 1}})
         signal = agent.wait_for_wake(5)
@@ -107,8 +104,7 @@ def test_acceptance3_direct_write_wakes_and_blocked_channel_warns_once(
         assert agent.wait_for_wake(2.5) is None  # the blocked file never moves the wake fp
         assert refs(workdir) == ["blocked_channel:stray"]
         assert "stray" not in agent.snapshot()
-        wake_fp = hub.redis.get(AgentKeys(agent.agent_id).wake_fp).decode()
-        assert "stray.json" not in wake_fp
+        assert "stray.json" not in hub.redis.get(wake_fp).decode()
 
         # the agent handles the warning; its own dismissal does not wake it
         gone = agent.notification("dismiss_ref", {"ref_id": "blocked_channel:stray"})
@@ -121,7 +117,7 @@ def test_acceptance3_direct_write_wakes_and_blocked_channel_warns_once(
     worker.kill()
     tick.kill()
     worker = start_worker(procs, env)
-    tick = start_sync_tick(env)
+    tick = start_scheduler(procs, env)
     hub = tidings.connect(settings.redis_url, settings=settings)
     try:
         agent = hub.agent(workdir)
