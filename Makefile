@@ -20,9 +20,15 @@ demo: venv
 test: venv lint
 	$(BIN)/python -m pytest -q
 
+# mypy and import-linter read files, not imports: they run over the installed shape of the
+# package, laid out as links (the layer folders install as tidings.<layer>).
+TYPECHECK := build/typecheck
+
 lint: venv
 	$(BIN)/ruff check tidings workers jobs scheduler store tests bench
-	$(BIN)/mypy
+	$(BIN)/python -m tests.support.linktree $(TYPECHECK)
+	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml
+	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 bench: venv
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

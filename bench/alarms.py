@@ -32,15 +32,15 @@ from apscheduler.events import EVENT_SCHEDULER_STARTED
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from jobs.delay import request_delay
-from jobs.runtime import Runtime
-from store.clock import SystemClock
-from store.files import atomic_write
-from store.models import AgentRecord
-from store.registry import AgentRegistry
-from store.settings import Settings
-from workers.broker import make_broker
-from workers.dispatch import BrokerDispatcher
+from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.runtime import Runtime
+from tidings.store.clock import SystemClock
+from tidings.store.files import atomic_write
+from tidings.store.models import AgentRecord
+from tidings.store.registry import AgentRegistry
+from tidings.store.settings import Settings
+from tidings.workers.broker import make_broker
+from tidings.workers.dispatch import BrokerDispatcher
 
 #: One delay per agent (an agent has at most one live delay); requests are issued back to
 #: back with delays of 1..10 s interleaved, so the deadlines spread over about 10 s.

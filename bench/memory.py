@@ -44,7 +44,7 @@ from typing import Any
 
 import pygit2
 
-from jobs.memory import Snapshot, compare, indexfile, observe
+from tidings.jobs.memory import Snapshot, compare, indexfile, observe
 
 #: Repository sizes in files (``TIDINGS_BENCH_SIZES=1000,10000`` for a quicker run).
 SIZES = tuple(int(n) for n in os.environ.get("TIDINGS_BENCH_SIZES", "1000,10000,100000").split(","))

@@ -25,15 +25,15 @@ import redis
 from dramatiq.brokers.stub import StubBroker
 
 import tidings
-from jobs.runtime import Runtime
-from store.clock import SystemClock
-from store.connection import client_for
-from store.models import AgentRecord
-from store.placement import RunFence
-from store.settings import RedisConfig, Settings
 from tests.support.dispatch import InlineJobs
 from tests.support.redis_server import RedisServer
-from workers.actors import agent_actor
+from tidings.jobs.runtime import Runtime
+from tidings.store.clock import SystemClock
+from tidings.store.connection import client_for
+from tidings.store.models import AgentRecord
+from tidings.store.placement import RunFence
+from tidings.store.settings import RedisConfig, Settings
+from tidings.workers.actors import agent_actor
 
 #: Publishes per measured run, and actor calls per measured run.
 PUBLISHES = int(os.environ.get("BENCH_PUBLISHES", "300"))

@@ -42,12 +42,12 @@ def plain_worker(url: str) -> None:
     import dramatiq
     from dramatiq import Worker
 
-    from store import locks
-    from store.connection import client_for
-    from store.files import atomic_write, safe_read
-    from store.jsonfmt import compact
-    from store.settings import RedisConfig, Settings
-    from workers.broker import make_broker
+    from tidings.store import locks
+    from tidings.store.connection import client_for
+    from tidings.store.files import atomic_write, safe_read
+    from tidings.store.jsonfmt import compact
+    from tidings.store.settings import RedisConfig, Settings
+    from tidings.workers.broker import make_broker
 
     broker = make_broker(client_for(RedisConfig.from_url(url)), Settings(host=HOST))
 
@@ -121,7 +121,7 @@ def throughput(mode: str, url: str, workdir: Path, total: int, delivered: Any,
     ``backlog=True``: the channel's lock is held while the producers run, so every
     event waits; the clock starts when the lock is released (pure delivery rate).
     """
-    from store import locks
+    from tidings.store import locks
 
     workdir.mkdir(exist_ok=True)
     scope = "channel:mcp.bench" if mode == "coalesced" else "channel:plain"
@@ -162,7 +162,7 @@ def kick(url: str, workdir: Path) -> None:
 
 def coalesced_delivered(url: str, workdir: Path) -> Any:
     import tidings
-    from jobs.publish import applied_through
+    from tidings.jobs.channels.publish import applied_through
 
     hub = tidings.connect(url, settings=tidings.Settings(host=HOST))
     agent = hub.agent(workdir)

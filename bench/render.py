@@ -42,7 +42,7 @@ GOAL_P50_MS = 5.0
 
 
 def populate(root: Path) -> None:
-    from store.files import atomic_write
+    from tidings.store.files import atomic_write
 
     for n in range(CHANNELS):
         if n < OVERSIZED:
@@ -58,9 +58,9 @@ def populate(root: Path) -> None:
 
 
 def naive_render(root: Path, cap: int) -> dict[str, Any]:
-    from jobs import spill
-    from jobs.cap_attention import cap_lane
-    from jobs.cap_ruler import canonical_text
+    from tidings.jobs.cap import spill
+    from tidings.jobs.cap.attention import cap_lane
+    from tidings.jobs.cap.ruler import canonical_text
 
     directory = root / ".notification"
     payloads: dict[str, Any] = {}
@@ -104,20 +104,20 @@ def timed(calls: dict[str, Callable[[], Any]]) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    from jobs.cap import cap_attention
-    from jobs.cap_ruler import measure
-    from jobs.delivery import attention_lane
-    from jobs.limits import max_chars
-    from jobs.reading import coherent_read
-    from jobs.render import render_attention
-    from jobs.runtime import Runtime
-    from store.clock import SystemClock
-    from store.connection import client_for
-    from store.models import AgentRecord
-    from store.registry import AgentRegistry
-    from store.settings import RedisConfig, Settings
-    from workers.broker import make_broker
-    from workers.dispatch import BrokerDispatcher
+    from tidings.jobs.cap.lanes import cap_attention
+    from tidings.jobs.cap.ruler import measure
+    from tidings.jobs.limits import max_chars
+    from tidings.jobs.runtime import Runtime
+    from tidings.jobs.view.delivery import attention_lane
+    from tidings.jobs.view.read import coherent_read
+    from tidings.jobs.view.render import render_attention
+    from tidings.store.clock import SystemClock
+    from tidings.store.connection import client_for
+    from tidings.store.models import AgentRecord
+    from tidings.store.registry import AgentRegistry
+    from tidings.store.settings import RedisConfig, Settings
+    from tidings.workers.broker import make_broker
+    from tidings.workers.dispatch import BrokerDispatcher
 
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="tidings-bench-") as tmp:
         root = Path(os.path.realpath(tmp))

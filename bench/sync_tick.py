@@ -17,14 +17,14 @@ from typing import Any
 
 import fakeredis
 
-from jobs.flush import flush_channel
-from jobs.reading import coherent_read
-from jobs.runtime import Runtime
-from jobs.sync import sync_agent, sync_host
-from store.clock import SystemClock
-from store.models import AgentRecord
-from store.registry import AgentRegistry
-from store.settings import Settings
+from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view.read import coherent_read
+from tidings.jobs.wake.tick import sync_agent, sync_host
+from tidings.store.clock import SystemClock
+from tidings.store.models import AgentRecord
+from tidings.store.registry import AgentRegistry
+from tidings.store.settings import Settings
 
 CHANNELS = 20
 AGENTS = 50

@@ -29,7 +29,7 @@ from typing import Any
 import pygit2
 
 import tidings
-from store.settings import Settings
+from tidings.store.settings import Settings
 
 GOAL_P50_MS = 50.0
 AGE_SECONDS = 60

@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from jobs import log
-from store.files import safe_read
+from tidings.jobs import log
+from tidings.store.files import safe_read
 
 DELAY_CAP_ENV = "LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS"
 #: D2: the cap when the variable is unset or invalid.

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from store.clock import Clock
-from store.models import AgentRecord
-from store.scripts import Scripts
-from store.settings import Settings
+from tidings.store.clock import Clock
+from tidings.store.models import AgentRecord
+from tidings.store.scripts import Scripts
+from tidings.store.settings import Settings
 
 
 class Dispatcher(Protocol):

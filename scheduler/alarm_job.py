@@ -18,11 +18,13 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.triggers.date import DateTrigger
 from dramatiq import Broker
 
-from workers.dispatch import send
-from workers.routing import host_queue
+from tidings.workers.dispatch import send
+from tidings.workers.routing import host_queue
 
 #: D16: the one callable reference the job store accepts.
-ALARM_JOB_REF = "scheduler.alarm_job:enqueue_expire"
+ALARM_JOB_REF = "tidings.scheduler.alarm_job:enqueue_expire"
+#: The same body under the name job stores written before the ``tidings.`` namespace hold.
+LEGACY_ALARM_JOB_REF = "scheduler.alarm_job:enqueue_expire"
 #: The job store alias of alarm jobs (the sync tick lives in memory).
 ALARM_STORE = "alarms"
 

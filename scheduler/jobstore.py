@@ -22,9 +22,9 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.util import check_callable_args, datetime_to_utc_timestamp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jobs import log
-from store import keys
-from store.scripts import Scripts
+from tidings.jobs import log
+from tidings.store import keys
+from tidings.store.scripts import Scripts
 
 #: Longest job id and argument accepted from the store.
 MAX_ID_CHARS = 200

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from store import keys
-from store.jsonfmt import compact_sorted, utc_stamp
-from store.scripts import Scripts
+from tidings.store import keys
+from tidings.store.jsonfmt import compact_sorted, utc_stamp
+from tidings.store.scripts import Scripts
 
 #: Keys fetched per SCAN round trip while looking for leader keys.
 LEADER_SCAN_COUNT = 1000

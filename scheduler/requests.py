@@ -13,12 +13,12 @@ import dramatiq
 from dramatiq import Broker
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from jobs import log
-from scheduler import alarm_job
-from store.models import NAME_PATTERN
-from workers.routing import scheduler_queue
+from tidings.jobs import log
+from tidings.scheduler import alarm_job
+from tidings.store.models import NAME_PATTERN
+from tidings.workers.routing import scheduler_queue
 
-#: Name of the actor clients send requests to (workers.dispatch.BrokerDispatcher).
+#: Name of the actor clients send requests to (tidings.workers.dispatch.BrokerDispatcher).
 ACTOR_NAME = "alarm_request"
 #: Longest request id accepted (ours are 32 hex characters).
 MAX_REQUEST_ID_CHARS = 200

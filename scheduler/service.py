@@ -24,16 +24,16 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from dramatiq import Worker
 from redis.exceptions import RedisError
 
-from jobs import log
-from jobs.runtime import Runtime
-from scheduler import alarm_job, requests, startup, sync_tick
-from scheduler.jobstore import JsonRedisJobStore
-from scheduler.lease import LeaderLease, LeaseSettings, holder_name
-from store.clock import Clock, SystemClock
-from store.settings import Settings
-from workers.broker import make_broker
-from workers.dispatch import BrokerDispatcher
-from workers.routing import scheduler_queue
+from tidings.jobs import log
+from tidings.jobs.runtime import Runtime
+from tidings.scheduler import alarm_job, requests, startup, sync_tick
+from tidings.scheduler.jobstore import JsonRedisJobStore
+from tidings.scheduler.lease import LeaderLease, LeaseSettings, holder_name
+from tidings.store.clock import Clock, SystemClock
+from tidings.store.settings import Settings
+from tidings.workers.broker import make_broker
+from tidings.workers.dispatch import BrokerDispatcher
+from tidings.workers.routing import scheduler_queue
 
 #: Requests are applied in order, so one thread consumes them.
 REQUEST_THREADS = 1
@@ -59,7 +59,8 @@ class Activation:
             timezone=UTC,
             jobstores={
                 alarm_job.ALARM_STORE: JsonRedisJobStore(
-                    redis, self.host, {alarm_job.ALARM_JOB_REF: self.body}),
+                    redis, self.host, {alarm_job.ALARM_JOB_REF: self.body,
+                                      alarm_job.LEGACY_ALARM_JOB_REF: self.body}),
                 LOCAL_STORE: MemoryJobStore(),
             },
         )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs import delay, log
-from jobs.runtime import Runtime
-from scheduler import alarm_job
-from store.registry import AgentRegistry
+from tidings.jobs import log
+from tidings.jobs.actions import delay
+from tidings.jobs.runtime import Runtime
+from tidings.scheduler import alarm_job
+from tidings.store.registry import AgentRegistry
 
 
 def reconcile_host(rt: Runtime, scheduler: Any, body: alarm_job.AlarmBody) -> dict[str, int]:

@@ -13,9 +13,9 @@ from typing import Any
 
 from dramatiq import Broker
 
-from store.keys import sync_running
-from workers.dispatch import send
-from workers.routing import host_queue
+from tidings.store.keys import sync_running
+from tidings.workers.dispatch import send
+from tidings.workers.routing import host_queue
 
 #: The least lifetime (s) of the "sync running" flag.
 MIN_FLAG_TTL_SECONDS = 30

@@ -21,8 +21,8 @@ from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 
-from store.errors import NoStoreError
-from store.settings import RedisConfig
+from tidings.store.errors import NoStoreError
+from tidings.store.settings import RedisConfig
 
 #: How long one command keeps retrying after its first connection error: longer than
 #: a Sentinel failover (down-after-milliseconds + election + promotion).

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from store.errors import UnsafePathError
+from tidings.store.errors import UnsafePathError
 
 #: The most bytes any reader takes from one file (1 MiB).
 MAX_READ_BYTES = 1_048_576

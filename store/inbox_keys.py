@@ -7,7 +7,7 @@ a Lua script reads and writes single attributes without decoding JSON.
 
 from __future__ import annotations
 
-from store.keys import AgentKeys
+from tidings.store.keys import AgentKeys
 
 #: Attributes of an admission (M1), stored as ``<event_id>:<attribute>`` fields.
 #: ``memory`` is "1" for memory-change items; ``key`` is the idempotency key's digest.

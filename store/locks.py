@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from store.errors import LockTimeout
-from store.files import open_dir
+from tidings.store.errors import LockTimeout
+from tidings.store.files import open_dir
 
 #: How long a mutation waits for its locks before answering ``lock_timeout``.
 LOCK_WAIT_SECONDS = 10.0

@@ -14,8 +14,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from store.clock import Clock
-from store.keys import AgentKeys
+from tidings.store.clock import Clock
+from tidings.store.keys import AgentKeys
 
 #: How long a run's entry counts if its worker dies before leaving (seconds):
 #: longer than dramatiq's default time limit (10 minutes).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import keys
-from store.errors import UnknownAgentError
-from store.models import AgentRecord
+from tidings.store import keys
+from tidings.store.errors import UnknownAgentError
+from tidings.store.models import AgentRecord
 
 
 class AgentRegistry:

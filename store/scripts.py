@@ -13,7 +13,8 @@ from typing import Any
 
 @cache
 def source(name: str) -> str:
-    return resources.files("store").joinpath("lua", f"{name}.lua").read_text("utf-8")
+    lua = resources.files(__package__ or "tidings.store").joinpath("lua", f"{name}.lua")
+    return lua.read_text("utf-8")
 
 
 class Scripts:

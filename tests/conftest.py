@@ -16,14 +16,14 @@ from typing import Any
 import fakeredis
 import pytest
 
-from jobs.runtime import Runtime
-from store.clock import FakeClock
-from store.models import AgentRecord
-from store.registry import AgentRegistry
-from store.settings import Settings
 from tests.support.dispatch import InlineJobs
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
+from tidings.jobs.runtime import Runtime
+from tidings.store.clock import FakeClock
+from tidings.store.models import AgentRecord
+from tidings.store.registry import AgentRegistry
+from tidings.store.settings import Settings
 
 TEST_HOST = "testhost"
 

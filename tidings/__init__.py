@@ -7,8 +7,6 @@
     {'status': 'ok', 'event_id': 'evt_...', 'flushed': True}
 """
 
-from store.clock import Clock, FakeClock, SystemClock
-from store.settings import RedisConfig, Settings
 from tidings._agent import Agent
 from tidings._hub import Hub, connect
 from tidings._tool_schema import notification_tool_schema
@@ -21,6 +19,8 @@ from tidings.errors import (
     UnknownAgentError,
     UnsafePathError,
 )
+from tidings.store.clock import Clock, FakeClock, SystemClock
+from tidings.store.settings import RedisConfig, Settings
 
 __all__ = [
     "Agent",

@@ -9,30 +9,28 @@ same job functions.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from jobs import (
-    cap,
-    daemon,
-    delivery,
-    inbox_items,
-    memory_admission,
-    reading,
-    turn_finish,
-    turns,
-    wake,
-)
-from jobs import inbox as inboxes
-from jobs import publish as publishing
-from jobs.runtime import Runtime
-from store.models import AgentRecord
+from dramatiq import Broker
+
 from tidings import _tool as tool
 from tidings._turn import Turn, turn_id_of
-from workers.dispatch import InlineDispatcher
-from workers.turn_group import GroupPreTurn
-
-if TYPE_CHECKING:
-    from tidings._hub import Hub
+from tidings.jobs.actions import publish as producer
+from tidings.jobs.cap import lanes as cap
+from tidings.jobs.channels import publish as publishing
+from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.inbox import admission as inboxes
+from tidings.jobs.inbox import items as inbox_items
+from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.turns import finish as turn_finish
+from tidings.jobs.turns import prepare as turns
+from tidings.jobs.view import delivery
+from tidings.jobs.view import read as reading
+from tidings.jobs.wake import stream as wake
+from tidings.store.models import AgentRecord
+from tidings.workers.dispatch import InlineDispatcher
+from tidings.workers.turn_group import GroupPreTurn
 
 Result = dict[str, Any]
 
@@ -42,8 +40,18 @@ def _invalid_persistent() -> Result:
             "message": "persistent block must be an object"}
 
 
+class Host(Protocol):
+    """What an agent needs of its hub: the shared ports and the broker."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def broker(self) -> Broker: ...
+
+
 class Agent:
-    def __init__(self, hub: Hub, record: AgentRecord, *, inline: bool = False) -> None:
+    def __init__(self, hub: Host, record: AgentRecord, *, inline: bool = False) -> None:
         self.hub = hub
         self.record = record
         self.inline = inline
@@ -79,7 +87,7 @@ class Agent:
         wait: bool = False,
     ) -> Result:
         """Append ``event`` to ``channel`` with coalescing (C11)."""
-        return publishing.publish_event(
+        return producer.publish_event(
             self.runtime, self.record, channel, event, priority=priority,
             idempotency_key=idempotency_key, wait=wait,
         )

@@ -10,52 +10,18 @@ import json
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
 
 from tidings import _demo_channels
-from tidings._agent import Agent
 from tidings._demo_cap import oversized_lane
 from tidings._demo_delay import delay_alarm
 from tidings._demo_memory import memory_inbox
 from tidings._demo_status import status
-from tidings._hub import Hub, connect
-
-
-@dataclass
-class Tour:
-    hub: Hub
-    agent: Agent
-    workdir: Path
-    console: Console
-    chapters_shown: int = 0
-
-    def chapter(self, title: str) -> None:
-        """Open the next chapter; chapters are numbered in the order they run."""
-        self.chapters_shown += 1
-        self.console.rule(f"{self.chapters_shown}. {title}")
-
-    def say(self, text: str) -> None:
-        self.console.print(text)
-
-    def show(self, title: str, value: Any) -> None:
-        text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-        self.console.print(Panel(text, title=title, expand=False))
-
-    def expect(self, condition: bool, what: str) -> None:
-        if not condition:
-            raise AssertionError(what)
-
-    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            time.sleep(0.02)
+from tidings._demo_tour import Tour
+from tidings._hub import connect
 
 
 def burst(tour: Tour) -> None:

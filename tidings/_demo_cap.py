@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from jobs.cap_ruler import measure
-from jobs.limits import max_chars
-
-if TYPE_CHECKING:
-    from tidings._demo import Tour
+from tidings._demo_tour import Tour
+from tidings.jobs.cap.ruler import measure
+from tidings.jobs.limits import max_chars
 
 #: The oversized channel: 25 messages of 3,000 characters each.
 MESSAGES, CHARS = 25, 3000

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tidings._demo import Tour
+from tidings._demo_tour import Tour
 
 HOOK = {
     "name": "deploy-watcher",

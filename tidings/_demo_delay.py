@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from jobs.delay import request_delay
-
-if TYPE_CHECKING:
-    from tidings._demo import Tour
+from tidings._demo_tour import Tour
+from tidings.jobs.actions.delay import request_delay
 
 #: The demo's delay, in seconds.
 DEMO_DELAY_SECONDS = 2

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pygit2
 
-from store.inbox_keys import InboxKeys
+from tidings._demo_tour import Tour
 from tidings._hub import Hub
 from tidings._turn import Turn
-
-if TYPE_CHECKING:
-    from tidings._demo import Tour
+from tidings.store.inbox_keys import InboxKeys
 
 _SIGNATURE = pygit2.Signature("demo", "demo@example.invalid")
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tidings._demo_tour import Tour
 from tidings.cli.status import print_tables
-from workers.routing import host_queue
-
-if TYPE_CHECKING:
-    from tidings._demo import Tour
+from tidings.workers.routing import host_queue
 
 
 def status(tour: Tour) -> None:

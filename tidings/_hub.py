@@ -10,24 +10,24 @@ from typing import Any
 from dramatiq import Worker
 from pydantic import ValidationError
 
-from jobs.names import name_error
-from jobs.runtime import Runtime
-from jobs.turns import startup_all
-from scheduler.service import EventSink, SchedulerService
-from store import keys
-from store.clock import Clock, SystemClock
-from store.connection import client_for, ping
-from store.errors import TidingsError
-from store.models import AgentRecord, default_agent_id
-from store.placement import RunFence
-from store.registry import AgentRegistry
-from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
 from tidings._agent import Agent
 from tidings._status import status
-from workers.actors import declare_actors
-from workers.broker import make_broker
-from workers.dispatch import BrokerDispatcher
-from workers.routing import host_queue
+from tidings.jobs.channels.names import name_error
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.turns.prepare import startup_all
+from tidings.scheduler.service import EventSink, SchedulerService
+from tidings.store import keys
+from tidings.store.clock import Clock, SystemClock
+from tidings.store.connection import client_for, ping
+from tidings.store.errors import TidingsError
+from tidings.store.models import AgentRecord, default_agent_id
+from tidings.store.placement import RunFence
+from tidings.store.registry import AgentRegistry
+from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings.workers.actors import declare_actors
+from tidings.workers.broker import make_broker
+from tidings.workers.dispatch import BrokerDispatcher
+from tidings.workers.routing import host_queue
 
 #: Worker threads of an in-process worker (embedded hubs, ``tidings up``).
 LOCAL_WORKER_THREADS = 4
@@ -53,7 +53,7 @@ def connect(
     if client is not None:
         return Hub(client, settings, clock=clock, url="client")
     if redis_url == "embedded":
-        import fakeredis
+        import fakeredis  # noqa: PLC0415 - the embedded store only; a real Redis never loads it
 
         store = fakeredis.FakeRedis(server=fakeredis.FakeServer(), version=(7,))
         return Hub(store, settings, clock=clock, url="embedded", local_worker=True)

@@ -3,7 +3,7 @@
 With ``TIDINGS_LOG_JSON`` (the default) every record, tidings' and dramatiq's
 alike, is one JSON object per line on stderr: ``time``, ``level``, ``logger``,
 ``message``, ``host``, ``pid``; the ``event`` name and ``fields`` that
-``jobs.log.event`` attaches; and, while a dramatiq message is being processed,
+``tidings.jobs.log.event`` attaches; and, while a dramatiq message is being processed,
 its ``actor``, ``message_id`` and ``agent_id``. Otherwise the same facts go
 into one plain text line.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from dramatiq.middleware import CurrentMessage
 
-from store.settings import Settings
+from tidings.store.settings import Settings
 
 #: Level of every logger in a long-running process.
 LOG_LEVEL = logging.INFO

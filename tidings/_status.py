@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.agent_status import agent_figures, delay_figure
-from scheduler.jobstore import stored_alarms
-from scheduler.lease import current_leader, leader_hosts
-from store.clock import Clock
-from store.registry import AgentRegistry
-from workers.queue_stats import queue_figures
-from workers.routing import host_queue, scheduler_queue
+from tidings.jobs.view.status import agent_figures, delay_figure
+from tidings.scheduler.jobstore import stored_alarms
+from tidings.scheduler.lease import current_leader, leader_hosts
+from tidings.store.clock import Clock
+from tidings.store.registry import AgentRegistry
+from tidings.workers.queue_stats import queue_figures
+from tidings.workers.routing import host_queue, scheduler_queue
 
 NO_LEADER: dict[str, Any] = {"leader": None, "since": None}
 

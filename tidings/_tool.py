@@ -7,16 +7,30 @@ and routes the action; :func:`notification` is the same call from Python.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from jobs import delay, delivery, dismiss, hooks, settings_show
 from tidings import _manual
-
-if TYPE_CHECKING:
-    from tidings._agent import Agent
+from tidings.jobs.actions import delay, dismiss
+from tidings.jobs.channels import hooks
+from tidings.jobs.channels import settings as settings_show
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import delivery
+from tidings.store.models import AgentRecord
 
 Result = dict[str, Any]
-Handler = Callable[["Agent", dict[str, Any]], Result]
+
+
+class Agent(Protocol):
+    """What the tool needs of an agent: its ports and its record."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def record(self) -> AgentRecord: ...
+
+
+Handler = Callable[[Agent, dict[str, Any]], Result]
 
 #: C44: keys allowed at the root of the raw arguments.
 ROOT_KEYS = frozenset({"action", "input", "reasoning", "summarize", "_tc_id"})

@@ -1,4 +1,4 @@
-"""The exceptions of tidings (see :mod:`store.errors` for the hierarchy).
+"""The exceptions of tidings (see :mod:`tidings.store.errors` for the hierarchy).
 
     TidingsError (ValueError)        .reason: machine-readable
     ├── UnsafePathError              unsafe_path
@@ -11,7 +11,7 @@ Calls that return dicts answer with ``{"status": "error", "reason", "message"}``
 instead of raising; calls that return other values raise these.
 """
 
-from store.errors import (
+from tidings.store.errors import (
     LockTimeout,
     NoStoreError,
     StoreError,

@@ -19,14 +19,19 @@ from typing import Any
 import dramatiq
 from dramatiq import Broker
 
-from jobs import delay, flush, log, memory_admission, render, sync
-from jobs.runtime import Runtime
-from store.errors import StoreError
-from store.models import AgentRecord
-from store.placement import RunFence
-from store.registry import AgentRegistry
-from workers.dispatch import send
-from workers.routing import UNROUTED_QUEUE, host_queue
+from tidings.jobs import log
+from tidings.jobs.actions import delay
+from tidings.jobs.channels import flush
+from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import render
+from tidings.jobs.wake import tick as sync
+from tidings.store.errors import StoreError
+from tidings.store.models import AgentRecord
+from tidings.store.placement import RunFence
+from tidings.store.registry import AgentRegistry
+from tidings.workers.dispatch import send
+from tidings.workers.routing import UNROUTED_QUEUE, host_queue
 
 AgentJob = Callable[..., Any]
 

@@ -17,9 +17,9 @@ from dramatiq.middleware import (
 from dramatiq.results import Results
 from dramatiq.results.backends.redis import RedisBackend
 
-from store.keys import NAMESPACE
-from store.settings import DEFAULT_HEARTBEAT_MS, Settings
-from workers.metrics import MessageMetrics
+from tidings.store.keys import NAMESPACE
+from tidings.store.settings import DEFAULT_HEARTBEAT_MS, Settings
+from tidings.workers.metrics import MessageMetrics
 
 #: Retry back-off bounds (ms): short, because most failures are a busy lock.
 RETRY_MIN_BACKOFF_MS = 500

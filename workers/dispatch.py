@@ -1,4 +1,4 @@
-"""The dramatiq-backed :class:`jobs.runtime.Dispatcher`."""
+"""The dramatiq-backed :class:`tidings.jobs.runtime.Dispatcher`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from typing import Any
 
 from dramatiq import Broker, Message
 
-from store.models import AgentRecord
-from workers.routing import host_queue, scheduler_queue
+from tidings.jobs.actions import delay
+from tidings.jobs.channels import flush
+from tidings.store.models import AgentRecord
+from tidings.workers.routing import host_queue, scheduler_queue
 
 
 def route(broker: Broker, actor_name: str, queue: str, *args: Any) -> Message[Any]:
@@ -49,11 +51,7 @@ class InlineDispatcher(BrokerDispatcher):
         self._runtime_factory = runtime_factory
 
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
-        from jobs.flush import flush_channel
-
-        flush_channel(self._runtime_factory(), agent, channel)
+        flush.flush_channel(self._runtime_factory(), agent, channel)
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
-        from jobs import delay
-
         delay.expire(self._runtime_factory(), agent, request_id)

@@ -3,7 +3,7 @@
 dramatiq's own Prometheus middleware forks its exposition server and depends on
 the ``dramatiq`` CLI's multiprocess directory; tidings starts its workers itself,
 so :class:`MessageMetrics` is a small equivalent that records into
-:data:`jobs.metrics.REGISTRY`, next to tidings' own metrics.
+:data:`tidings.jobs.metrics.REGISTRY`, next to tidings' own metrics.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dramatiq.common import q_name
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from jobs.metrics import DURATION_BUCKETS, REGISTRY
+from tidings.jobs.metrics import DURATION_BUCKETS, REGISTRY
 
 #: Address the exposition server binds: every interface, for a remote Prometheus.
 METRICS_ADDRESS = "0.0.0.0"

@@ -8,13 +8,13 @@ from typing import Any
 
 from dramatiq import Worker
 
-from jobs.runtime import Runtime
-from store.clock import SystemClock
-from store.settings import Settings
-from workers.actors import declare_actors
-from workers.broker import make_broker
-from workers.dispatch import BrokerDispatcher
-from workers.routing import host_queue
+from tidings.jobs.runtime import Runtime
+from tidings.store.clock import SystemClock
+from tidings.store.settings import Settings
+from tidings.workers.actors import declare_actors
+from tidings.workers.broker import make_broker
+from tidings.workers.dispatch import BrokerDispatcher
+from tidings.workers.routing import host_queue
 
 #: Worker threads per process (observations hold the GIL; keep it modest).
 DEFAULT_THREADS = 8

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from store.keys import NAMESPACE
-from workers.routing import QUEUE_PREFIX
+from tidings.store.keys import NAMESPACE
+from tidings.workers.routing import QUEUE_PREFIX
 
 #: Keys fetched per SCAN round trip while looking for queues.
 SCAN_COUNT = 1000

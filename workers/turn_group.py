@@ -16,13 +16,13 @@ from dramatiq import Broker, Message
 from dramatiq import group as _untyped_group
 from dramatiq.results import ResultError, ResultTimeout
 
-from jobs import log
-from jobs.memory_admission import result
-from jobs.runtime import Runtime
-from jobs.turns import skipped
-from store.models import AgentRecord
-from workers.dispatch import route
-from workers.routing import host_queue
+from tidings.jobs import log
+from tidings.jobs.memory.admission import result
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.turns.prepare import skipped
+from tidings.store.models import AgentRecord
+from tidings.workers.dispatch import route
+from tidings.workers.routing import host_queue
 
 #: Longest single blocking read of a result (below the client's 30 s socket timeout).
 _WAIT_SLICE_SECONDS = 20
@@ -34,7 +34,7 @@ group: Any = _untyped_group
 
 
 class GroupPreTurn:
-    """The worker-backed :class:`jobs.turns.PreTurn`."""
+    """The worker-backed :class:`tidings.jobs.turns.prepare.PreTurn`."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker

@@ -7,13 +7,13 @@ the event, ``split_owned`` removes the agent's own changes and
 ``render_memory_entry`` coalesces claimed events into one inbox entry.
 """
 
-from jobs.memory.checkpoint import decode_checkpoint, encode_checkpoint
-from jobs.memory.coalesce import render_memory_entry
-from jobs.memory.comparison import Comparison, compare
-from jobs.memory.content import DEFAULT_STANDING_FILES, event_content
-from jobs.memory.model import CheckpointState, ObserveResult, Snapshot
-from jobs.memory.observation import observe
-from jobs.memory.owned import split_owned
+from tidings.jobs.memory.checkpoint import decode_checkpoint, encode_checkpoint
+from tidings.jobs.memory.coalesce import render_memory_entry
+from tidings.jobs.memory.comparison import Comparison, compare
+from tidings.jobs.memory.content import DEFAULT_STANDING_FILES, event_content
+from tidings.jobs.memory.model import CheckpointState, ObserveResult, Snapshot
+from tidings.jobs.memory.observation import observe
+from tidings.jobs.memory.owned import split_owned
 
 __all__ = [
     "DEFAULT_STANDING_FILES",

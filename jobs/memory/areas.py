@@ -7,7 +7,7 @@ and an edit reverted between observations is none (M33).
 
 from __future__ import annotations
 
-from jobs.memory.changes import (
+from tidings.jobs.memory.changes import (
     Change,
     ChangeKind,
     as_index,
@@ -17,8 +17,8 @@ from jobs.memory.changes import (
     pair_renames,
     worktree_change,
 )
-from jobs.memory.commits import TreeReader
-from jobs.memory.model import (
+from tidings.jobs.memory.commits import TreeReader
+from tidings.jobs.memory.model import (
     CONFLICTED,
     INDEX_DELETED,
     INDEX_FLAGS,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from jobs.memory.model import IndexEntry, TreeEntry, Worktree, WorktreeType
+from tidings.jobs.memory.model import IndexEntry, TreeEntry, Worktree, WorktreeType
 
 Area = Literal["commit", "staged", "worktree"]
 ChangeKind = Literal["added", "deleted", "modified", "type_changed", "renamed", "conflicted"]

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from jobs.memory.model import (
+from tidings.jobs.memory.model import (
     CHECKPOINT_FORMAT,
     MAX_PATHS,
     CheckpointState,

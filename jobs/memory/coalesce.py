@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobs.memory import summary
-from jobs.memory.changes import AREAS
+from tidings.jobs.memory import summary
+from tidings.jobs.memory.changes import AREAS
 
 _FLAGS = ("branch_moved", "head_moved", "history_rewritten", "persona_changed",
           "repository_replaced", "reobserved")

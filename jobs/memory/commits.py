@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import DeltaStatus, DiffOption
 
-from jobs.memory.changes import UNKNOWN, Change, ChangeKind
-from jobs.memory.listing import head_tree
-from jobs.memory.model import TreeEntry
-from jobs.memory.paths import excluded, to_str
+from tidings.jobs.memory.changes import UNKNOWN, Change, ChangeKind
+from tidings.jobs.memory.listing import head_tree
+from tidings.jobs.memory.model import TreeEntry
+from tidings.jobs.memory.paths import excluded, to_str
 
 _KINDS: dict[DeltaStatus, ChangeKind] = {
     DeltaStatus.ADDED: "added",

@@ -8,11 +8,11 @@ from typing import Literal
 
 import pygit2
 
-from jobs.memory import areas
-from jobs.memory.changes import Change
-from jobs.memory.commits import HeadMove, TreeReader, differing_paths, head_move
-from jobs.memory.fingerprint import RACY_WINDOW_NS
-from jobs.memory.model import (
+from tidings.jobs.memory import areas
+from tidings.jobs.memory.changes import Change
+from tidings.jobs.memory.commits import HeadMove, TreeReader, differing_paths, head_move
+from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS
+from tidings.jobs.memory.model import (
     CheckpointState,
     HeadState,
     Identity,
@@ -20,7 +20,7 @@ from jobs.memory.model import (
     TooNew,
     Unreadable,
 )
-from jobs.memory.repository import RepositoryUnavailable, opened
+from tidings.jobs.memory.repository import RepositoryUnavailable, opened
 
 ComparisonKind = Literal["baseline", "unchanged", "refresh", "changed"]
 Category = Literal["changes", "repository_replaced", "reobserved"]

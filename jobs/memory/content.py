@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jobs.memory import summary
-from jobs.memory.changes import AREAS, Change
-from jobs.memory.comparison import Comparison
-from jobs.memory.model import HeadState, Identity
-from jobs.memory.paths import display
+from tidings.jobs.memory import summary
+from tidings.jobs.memory.changes import AREAS, Change
+from tidings.jobs.memory.comparison import Comparison
+from tidings.jobs.memory.model import HeadState, Identity
+from tidings.jobs.memory.paths import display
 
 #: M39: the default ``memory_standing_files``.
 DEFAULT_STANDING_FILES: tuple[str, ...] = ("PERSONA.md", "SOUL.md", "MEMORY.md")

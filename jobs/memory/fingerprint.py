@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
-from jobs.memory.model import (
+from tidings.jobs.memory.model import (
     ABSENT,
     CONFLICTED,
     INDEX_DELETED,
@@ -28,7 +28,7 @@ from jobs.memory.model import (
     StatTuple,
     Worktree,
 )
-from store.files import stat_key
+from tidings.store.files import stat_key
 
 #: M19: a cached id is only trusted for files modified this long before the checkpoint began.
 RACY_WINDOW_NS = 2_000_000_000

@@ -7,7 +7,7 @@ import os
 import pygit2
 from pygit2.enums import ReferenceType, SortMode
 
-from jobs.memory.model import HeadState, Identity
+from tidings.jobs.memory.model import HeadState, Identity
 
 _BRANCH_PREFIX = "refs/heads/"
 

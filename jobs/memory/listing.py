@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import DeltaStatus, DiffOption
 
-from jobs.memory import indexfile
-from jobs.memory.model import (
+from tidings.jobs.memory import indexfile
+from tidings.jobs.memory.model import (
     CONFLICTED,
     INDEX_DELETED,
     INDEX_MODIFIED,
@@ -29,7 +29,7 @@ from jobs.memory.model import (
     IndexEntry,
     TreeEntry,
 )
-from jobs.memory.paths import excluded, to_str
+from tidings.jobs.memory.paths import excluded, to_str
 
 #: The id of Git's empty tree (libgit2 knows it without reading the object database).
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"

@@ -21,13 +21,13 @@ import logging
 import os
 import time
 
-from jobs import log
-from jobs.memory import listing
-from jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
-from jobs.memory.head import head_state, identity
-from jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
-from jobs.memory.repository import RepositoryUnavailable, opened
-from store.jsonfmt import utc_stamp_ms
+from tidings.jobs import log
+from tidings.jobs.memory import listing
+from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
+from tidings.jobs.memory.head import head_state, identity
+from tidings.jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
+from tidings.jobs.memory.repository import RepositoryUnavailable, opened
+from tidings.store.jsonfmt import utc_stamp_ms
 
 #: M23: attempts before an observation is reported ``unstable``.
 OBSERVE_ATTEMPTS = 3

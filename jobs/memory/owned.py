@@ -10,10 +10,10 @@ from typing import Any
 import pygit2
 from pygit2.enums import SortMode
 
-from jobs.memory.changes import Change
-from jobs.memory.comparison import Comparison
-from jobs.memory.paths import display_text
-from jobs.memory.repository import RepositoryUnavailable, opened
+from tidings.jobs.memory.changes import Change
+from tidings.jobs.memory.comparison import Comparison
+from tidings.jobs.memory.paths import display_text
+from tidings.jobs.memory.repository import RepositoryUnavailable, opened
 
 #: M49: commits walked when matching ``owned["commits"]``.
 MAX_OWNED_COMMITS = 1_000

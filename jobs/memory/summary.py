@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tidings.jobs.text import SUMMARY_BYTES, TRUNCATION_MARK, cap
+
+__all__ = ["SUMMARY_BYTES", "TRUNCATION_MARK", "cap", "render"]
+
 #: M36/M37: entries shown per list.
 LIST_LIMIT = 30
-#: M37: the summary cap in UTF-8 bytes, marker included.
-SUMMARY_BYTES = 4096
-TRUNCATION_MARK = "\n…(truncated)"
 #: M37: commit ids are shown with this many hex digits.
 SHORT_ID = 12
 PERSONA_SENTENCE = (
@@ -100,12 +101,3 @@ def _position(payload: Mapping[str, Any], side: str) -> str:
         return f"{branch} (no commits)"
     return f"{branch} at {short(head)}"
 
-
-def cap(text: str) -> str:
-    """M37: at most SUMMARY_BYTES UTF-8 bytes; a longer text is cut on a code-point
-    boundary and ends with the truncation marker."""
-    data = text.encode("utf-8")
-    if len(data) <= SUMMARY_BYTES:
-        return text
-    room = SUMMARY_BYTES - len(TRUNCATION_MARK.encode("utf-8"))
-    return data[:room].decode("utf-8", "ignore") + TRUNCATION_MARK

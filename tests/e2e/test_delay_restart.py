@@ -19,22 +19,22 @@ from typing import Any
 
 import pytest
 
-from jobs import reading
-from jobs.delay import request_delay
-from jobs.runtime import Runtime
-from store import keys
-from store.clock import SystemClock
-from store.files import atomic_write
-from store.models import AgentRecord
-from store.registry import AgentRegistry
-from store.settings import Settings
 from tests.support.delay import ALARM, STATE
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
-from workers.broker import make_broker
-from workers.dispatch import BrokerDispatcher, send
-from workers.routing import host_queue
+from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent
+from tidings.store import keys
+from tidings.store.clock import SystemClock
+from tidings.store.files import atomic_write
+from tidings.store.models import AgentRecord
+from tidings.store.registry import AgentRegistry
+from tidings.store.settings import Settings
+from tidings.workers.broker import make_broker
+from tidings.workers.dispatch import BrokerDispatcher, send
+from tidings.workers.routing import host_queue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 
@@ -169,7 +169,7 @@ def test_d19_no_scheduler_at_deadline_next_read_or_tick_publishes(
     wait_past(max(deadline_of(by_read), deadline_of(by_tick)) + 0.3)
     assert not (by_read.root / ALARM).exists() and not (by_tick.root / ALARM).exists()
 
-    obs = reading.coherent_read(side.rt, by_read)
+    obs = coherent.observe(side.rt, by_read)
     assert {"email", "delay-alarm"} <= set(obs.payloads), "alarm and target in one read"
     published_once(side, by_read, ids["by-read"])
 
@@ -195,7 +195,7 @@ def test_d19_worker_crash_mid_protocol_then_identical_alarm(
     assert state["status"] == "expiring"
     crashed_bytes = (agent.root / ALARM).read_bytes()
 
-    assert "delay-alarm" in reading.coherent_read(side.rt, agent).payloads
+    assert "delay-alarm" in coherent.observe(side.rt, agent).payloads
     assert (agent.root / ALARM).read_bytes() == crashed_bytes
     assert json.loads((agent.root / STATE).read_bytes())["status"] == "published"
 

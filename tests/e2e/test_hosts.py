@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 
 import tidings
-from jobs.publish import buffered_records
-from store.settings import Settings
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
 from tests.support.redis_server import RedisServer
 from tests.support.scrape import flush_writes, scrape
 from tidings._agent import Agent
 from tidings._hub import Hub
-from workers.routing import host_queue
+from tidings.jobs.channels.publish import buffered_records
+from tidings.store.settings import Settings
+from tidings.workers.routing import host_queue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 

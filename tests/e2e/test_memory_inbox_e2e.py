@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from store.inbox_keys import InboxKeys
-from store.settings import Settings
 from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
@@ -21,6 +19,8 @@ from tests.support.redis_server import RedisServer
 from tidings import Turn
 from tidings._agent import Agent
 from tidings._hub import Hub
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.settings import Settings
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 

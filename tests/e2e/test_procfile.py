@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 import tidings
-from store.settings import Settings
 from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tests.support.processes import run_cli
@@ -28,7 +27,8 @@ from tests.support.proctree import descendants, kill_leftovers, running
 from tests.support.redis_server import RedisServer
 from tests.support.scrape import scrape
 from tidings._turn import Turn
-from workers.routing import host_queue
+from tidings.store.settings import Settings
+from tidings.workers.routing import host_queue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 import tidings
-from store.settings import Settings
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
 from tests.support.redis_server import RedisServer
 from tests.support.scrape import scrape
-from workers.broker import make_broker
-from workers.dispatch import send
-from workers.routing import host_queue
+from tidings.store.settings import Settings
+from tidings.workers.broker import make_broker
+from tidings.workers.dispatch import send
+from tidings.workers.routing import host_queue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 import tidings
-from store.clock import SystemClock
-from store.placement import RunFence, running_key
-from store.settings import Settings
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
 from tidings._hub import Hub
-from workers.actors import WorkdirMissing
-from workers.routing import host_queue
+from tidings.store.clock import SystemClock
+from tidings.store.placement import RunFence, running_key
+from tidings.store.settings import Settings
+from tidings.workers.actors import WorkdirMissing
+from tidings.workers.routing import host_queue
 
 pytestmark = pytest.mark.redis_server
 

@@ -7,7 +7,7 @@ import multiprocessing
 import time
 from pathlib import Path
 
-from store.files import atomic_write, safe_read
+from tidings.store.files import atomic_write, safe_read
 
 WRITER_SECONDS = 1.5
 

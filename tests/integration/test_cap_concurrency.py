@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jobs.cap_ruler import canonical_text
-from store.files import atomic_write
 from tests.support.render_child import render_together
 from tests.support.spills import spill_files
+from tidings.jobs.cap.ruler import canonical_text
+from tidings.store.files import atomic_write
 
 PROCESSES = 8
 

@@ -17,14 +17,14 @@ import pytest
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 import tidings
-from jobs.delay import request_delay
-from scheduler.lease import LeaseSettings
-from scheduler.service import SchedulerService
-from store import keys
-from store.settings import Settings
 from tests.support.delay import ALARM, STATE, capture, events
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
+from tidings.jobs.actions.delay import request_delay
+from tidings.scheduler.lease import LeaseSettings
+from tidings.scheduler.service import SchedulerService
+from tidings.store import keys
+from tidings.store.settings import Settings
 
 pytestmark = pytest.mark.redis_server
 

@@ -13,20 +13,20 @@ import pytest
 import redis
 from redis.connection import AbstractConnection
 
-from jobs.flush import flush_channel
-from jobs.memory_admission import observe_memory
-from jobs.publish import publish_event
-from jobs.runtime import Runtime
-from store.clock import SystemClock
-from store.connection import client_for, ping
-from store.errors import NoStoreError
-from store.inbox_keys import InboxKeys
-from store.models import AgentRecord
-from store.settings import RedisConfig, Settings
 from tests.conftest import TEST_HOST, make_agent
 from tests.support.dispatch import InlineJobs
 from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer, free_port
+from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.memory.admission import observe_memory
+from tidings.jobs.runtime import Runtime
+from tidings.store.clock import SystemClock
+from tidings.store.connection import client_for, ping
+from tidings.store.errors import NoStoreError
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.models import AgentRecord
+from tidings.store.settings import RedisConfig, Settings
 
 pytestmark = pytest.mark.redis_server
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import tidings
-from store.models import default_agent_id
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
+from tidings.store.models import default_agent_id
 
 
 @pytest.fixture

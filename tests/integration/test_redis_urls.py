@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 import tidings
-from store.connection import redact
-from store.errors import NoStoreError
-from store.settings import RedisConfig, Settings
 from tests.support.redis_server import RedisServer, free_port
+from tidings.store.connection import redact
+from tidings.store.errors import NoStoreError
+from tidings.store.settings import RedisConfig, Settings
 
 pytestmark = pytest.mark.redis_server
 

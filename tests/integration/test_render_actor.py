@@ -15,8 +15,8 @@ import tidings
 from tests.support.processes import run_cli
 from tests.support.redis_server import RedisServer
 from tests.support.spills import spill_files
-from workers.dispatch import send
-from workers.routing import host_queue
+from tidings.workers.dispatch import send
+from tidings.workers.routing import host_queue
 
 HOST = "cap-test"
 

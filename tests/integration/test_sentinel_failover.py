@@ -22,15 +22,15 @@ import pytest
 import redis
 
 import tidings
-from jobs.flush import flush_channel
-from jobs.inbox import MEMORY_SOURCE_KIND
-from jobs.memory import Snapshot, decode_checkpoint
-from store.inbox_keys import InboxKeys
-from store.keys import AgentKeys
-from store.settings import Settings
 from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tests.support.sentinel import SentinelSet, sentinel_set
+from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.inbox.admission import MEMORY_SOURCE_KIND
+from tidings.jobs.memory import Snapshot, decode_checkpoint
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.keys import AgentKeys
+from tidings.store.settings import Settings
 
 pytestmark = pytest.mark.redis_server
 

@@ -15,19 +15,19 @@ import pytest
 from rich.console import Console
 
 import tidings
-from scheduler.alarm_job import ALARM_JOB_REF
-from scheduler.jobstore import StoredJob
-from scheduler.lease import LeaderLease, LeaseSettings
-from store import keys
-from store.settings import Settings
 from tests.support.delay import STATE
 from tests.support.redis_server import RedisServer
 from tidings._demo import CHAPTERS, Tour
 from tidings._demo_status import status
 from tidings.cli.status import print_tables
-from workers.dispatch import route
-from workers.queue_stats import queue_of
-from workers.routing import host_queue, scheduler_queue
+from tidings.scheduler.alarm_job import ALARM_JOB_REF
+from tidings.scheduler.jobstore import StoredJob
+from tidings.scheduler.lease import LeaderLease, LeaseSettings
+from tidings.store import keys
+from tidings.store.settings import Settings
+from tidings.workers.dispatch import route
+from tidings.workers.queue_stats import queue_of
+from tidings.workers.routing import host_queue, scheduler_queue
 
 pytestmark = pytest.mark.redis_server
 

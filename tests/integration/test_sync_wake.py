@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 import tidings
-from store.keys import AgentKeys
-from store.settings import Settings
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
+from tidings.store.keys import AgentKeys
+from tidings.store.settings import Settings
 
 pytestmark = pytest.mark.redis_server
 

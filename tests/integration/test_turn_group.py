@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from store.inbox_keys import InboxKeys
-from store.settings import Settings
 from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer
 from tidings import Turn
 from tidings._hub import Hub
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.settings import Settings
 
 pytestmark = pytest.mark.redis_server
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from store.files import atomic_write
-from store.jsonfmt import compact, compact_sorted, utc_stamp
-from store.models import AgentRecord
+from tidings.store.files import atomic_write
+from tidings.store.jsonfmt import compact, compact_sorted, utc_stamp
+from tidings.store.models import AgentRecord
 
 STATE = ".notification/.delay_state.json"
 ALARM = ".notification/delay-alarm.json"
@@ -62,7 +62,7 @@ def active_state(now: float, target: str = "email", seconds: int = 60,
 
 
 def events(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, Any]]:
-    """Fields of every ``jobs.log.event(name, ...)`` captured so far."""
+    """Fields of every ``tidings.jobs.log.event(name, ...)`` captured so far."""
     return [
         dict(getattr(r, "fields", {}))
         for r in caplog.records

@@ -6,8 +6,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from jobs.runtime import Runtime
-from store.models import AgentRecord
+from tidings.jobs.runtime import Runtime
+from tidings.store.models import AgentRecord
 
 
 class InlineJobs:
@@ -35,7 +35,7 @@ class InlineJobs:
             self._draining = False
 
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
-        from jobs.flush import flush_channel
+        from tidings.jobs.channels.flush import flush_channel
 
         self.flushes.append((agent.agent_id, channel))
         if self.run_flushes:
@@ -47,7 +47,7 @@ class InlineJobs:
         self.alarm_requests.append((host, request))
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
-        from jobs import delay
+        from tidings.jobs.actions import delay
 
         self.expires.append((agent.agent_id, request_id))
         assert self.runtime is not None

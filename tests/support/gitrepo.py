@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from jobs.memory import ObserveResult, Snapshot, observe
+from tidings.jobs.memory import ObserveResult, Snapshot, observe
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Ada Example",

@@ -14,12 +14,12 @@ from typing import Any
 
 import fakeredis
 
-from jobs import delivery
-from jobs.runtime import Runtime
-from store.clock import SystemClock
-from store.models import AgentRecord
-from store.settings import Settings
 from tests.support.dispatch import InlineJobs
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import delivery
+from tidings.store.clock import SystemClock
+from tidings.store.models import AgentRecord
+from tidings.store.settings import Settings
 
 #: The persistent block of variant ``b``.
 VARIANT_B = {"mcp": {"big1": {"messages": [{"id": "m1"}]}}}

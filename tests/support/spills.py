@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from jobs import spill, spill_persistent
+from tidings.jobs.cap import spill, spill_persistent
 
 
 class MemorySpillIndex:

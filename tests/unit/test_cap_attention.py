@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from jobs import cap_attention as ca
-from jobs.cap import sanitise_attention
-from jobs.cap_ruler import measure
-from jobs.spill import Spill, SpillRequest
 from tests.support.spills import attention_spiller, spill_files
+from tidings.jobs.cap import attention as ca
+from tidings.jobs.cap.lanes import sanitise_attention
+from tidings.jobs.cap.ruler import measure
+from tidings.jobs.cap.spill import Spill, SpillRequest
 
 
 def failed_spill(request: SpillRequest) -> Spill:
@@ -330,7 +330,7 @@ class TestSanitise:
 
     def test_b4_sanitised_before_measuring(self, tmp_path: Path) -> None:
         """A lane too large only because of the email copy is not capped at all."""
-        from jobs.cap_attention import cap_lane
+        from tidings.jobs.cap.attention import cap_lane
 
         attention = {"email": {"header": "h", "data": {"emails": [{"body": "b" * 20_000}]}}}
         persistent = {"email": {"emails": [{"id": "e1"}]}}

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from jobs import cap_persistent as cp
-from jobs.cap_ruler import measure_persistent
-from jobs.spill import Spill, SpillRequest
 from tests.support.spills import persistent_spiller
+from tidings.jobs.cap import persistent as cp
+from tidings.jobs.cap.ruler import measure_persistent
+from tidings.jobs.cap.spill import Spill, SpillRequest
 
 PATH = "/w/logs/notification-overflow-1.json"
 

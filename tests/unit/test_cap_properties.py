@@ -20,11 +20,11 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from jobs import cap_attention as ca
-from jobs import cap_persistent as cp
-from jobs.cap_ruler import canonical_text, measure, measure_persistent
-from jobs.spill import Spill, SpillRequest
 from tests.support.spills import attention_spiller, persistent_spiller
+from tidings.jobs.cap import attention as ca
+from tidings.jobs.cap import persistent as cp
+from tidings.jobs.cap.ruler import canonical_text, measure, measure_persistent
+from tidings.jobs.cap.spill import Spill, SpillRequest
 
 PROPERTY_SETTINGS = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]

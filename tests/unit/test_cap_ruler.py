@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from jobs import cap_ruler
-from jobs.cap_ruler import canonical_text, content_bytes, measure, measure_persistent
+from tidings.jobs.cap import ruler as cap_ruler
+from tidings.jobs.cap.ruler import canonical_text, content_bytes, measure, measure_persistent
 
 
 class TestRuler:

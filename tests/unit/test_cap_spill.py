@@ -12,20 +12,22 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from jobs import cap, cap_ruler, spill, spill_persistent
-from jobs.cap_attention import cap_lane
-from jobs.cap_persistent import cap_block
-from jobs.runtime import Runtime
-from store import files
-from store.clock import FakeClock
-from store.keys import AgentKeys
-from store.models import AgentRecord
 from tests.support.spills import (
     MemorySpillIndex,
     attention_spiller,
     persistent_spiller,
     spill_files,
 )
+from tidings.jobs.cap import lanes as cap
+from tidings.jobs.cap import ruler as cap_ruler
+from tidings.jobs.cap import spill, spill_persistent
+from tidings.jobs.cap.attention import cap_lane
+from tidings.jobs.cap.persistent import cap_block
+from tidings.jobs.runtime import Runtime
+from tidings.store import files
+from tidings.store.clock import FakeClock
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 CAP = 2048
 

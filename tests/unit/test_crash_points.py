@@ -9,16 +9,19 @@ from typing import Any
 
 import pytest
 
-from jobs import inbox, memory_admission, turn_finish, turns
-from jobs.inbox_items import projection
-from jobs.memory import ObserveResult
-from jobs.runtime import Runtime
-from store import faults
-from store.clock import FakeClock
-from store.inbox_keys import InboxKeys
-from store.models import AgentRecord
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
+from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox.items import projection
+from tidings.jobs.memory import ObserveResult
+from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.turns import finish as turn_finish
+from tidings.jobs.turns import prepare as turns
+from tidings.store import faults
+from tidings.store.clock import FakeClock
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.models import AgentRecord
 
 Result = dict[str, Any]
 

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
-from jobs import daemon, daemon_dismiss, delivery, dismiss, reading
-from jobs import publish as pub
-from jobs.daemon_control import (
+from tidings.jobs.actions import dismiss
+from tidings.jobs.actions import publish as producer
+from tidings.jobs.channels import publish as pub
+from tidings.jobs.daemon import dismissal as daemon_dismiss
+from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.daemon.control import (
     CONTROL_FILE,
     BatchState,
     Cleared,
@@ -21,9 +24,10 @@ from jobs.daemon_control import (
     read_control,
     write_control,
 )
-from jobs.runtime import Runtime
-from store.jsonfmt import sha256_hex
-from store.models import AgentRecord
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent, delivery
+from tidings.store.jsonfmt import sha256_hex
+from tidings.store.models import AgentRecord
 
 
 def mini(agent: AgentRecord, daemon_id: str) -> dict[str, Any]:
@@ -93,9 +97,9 @@ class TestC30MiniFiles:
         assert read_control(agent.root) == control
 
     def test_publish_event_on_daemon_routes_here(self, rt: Runtime, agent: AgentRecord) -> None:
-        assert pub.publish_event(rt, agent, "daemon", {"text": "x"})["reason"] == (
+        assert producer.publish_event(rt, agent, "daemon", {"text": "x"})["reason"] == (
             "missing_daemon_id")
-        routed = pub.publish_event(rt, agent, "daemon", {"daemon_id": "r", "text": "x"})
+        routed = producer.publish_event(rt, agent, "daemon", {"daemon_id": "r", "text": "x"})
         assert routed["status"] == "ok" and mini(agent, "r")["data"]["events"][0]["text"] == "x"
 
     def test_alarm_latches_once_count_passes_threshold(
@@ -178,7 +182,7 @@ class TestC31Control:
         assert control.epoch == 1 and control.batch_state == BatchState()
         assert sorted(control.cleared) == ["a.json", "b.json"]  # files stayed, entries apply
         assert view(agent).payload is None
-        assert "daemon" not in reading.coherent_read(rt, agent).payloads
+        assert "daemon" not in coherent.observe(rt, agent).payloads
         monkeypatch.undo()
         publish(rt, agent, "a", text="3")  # the next append finishes its own file
         assert [e["text"] for e in mini(agent, "a")["data"]["events"]] == ["3"]
@@ -221,7 +225,7 @@ class TestC32Aggregate:
             u += f"mini/{name}".encode() + b"\0" + str(len(body)).encode() + b"\0" + body
         assert v.fp_entry == ("daemon.json", len(u), hashlib.sha256(u).hexdigest())
         assert ["daemon.json", len(u), hashlib.sha256(u).hexdigest()] in (
-            reading.coherent_read(rt, agent).raw_fp)
+            coherent.observe(rt, agent).raw_fp)
 
     def test_no_mini_files_no_channel(self, rt: Runtime, agent: AgentRecord) -> None:
         assert view(agent).payload is None and view(agent).fp_entry is None
@@ -234,7 +238,7 @@ class TestC32Aggregate:
         deliver(rt, agent)
         assert dismiss.dismiss_channel(rt, agent, "daemon", force=True)["reason"] == (
             "daemon_control_error")
-        payloads = reading.coherent_read(rt, agent).payloads
+        payloads = coherent.observe(rt, agent).payloads
         assert payloads["daemon"] == daemon.CONTROL_ERROR_PAYLOAD
         assert payloads["soul"]["header"] == "still here"
 

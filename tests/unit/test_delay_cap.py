@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.delay import request_delay
-from jobs.limits import DELAY_CAP_ENV, delay_cap
-from jobs.runtime import Runtime
-from store.models import AgentRecord
 from tests.support.delay import capture, events
+from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.limits import DELAY_CAP_ENV, delay_cap
+from tidings.jobs.runtime import Runtime
+from tidings.store.models import AgentRecord
 
 INVALID = "notification_delay_max_seconds_invalid"
 

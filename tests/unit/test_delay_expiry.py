@@ -11,14 +11,6 @@ from typing import Any
 
 import pytest
 
-from jobs import delay_alarm, reading, sync
-from jobs.delay import expire, reconcile, request_delay
-from jobs.delay_alarm import alarm_bytes, changed
-from jobs.runtime import Runtime
-from store import faults, locks
-from store.clock import FakeClock
-from store.jsonfmt import compact_sorted, utc_stamp
-from store.models import AgentRecord
 from tests.support.delay import (
     ALARM,
     REQUEST_ID,
@@ -31,6 +23,16 @@ from tests.support.delay import (
     state_of,
     write_channel,
 )
+from tidings.jobs.actions.delay import expire, reconcile, request_delay
+from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.delay.alarm import alarm_bytes, changed
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent
+from tidings.jobs.wake import tick as sync
+from tidings.store import faults, locks
+from tidings.store.clock import FakeClock
+from tidings.store.jsonfmt import compact_sorted, utc_stamp
+from tidings.store.models import AgentRecord
 
 
 class Crash(BaseException):
@@ -60,7 +62,7 @@ class TestWhereReconcileRuns:
         write_channel(agent, "email", {"header": "mail"})
         request_delay(rt, agent, "email", 10)
         clock.advance(10)
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert obs.stable
         assert {"email", "delay-alarm"} <= set(obs.payloads)
         assert obs.payloads["delay-alarm"]["header"] == "Notification delay ended: email"
@@ -403,7 +405,7 @@ def test_d13_next_alarm_replaces_the_last(rt: Runtime, agent: AgentRecord,
 
 def test_d13_delay_alarm_cannot_be_published_by_producers(rt: Runtime,
                                                           agent: AgentRecord) -> None:
-    from jobs.publish import publish
+    from tidings.jobs.channels.publish import publish
 
     assert publish(rt, agent, "delay-alarm", {"header": "x"})["reason"] == "reserved_channel"
 
@@ -426,5 +428,5 @@ def test_d19_a_crash_never_hides_a_channel(rt: Runtime, agent: AgentRecord,
     """An ``expiring`` state (crash mid-protocol) is not live: the target shows."""
     write_channel(agent, "email", {"header": "mail"})
     put_state(agent, active_state(clock.now(), status="expiring", completion={}))
-    assert "email" in reading.coherent_read(rt, agent).payloads
+    assert "email" in coherent.observe(rt, agent).payloads
 

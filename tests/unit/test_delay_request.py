@@ -11,14 +11,6 @@ from typing import Any
 
 import pytest
 
-from jobs import delay_alarm, delay_request, reading, sync
-from jobs.delay import request_delay
-from jobs.runtime import Runtime
-from store.clock import FakeClock
-from store.files import atomic_write
-from store.jsonfmt import compact_sorted, utc_stamp
-from store.keys import AgentKeys
-from store.models import AgentRecord
 from tests.conftest import TEST_HOST
 from tests.support.delay import (
     ALARM,
@@ -32,6 +24,17 @@ from tests.support.delay import (
     write_channel,
 )
 from tests.support.dispatch import InlineJobs
+from tidings.jobs.actions import delay_request
+from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent
+from tidings.jobs.wake import tick as sync
+from tidings.store.clock import FakeClock
+from tidings.store.files import atomic_write
+from tidings.store.jsonfmt import compact_sorted, utc_stamp
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 
 def nothing_written(agent: AgentRecord, jobs: InlineJobs) -> bool:
@@ -326,7 +329,7 @@ class TestWake:
         request_delay(rt, agent, "email", 30)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))
         assert [entry[0] for entry in wake] == ["system.json"]
-        assert wake == reading.coherent_read(rt, agent).masked_fp
+        assert wake == coherent.observe(rt, agent).masked_fp
         request_delay(rt, agent, "email", 0)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))
         assert [entry[0] for entry in wake] == ["email.json", "system.json"]

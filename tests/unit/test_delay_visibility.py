@@ -11,15 +11,6 @@ from typing import Any
 
 import pytest
 
-from jobs import daemon, delivery, reading
-from jobs.allowlist import allowlist
-from jobs.daemon import DaemonView
-from jobs.delay import live_target, request_delay
-from jobs.delay_state import stats
-from jobs.runtime import Runtime
-from store.clock import FakeClock
-from store.files import atomic_write
-from store.models import AgentRecord
 from tests.support.delay import (
     STATE,
     active_state,
@@ -28,6 +19,16 @@ from tests.support.delay import (
     put_state,
     write_channel,
 )
+from tidings.jobs.actions.delay import live_target, request_delay
+from tidings.jobs.channels.allowlist import allowlist
+from tidings.jobs.daemon import view as daemon
+from tidings.jobs.daemon.runs import DaemonView
+from tidings.jobs.delay.state import stats
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent, delivery
+from tidings.store.clock import FakeClock
+from tidings.store.files import atomic_write
+from tidings.store.models import AgentRecord
 
 INVALID = "notification_delay_state_invalid"
 
@@ -45,7 +46,7 @@ class TestConsumerFilter:
         write_channel(agent, "email", {"header": "mail 1"})
         write_channel(agent, "system", {"header": "sys"})
         request_delay(rt, agent, "email", 60)
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert obs.stable and obs.delayed == "email"
         assert set(obs.payloads) == {"system"}
         assert [e[0] for e in obs.raw_fp] == ["system.json"]
@@ -56,13 +57,13 @@ class TestConsumerFilter:
 
     def test_d1_target_file_keeps_receiving_updates(self, rt: Runtime,
                                                     agent: AgentRecord) -> None:
-        from jobs.publish import publish
+        from tidings.jobs.channels.publish import publish
 
         request_delay(rt, agent, "email", 60)
         assert publish(rt, agent, "email", {"header": "mail 2"})["status"] == "ok"
         on_disk = json.loads((agent.root / ".notification/email.json").read_bytes())
         assert on_disk["header"] == "mail 2"
-        assert "email" not in reading.coherent_read(rt, agent).payloads
+        assert "email" not in coherent.observe(rt, agent).payloads
 
     def test_d1_other_channels_and_hook_channels_keep_showing(
         self, rt: Runtime, agent: AgentRecord
@@ -73,7 +74,7 @@ class TestConsumerFilter:
         write_channel(agent, "watch", {"header": "hook"})
         write_channel(agent, "email", {"header": "mail"})
         request_delay(rt, agent, "email", 60)
-        assert set(reading.coherent_read(rt, agent).payloads) == {"watch"}
+        assert set(coherent.observe(rt, agent).payloads) == {"watch"}
 
     def test_d1_daemon_target_stays_readable_only_wake_is_masked(
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
@@ -85,7 +86,7 @@ class TestConsumerFilter:
         write_channel(agent, "system", {"header": "sys"})
         request_delay(rt, agent, "daemon", 60)
         assert live(rt, agent) == "daemon"
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert obs.payloads["daemon"] == payload
         assert ["daemon.json", 42, "ab" * 32] in obs.raw_fp
         assert obs.masked_fp == [["daemon.json", 0, "daemon:delayed=1"],
@@ -107,9 +108,9 @@ class TestConsumerFilter:
         write_channel(agent, "email", {"header": "mail"})
         request_delay(rt, agent, "email", 10)
         clock.advance(9.9)
-        assert "email" not in reading.coherent_read(rt, agent).payloads
+        assert "email" not in coherent.observe(rt, agent).payloads
         clock.advance(0.2)
-        assert {"email", "delay-alarm"} <= set(reading.coherent_read(rt, agent).payloads)
+        assert {"email", "delay-alarm"} <= set(coherent.observe(rt, agent).payloads)
 
 
 def _mutations(now: float) -> list[tuple[str, Any]]:
@@ -173,7 +174,7 @@ class TestLiveness:
         write_channel(agent, "email", {"header": "mail"})
         put_state(agent, state)
         for _ in range(3):
-            assert "email" in reading.coherent_read(rt, agent).payloads, name
+            assert "email" in coherent.observe(rt, agent).payloads, name
         assert live(rt, agent) is None
         assert len(events(caplog, INVALID)) == 1, name
 
@@ -186,7 +187,7 @@ class TestLiveness:
         write_channel(agent, "email", {"header": "mail"})
         put_state(agent, raw)
         for _ in range(2):
-            assert "email" in reading.coherent_read(rt, agent).payloads
+            assert "email" in coherent.observe(rt, agent).payloads
         assert len(events(caplog, INVALID)) == 1, name
 
     def test_d8_oversized_and_irregular_state_fail_open(

@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
-from jobs import committed, delivery, dismiss, hooks, sync
-from jobs import publish as pub
-from jobs.runtime import Runtime
-from store import keys
-from store.models import AgentRecord
+from tidings.jobs.actions import dismiss
+from tidings.jobs.channels import hooks
+from tidings.jobs.channels import publish as pub
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import committed, delivery
+from tidings.jobs.wake import tick as sync
+from tidings.store import keys
+from tidings.store.models import AgentRecord
 
 
 def deliver(rt: Runtime, agent: AgentRecord) -> None:

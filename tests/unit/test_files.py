@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from store import files
-from store.errors import UnsafePathError
+from tidings.store import files
+from tidings.store.errors import UnsafePathError
 
 
 def test_c16_atomic_write_creates_parents_and_leaves_no_temp(tmp_path: Path) -> None:

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from jobs import allowlist, hooks, reading
-from jobs import publish as pub
-from jobs.runtime import Runtime
-from store.keys import AgentKeys
-from store.models import AgentRecord
 from tests.conftest import make_agent
+from tidings.jobs.channels import allowlist, hooks
+from tidings.jobs.channels import publish as pub
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 MANIFEST: dict[str, Any] = {
     "name": "deployer", "channel": "deploys", "source": "cron", "description": "deploy log",
@@ -250,7 +251,7 @@ class TestC41LoadFailureAndFreshness:
             assert allowlist.allowlist(rt, agent).allows("deploys")
         assert any(getattr(r, "event", "") == "notification_hook_registry_error"
                    for r in caplog.records)
-        reading_ok = reading.coherent_read(rt, agent)
+        reading_ok = coherent.observe(rt, agent)
         assert reading_ok.stable
 
     def test_never_loaded_and_corrupt_allows_no_hook(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -270,5 +271,5 @@ def test_acceptance2_hook_of_one_agent_never_allows_for_another(
     assert refused["reason"] == "invalid_channel"
     (two.root / ".notification").mkdir(exist_ok=True)
     (two.root / ".notification" / "deploys.json").write_text("{}")
-    assert "deploys" not in reading.coherent_read(rt, two).payloads
-    assert "deploys" in reading.coherent_read(rt, one).payloads
+    assert "deploys" not in coherent.observe(rt, two).payloads
+    assert "deploys" in coherent.observe(rt, one).payloads

@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
-from jobs import inbox, wake
-from jobs.event_ids import is_event_id, new_event_id
-from jobs.inbox_items import projection, read_items
-from jobs.runtime import Runtime
-from store.clock import FakeClock
-from store.errors import TidingsError
-from store.inbox_keys import InboxKeys
-from store.models import AgentRecord
+from tidings.jobs.ids import is_event_id, new_event_id
+from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox.items import projection, read_items
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.wake import stream as wake
+from tidings.store.clock import FakeClock
+from tidings.store.errors import TidingsError
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.models import AgentRecord
 
 AGENT = "a1"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jobs import limits
-from jobs.limits import MAX_CHARS_ENV, max_chars, system_v2_max_chars
+from tidings.jobs import limits
+from tidings.jobs.limits import MAX_CHARS_ENV, max_chars, system_v2_max_chars
 
 VALID_V2: dict[str, Any] = {
     "schema_version": 2,
@@ -217,8 +217,8 @@ class TestSettingsShow:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
         raw: str | None,
     ) -> None:
-        from jobs.settings_show import show
-        from store.models import AgentRecord
+        from tidings.jobs.channels.settings import show
+        from tidings.store.models import AgentRecord
 
         caplog.set_level(logging.WARNING, logger="tidings")
         if raw is not None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from store import locks
-from store.errors import LockTimeout
+from tidings.store import locks
+from tidings.store.errors import LockTimeout
 
 
 def test_c18_lock_file_name() -> None:

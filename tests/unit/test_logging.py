@@ -11,9 +11,9 @@ import pytest
 from dramatiq import Message
 from dramatiq.middleware import CurrentMessage
 
-from jobs import log
-from store.settings import Settings
 from tidings import _logging
+from tidings.jobs import log
+from tidings.store.settings import Settings
 
 
 @pytest.fixture

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs.memory import Snapshot, decode_checkpoint, encode_checkpoint
-from jobs.memory import checkpoint as checkpoint_module
-from jobs.memory.checkpoint import FIELDS
-from jobs.memory.model import (
+from tests.support.gitrepo import GitRepo
+from tidings.jobs.memory import Snapshot, decode_checkpoint, encode_checkpoint
+from tidings.jobs.memory import checkpoint as checkpoint_module
+from tidings.jobs.memory.checkpoint import FIELDS
+from tidings.jobs.memory.model import (
     HeadState,
     Identity,
     IndexEntry,
@@ -20,7 +21,6 @@ from jobs.memory.model import (
     Unreadable,
     Worktree,
 )
-from tests.support.gitrepo import GitRepo
 
 ID = "ab" * 20
 

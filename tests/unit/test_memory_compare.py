@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.memory import Comparison, Snapshot, compare, decode_checkpoint, encode_checkpoint
-from jobs.memory.model import Unreadable
 from tests.support.gitrepo import GitRepo
+from tidings.jobs.memory import Comparison, Snapshot, compare, decode_checkpoint, encode_checkpoint
+from tidings.jobs.memory.model import Unreadable
 
 
 def checkpoint(snapshot: Snapshot) -> Snapshot:
@@ -343,7 +343,7 @@ def test_detached_and_unborn_are_ordinary_states(tmp_path: Path) -> None:
 def test_overflow_change(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     """M20, M34: beyond the cap only listing changes count; a path past the last
     fingerprinted path of an overflowing map is not a change by itself."""
-    monkeypatch.setattr("jobs.memory.observation.MAX_PATHS", 3)
+    monkeypatch.setattr("tidings.jobs.memory.observation.MAX_PATHS", 3)
     for name in ("a", "b", "c", "d", "e"):
         repo.write(f"u/{name}.md", name)
     before = repo.observe()

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from jobs.memory import (
+from tests.support.gitrepo import GitRepo
+from tidings.jobs.memory import (
     DEFAULT_STANDING_FILES,
     Comparison,
     compare,
     event_content,
     render_memory_entry,
 )
-from jobs.memory.changes import Change
-from jobs.memory.model import HeadState, Identity, Snapshot, Unreadable
-from jobs.memory.summary import PERSONA_SENTENCE, SUMMARY_BYTES, TRUNCATION_MARK
-from tests.support.gitrepo import GitRepo
+from tidings.jobs.memory.changes import Change
+from tidings.jobs.memory.model import HeadState, Identity, Snapshot, Unreadable
+from tidings.jobs.memory.summary import PERSONA_SENTENCE, SUMMARY_BYTES, TRUNCATION_MARK
 
 PAYLOAD_KEYS = {
     "category", "trigger", "from_branch", "to_branch", "from_head", "to_head",

@@ -8,10 +8,10 @@ from typing import Any
 import pygit2
 import pytest
 
-from jobs.memory import indexfile, observe
-from jobs.memory.fingerprint import Fingerprinter
-from jobs.memory.model import INDEX_MODIFIED, INDEX_NEW, WT_NEW
 from tests.support.gitrepo import GitRepo
+from tidings.jobs.memory import indexfile, observe
+from tidings.jobs.memory.fingerprint import Fingerprinter
+from tidings.jobs.memory.model import INDEX_MODIFIED, INDEX_NEW, WT_NEW
 
 
 @pytest.fixture

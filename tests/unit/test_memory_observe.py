@@ -13,12 +13,12 @@ from typing import Any
 import pygit2
 import pytest
 
-from jobs.memory import fingerprint as fp_module
-from jobs.memory import listing as listing_module
-from jobs.memory import observe
-from jobs.memory.fingerprint import Fingerprinter, Unstable
-from jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
 from tests.support.gitrepo import GitRepo, fast_tmp
+from tidings.jobs.memory import fingerprint as fp_module
+from tidings.jobs.memory import listing as listing_module
+from tidings.jobs.memory import observe
+from tidings.jobs.memory.fingerprint import Fingerprinter, Unstable
+from tidings.jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
 
 
 @pytest.fixture
@@ -407,7 +407,7 @@ def test_observation_writes_nothing_and_runs_no_git(
     monkeypatch.setattr(subprocess, "Popen", no_process)
     monkeypatch.setattr(os, "fork", no_process)
     monkeypatch.setattr(os, "posix_spawn", no_process)
-    monkeypatch.setattr("jobs.memory.repository.pygit2.Repository", counting)
+    monkeypatch.setattr("tidings.jobs.memory.repository.pygit2.Repository", counting)
     result = observe(repo.path, None, now=0)
     monkeypatch.undo()
     assert result.status == "ok"
@@ -428,7 +428,7 @@ def test_unreadable_file_is_observed_without_an_id(
             raise PermissionError(13, "Permission denied")
         return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr("jobs.memory.fingerprint.os.open", deny)
+    monkeypatch.setattr("tidings.jobs.memory.fingerprint.os.open", deny)
     result = observe(repo.path, None, now=0)
     assert result.status == "ok" and result.snapshot is not None
     locked = result.snapshot.paths[b"locked.md"].worktree

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.memory import (
+from tests.support.gitrepo import GitRepo, fast_tmp
+from tidings.jobs.memory import (
     DEFAULT_STANDING_FILES,
     Comparison,
     Snapshot,
@@ -20,9 +21,8 @@ from jobs.memory import (
     event_content,
     observe,
 )
-from jobs.memory.model import MAX_PATHS
-from jobs.memory.summary import SUMMARY_BYTES
-from tests.support.gitrepo import GitRepo, fast_tmp
+from tidings.jobs.memory.model import MAX_PATHS
+from tidings.jobs.memory.summary import SUMMARY_BYTES
 
 MIB = 1 << 20
 

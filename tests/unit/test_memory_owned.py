@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.memory import Comparison, Snapshot, compare, split_owned
-from jobs.memory.owned import parse_owned
 from tests.support.gitrepo import GitRepo
+from tidings.jobs.memory import Comparison, Snapshot, compare, split_owned
+from tidings.jobs.memory.owned import parse_owned
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_branch_move_owned_by_name(repo: GitRepo) -> None:
 
 def test_replaced_and_overflow_never_owned(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     """M49: replacement, reobserved and overflow changes are never owned."""
-    monkeypatch.setattr("jobs.memory.observation.MAX_PATHS", 1)
+    monkeypatch.setattr("tidings.jobs.memory.observation.MAX_PATHS", 1)
     repo.write("u1", "1")
     repo.write("u2", "2")
     before = repo.observe()

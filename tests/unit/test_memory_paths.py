@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.memory import compare, event_content
-from jobs.memory.paths import display, excluded
 from tests.support.gitrepo import GitRepo
+from tidings.jobs.memory import compare, event_content
+from tidings.jobs.memory.paths import display, excluded
 
 ODD_NAMES = ["*.md", "[x].md", "x.md", ":(top)a", "a", "-rf", "?.md", "!bang", "sp ace.md"]
 

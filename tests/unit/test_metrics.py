@@ -8,19 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from jobs import delay_alarm, inbox, memory_admission, turn_finish, turns
-from jobs import publish as pub
-from jobs.cap_attention import cap_lane
-from jobs.flush import flush_channel
-from jobs.metrics import REGISTRY
-from jobs.runtime import Runtime
-from store.clock import FakeClock
-from store.models import AgentRecord
 from tests.conftest import make_agent
 from tests.support.delay import active_state, put_state
 from tests.support.dispatch import InlineJobs
 from tests.support.memory_repo import MemoryRepo
 from tests.support.spills import attention_spiller
+from tidings.jobs.cap.attention import cap_lane
+from tidings.jobs.channels import publish as pub
+from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.metrics import REGISTRY
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.turns import finish as turn_finish
+from tidings.jobs.turns import prepare as turns
+from tidings.store.clock import FakeClock
+from tidings.store.models import AgentRecord
 
 
 def sample(name: str, **labels: str) -> float:

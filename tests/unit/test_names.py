@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs import allowlist, hooks, names, reading
-from jobs import publish as pub
-from jobs.allowlist import Allowlist
-from jobs.runtime import Runtime
-from store.models import AgentRecord
+from tidings.jobs.channels import allowlist, hooks, names
+from tidings.jobs.channels import publish as pub
+from tidings.jobs.channels.allowlist import Allowlist
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent
+from tidings.store.models import AgentRecord
 
 MANIFEST = {
     "name": "h", "channel": "deploys", "source": "s", "description": "d",
@@ -24,7 +25,7 @@ MANIFEST = {
 def test_c1_channel_is_file_stem_and_attention_key(rt: Runtime, agent: AgentRecord) -> None:
     (agent.root / ".notification").mkdir()
     (agent.root / ".notification" / "mcp.build.json").write_text('{"header": "x"}')
-    assert list(reading.coherent_read(rt, agent).payloads) == ["mcp.build"]
+    assert list(coherent.observe(rt, agent).payloads) == ["mcp.build"]
 
 
 @pytest.mark.parametrize(
@@ -114,12 +115,12 @@ def test_c7_reserved_stems_never_channels_even_if_registered_by_hand(
     (d / "hooks.json").write_text(json.dumps([{**MANIFEST, "channel": "overflow"}]))
     (d / "overflow.json").write_text("{}")
     assert not allowlist.allowlist(rt, agent).allows("overflow")
-    assert "overflow" not in reading.coherent_read(rt, agent).payloads
+    assert "overflow" not in coherent.observe(rt, agent).payloads
 
 
 def test_c7_daemon_json_is_a_report_not_a_channel(rt: Runtime, agent: AgentRecord) -> None:
     d = agent.root / ".notification"
     d.mkdir()
     (d / "daemon.json").write_text('{"header": "not a channel"}')
-    obs = reading.coherent_read(rt, agent)
+    obs = coherent.observe(rt, agent)
     assert "daemon" not in obs.payloads and obs.raw_fp == []

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from jobs import publish as pub
-from jobs.flush import flush_channel, settle_intent
-from jobs.runtime import Runtime
-from store.keys import AgentKeys
-from store.models import AgentRecord
 from tests.support.dispatch import InlineJobs
+from tidings.jobs.channels import publish as pub
+from tidings.jobs.channels.flush import flush_channel, settle_intent
+from tidings.jobs.runtime import Runtime
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 
 def mirror(agent: AgentRecord, channel: str) -> dict[str, Any]:
@@ -186,7 +186,7 @@ class TestPublishAndFlush:
     def test_c14_batches_of_500_and_requeue_after_50(self, rt: Runtime, agent: AgentRecord,
                                                      jobs_dispatch: InlineJobs,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-        import jobs.flush as flush_mod
+        import tidings.jobs.channels.flush as flush_mod
 
         monkeypatch.setattr(flush_mod, "BATCHES_PER_RUN", 2)
         monkeypatch.setattr(flush_mod, "BATCH_RECORDS", 3)
@@ -222,7 +222,7 @@ class TestCrashSafety:
 
     def _crash_after_write(self, rt: Runtime, agent: AgentRecord,
                            monkeypatch: pytest.MonkeyPatch) -> None:
-        import jobs.flush as flush_mod
+        import tidings.jobs.channels.flush as flush_mod
 
         def boom(*args: Any, **kwargs: Any) -> int:
             raise RuntimeError("crash before commit")
@@ -249,7 +249,7 @@ class TestCrashSafety:
     def test_crash_before_write_discards_intent(self, rt: Runtime, agent: AgentRecord,
                                                 jobs_dispatch: InlineJobs,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-        import jobs.flush as flush_mod
+        import tidings.jobs.channels.flush as flush_mod
 
         jobs_dispatch.run_flushes = False
         pub.publish_event(rt, agent, "system", {"n": 0})

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from jobs import reading
-from jobs.allowlist import Allowlist
-from jobs.runtime import Runtime
-from store.keys import AgentKeys
-from store.models import AgentRecord
+from tidings.jobs.channels.allowlist import Allowlist
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent
+from tidings.jobs.view import read as reading
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 ALLOW = Allowlist()
 
@@ -97,7 +98,7 @@ class TestC21Snapshot:
 class TestC22CoherentRead:
     def test_stable_read_carries_one_instant(self, rt: Runtime, agent: AgentRecord) -> None:
         write(agent.root, "system.json", '{"a": 1}')
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert obs.stable and obs.attempts == 1
         assert obs.payloads == {"system": {"a": 1}}
         assert obs.raw_fp == reading.fingerprint(agent.root, ALLOW) == obs.masked_fp
@@ -116,7 +117,7 @@ class TestC22CoherentRead:
             return out
 
         monkeypatch.setattr(reading, "_snapshot", churning)
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert not obs.stable and obs.attempts == 3 and calls["n"] == 3
 
     def test_one_change_then_stable_on_retry(
@@ -134,7 +135,7 @@ class TestC22CoherentRead:
             return out
 
         monkeypatch.setattr(reading, "_snapshot", once)
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert obs.stable and obs.attempts == 2 and obs.payloads == {"system": {"n": 1}}
 
     def test_store_error_is_unstable_with_empty_payloads(
@@ -146,7 +147,7 @@ class TestC22CoherentRead:
             raise RedisConnectionError("down")
 
         monkeypatch.setattr(reading, "allowlist", broken)
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert not obs.stable and obs.payloads == {} and obs.error == "ConnectionError"
 
     def test_snapshot_commits_nothing(self, rt: Runtime, agent: AgentRecord) -> None:

@@ -9,16 +9,18 @@ from typing import Any
 
 import pytest
 
-from jobs import cap, delay, delivery
-from jobs.cap_ruler import measure, measure_persistent
-from jobs.limits import MAX_CHARS_ENV
-from jobs.publish import publish
-from jobs.reading import Observation, coherent_read
-from jobs.render import render_attention
-from jobs.runtime import Runtime
-from store.keys import AgentKeys
-from store.models import AgentRecord
 from tests.support.spills import spill_files
+from tidings.jobs.cap import lanes as cap
+from tidings.jobs.cap.ruler import measure, measure_persistent
+from tidings.jobs.channels.publish import publish
+from tidings.jobs.delay import state as delay
+from tidings.jobs.limits import MAX_CHARS_ENV
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import delivery
+from tidings.jobs.view.read import Observation, coherent_read
+from tidings.jobs.view.render import render_attention
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +77,7 @@ class TestRenderAttention:
     ) -> None:
         publish(rt, agent, "mcp.telegram", telegram())
         unstable = Observation(False, [], [], {"mcp.telegram": telegram()})
-        monkeypatch.setattr(delivery, "coherent_read", lambda rt, agent: unstable)
+        monkeypatch.setattr(delivery, "observe", lambda rt, agent: unstable)
         assert render_attention(rt, agent) == {}
         assert committed(rt, agent) is None
         assert spill_files(agent.root) == []

@@ -20,12 +20,12 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from scheduler import alarm_job
-from scheduler.alarm_job import ALARM_JOB_REF, ALARM_STORE
-from scheduler.jobstore import JsonRedisJobStore
-from store import keys
 from tests.support.delay import capture, events
 from tests.support.polling import wait_until
+from tidings.scheduler import alarm_job
+from tidings.scheduler.alarm_job import ALARM_JOB_REF, ALARM_STORE
+from tidings.scheduler.jobstore import JsonRedisJobStore
+from tidings.store import keys
 
 HOST = "h1"
 RID = "0123456789abcdef0123456789abcdef"
@@ -156,7 +156,7 @@ class TestRejection:
         ("change", "reason"),
         [
             ({"func": "os:system", "args": ["touch /tmp/x"]}, "callable_not_allowed"),
-            ({"func": "scheduler.alarm_job:bind"}, "callable_not_allowed"),
+            ({"func": "tidings.scheduler.alarm_job:bind"}, "callable_not_allowed"),
             ({"args": ["only-one"]}, "bad_arguments"),
             ({"args": [1, 2]}, "not_a_json_job"),
             ({"kwargs": {"x": "y"}}, "not_a_json_job"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.lease import LeaderLease, LeaseSettings, current_leader
-from store import keys
 from tests.support.polling import wait_until
+from tidings.scheduler.lease import LeaderLease, LeaseSettings, current_leader
+from tidings.store import keys
 
 FAST = LeaseSettings(lease_seconds=0.3, renew_seconds=0.1)
 NOW = 1_790_000_000.0

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from jobs import sync
-from jobs.publish import publish_event
-from jobs.runtime import Runtime
-from store.keys import AgentKeys
-from store.models import AgentRecord
 from tests.support.dispatch import InlineJobs
+from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.wake import tick as sync
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 
 def test_c15_sync_step_restarts_a_stranded_flush(rt: Runtime, agent: AgentRecord,

@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 
 import tidings
-from jobs import delay, delivery, limits, settings_show
 from tidings import _manual
 from tidings._agent import Agent
 from tidings._hub import Hub
 from tidings._tool import ACTIONS
+from tidings.jobs import limits
+from tidings.jobs.actions import delay
+from tidings.jobs.channels import settings as settings_show
+from tidings.jobs.view import delivery
 
 MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
             "how_to_modify": "m", "how_to_cancel": "c"}

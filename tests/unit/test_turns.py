@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 
-from jobs import inbox, turn_finish, turns
-from jobs.inbox_items import projection
-from jobs.runtime import Runtime
-from store.clock import FakeClock
-from store.inbox_keys import InboxKeys
-from store.models import AgentRecord
 from tests.conftest import make_agent
+from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox.items import projection
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.turns import finish as turn_finish
+from tidings.jobs.turns import prepare as turns
+from tidings.store.clock import FakeClock
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.models import AgentRecord
 
 Result = dict[str, Any]
 

@@ -12,15 +12,23 @@ from typing import Any
 
 import pytest
 
-from jobs import committed, daemon, delay, delivery, hooks, reading, scans, sync, wake, wake_mask
-from jobs import publish as pub
-from jobs.reading import Observation
-from jobs.runtime import Runtime
-from store import keys
-from store.errors import TidingsError
-from store.keys import AgentKeys
-from store.models import AgentRecord
 from tests.conftest import make_agent
+from tidings.jobs.channels import blocked as scans
+from tidings.jobs.channels import hooks
+from tidings.jobs.channels import publish as pub
+from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.delay import state as delay_state
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import coherent, committed, delivery, wake_mask
+from tidings.jobs.view import read as reading
+from tidings.jobs.view.read import Observation
+from tidings.jobs.wake import stream as wake
+from tidings.jobs.wake import tick as sync
+from tidings.store import keys
+from tidings.store.errors import TidingsError
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
 
 MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
             "how_to_modify": "m", "how_to_cancel": "c"}
@@ -64,7 +72,7 @@ class TestC23C24Delivery:
                                                   "sources": ["soul"]}}
         assert meta["instruction"] == delivery.STAMP_INSTRUCTION
         seen = committed.read(rt, agent)
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert seen.delivered == obs.raw_fp and seen.wake(agent.root, None) == obs.masked_fp
 
     def test_empty_view_stamps_placeholder_only(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -77,7 +85,7 @@ class TestC23C24Delivery:
     def test_unstable_read_commits_nothing(self, rt: Runtime, agent: AgentRecord,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
         pub.publish(rt, agent, "soul", {"header": "s"})
-        monkeypatch.setattr(delivery, "coherent_read",
+        monkeypatch.setattr(delivery, "observe",
                             lambda *a: Observation(False, [], [], {"soul": {}}))
         assert delivery.stamp(rt, agent, delivery.check_placeholder()) == (
             delivery.check_placeholder())
@@ -168,7 +176,7 @@ class TestC27SyncTick:
         assert first["woke"] is True
         assert sync.sync_agent(rt, agent)["woke"] is False
         seen = committed.read(rt, agent)
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert seen.delivered == obs.raw_fp and seen.wake(agent.root, None) == obs.masked_fp
 
     def test_nothing_visible_commits_wake_only(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -184,7 +192,7 @@ class TestC27SyncTick:
 
     def test_signal_script_checks_committed_wake(self, rt: Runtime, agent: AgentRecord) -> None:
         write_direct(agent, "mcp.x.json", "{}")
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         seen = committed.read(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})  # a concurrent delivery commits first
         assert sync._signal(rt, agent, seen, obs) is None
@@ -193,7 +201,7 @@ class TestC27SyncTick:
     def test_unstable_read_signals_nothing(self, rt: Runtime, agent: AgentRecord,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
         write_direct(agent, "mcp.x.json", "{}")
-        monkeypatch.setattr(sync, "coherent_read", lambda *a: Observation(False, [], [], {}))
+        monkeypatch.setattr(sync, "observe", lambda *a: Observation(False, [], [], {}))
         assert sync.sync_agent(rt, agent)["stable"] is False
         assert stream_len(rt, agent) == 0
 
@@ -206,7 +214,7 @@ class TestC27SyncTick:
         rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("mcp.x"))  # the flag expired
         jobs_dispatch.run_flushes = True
         reconciled: list[str] = []
-        monkeypatch.setattr(delay, "reconcile",
+        monkeypatch.setattr(delay_alarm, "reconcile",
                             lambda rt_, a, expected=None: reconciled.append(a.agent_id) or False)
         result = sync.sync_agent(rt, agent)
         assert result["flushes"] == ["mcp.x"] and reconciled
@@ -225,7 +233,7 @@ class TestC27SyncTick:
         assert sync.sync_agent(rt, agent)["woke"] is True  # count 3 > threshold 2
         daemon.publish_daemon_event(rt, agent, "r", {"n": 4})
         assert sync.sync_agent(rt, agent)["woke"] is False  # alarm already delivered
-        monkeypatch.setattr(delay, "live_target", lambda *a: "daemon")
+        monkeypatch.setattr(delay_state, "live_target", lambda *a: "daemon")
         sync.sync_agent(rt, agent)
         daemon.publish_daemon_event(rt, agent, "r", {"n": 5})
         assert sync.sync_agent(rt, agent)["woke"] is False
@@ -254,9 +262,9 @@ class TestC28C29Warnings:
     def test_blocked_file_warned_once_never_delivered(self, rt: Runtime,
                                                       agent: AgentRecord) -> None:
         settle(rt, agent)
-        fp_before = reading.coherent_read(rt, agent).raw_fp
+        fp_before = coherent.observe(rt, agent).raw_fp
         write_direct(agent, "deploys.json", '{"header": "sneaky"}')
-        assert reading.coherent_read(rt, agent).raw_fp == fp_before
+        assert coherent.observe(rt, agent).raw_fp == fp_before
         first = sync.sync_agent(rt, agent)
         assert first["blocked"] == ["deploys"] and first["woke"] is False
         events = json.loads((agent.root / ".notification" / "system.json").read_bytes())
@@ -272,7 +280,7 @@ class TestC28C29Warnings:
             again = sync.sync_agent(rt, agent)
             assert again["woke"] is False and again["blocked"] == []
         assert system_refs(agent) == ["blocked_channel:deploys"]
-        assert "deploys" not in reading.coherent_read(rt, agent).payloads
+        assert "deploys" not in coherent.observe(rt, agent).payloads
 
     def test_registration_clears_and_drop_warns_again(self, rt: Runtime,
                                                       agent: AgentRecord) -> None:
@@ -282,8 +290,8 @@ class TestC28C29Warnings:
         assert rt.redis.sismember(blocked, "deploys")
         hooks.add(rt, agent, MANIFEST)
         assert not rt.redis.sismember(blocked, "deploys")
-        assert "deploys" in reading.coherent_read(rt, agent).payloads
-        from jobs import dismiss
+        assert "deploys" in coherent.observe(rt, agent).payloads
+        from tidings.jobs.actions import dismiss
 
         delivery.stamp(rt, agent, {"status": "ok"})
         dismiss.dismiss_ref(rt, agent, "blocked_channel:deploys")
@@ -305,7 +313,8 @@ class TestC28C29Warnings:
         write_direct(agent, "deploys.json", "{}")
         sync.sync_agent(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})
-        from jobs import allowlist, dismiss
+        from tidings.jobs.actions import dismiss
+        from tidings.jobs.channels import allowlist
 
         dismiss.dismiss_ref(rt, agent, "blocked_channel:deploys")
         allowlist.invalidate(agent)
@@ -326,7 +335,7 @@ class TestC28C29Warnings:
     def test_oversized_allowed_file(self, rt: Runtime, agent: AgentRecord) -> None:
         """Acceptance 5: a 2 MiB channel file."""
         settle(rt, agent)
-        fp_before = reading.coherent_read(rt, agent).raw_fp
+        fp_before = coherent.observe(rt, agent).raw_fp
         write_direct(agent, "mcp.big.json", b'{"x":"' + b"a" * (2 * 1_048_576) + b'"}')
         result = sync.sync_agent(rt, agent)
         assert result["oversized"] == ["mcp.big"] and result["blocked"] == []
@@ -334,7 +343,7 @@ class TestC28C29Warnings:
         events = json.loads((agent.root / ".notification" / "system.json").read_bytes())
         assert events["data"]["events"][0]["source"] == "notification_store"
         assert sync.sync_agent(rt, agent)["oversized"] == []
-        obs = reading.coherent_read(rt, agent)
+        obs = coherent.observe(rt, agent)
         assert "mcp.big" not in obs.payloads
         assert [e for e in obs.raw_fp if e[0] != "system.json"] == fp_before
         write_direct(agent, "mcp.big.json", "{}")
@@ -358,11 +367,11 @@ class TestC28C29Warnings:
             (d / name).write_text("{}")
         result = sync.sync_agent(rt, agent)
         assert result["status"] == "ok" and result["blocked"] == [] and result["oversized"] == []
-        assert reading.coherent_read(rt, agent).payloads == {}
+        assert coherent.observe(rt, agent).payloads == {}
         assert outside.read_text() == '{"header": "elsewhere"}'
 
     def test_c29_skip_if_ref_exists(self, rt: Runtime, agent: AgentRecord) -> None:
-        from jobs import system_events
+        from tidings.jobs.channels import system_events
 
         for _ in range(2):
             system_events.notify(rt, agent, source="s", ref_id="r", body="b")

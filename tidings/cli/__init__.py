@@ -11,9 +11,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from store.errors import NoStoreError, TidingsError
 from tidings.cli import agents, demo, hooks, memory, processes, producers, status, tool
 from tidings.cli._common import EXIT_USAGE, UsageError, common_options, emit_error
+from tidings.store.errors import NoStoreError, TidingsError
 
 #: Subcommand modules; each has ``register(subparsers, common)``.
 COMMANDS = (processes, agents, producers, tool, hooks, memory, status, demo)

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from store.settings import Settings
+from tidings.store.settings import Settings
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -60,7 +60,7 @@ def settings(args: argparse.Namespace) -> Settings:
 
 
 def open_hub(args: argparse.Namespace) -> Any:
-    from tidings._hub import connect
+    from tidings._hub import connect  # noqa: PLC0415 - keeps `tidings --help` light
 
     s = settings(args)
     return connect(s.redis_url, settings=s)
@@ -83,7 +83,7 @@ def emit(args: argparse.Namespace, result: Any) -> int:
     if wants_json(args):
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     else:
-        from rich.console import Console
+        from rich.console import Console  # noqa: PLC0415 - only a terminal needs rich
 
         Console().print_json(data=result)
     sys.stdout.flush()

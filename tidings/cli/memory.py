@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobs.inbox_items import DEFAULT_PAGE, STATES
 from tidings.cli._common import emit, open_agent, open_hub
+from tidings.jobs.inbox.items import DEFAULT_PAGE, STATES
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

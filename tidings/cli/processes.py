@@ -13,11 +13,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from store.connection import client_for, ping, redact
-from store.settings import EMBEDDED_DEFAULT_URL, RedisConfig
 from tidings import _logging
 from tidings.cli._common import common_options, option, settings
-from workers import metrics
+from tidings.store.connection import client_for, ping, redact
+from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig
+from tidings.workers import metrics
 
 #: The embedded store's default port (``redis://127.0.0.1:6390/0``).
 EMBEDDED_PORT = 6390
@@ -59,8 +59,9 @@ def _wait_for_signal() -> None:
 
 
 def up(args: argparse.Namespace) -> int:
-    from tidings._embedded import NOT_DURABLE_WARNING, EmbeddedServer
-    from tidings._hub import connect
+    # Each process command loads its own machinery, so `tidings --help` stays light.
+    from tidings._embedded import NOT_DURABLE_WARNING, EmbeddedServer  # noqa: PLC0415
+    from tidings._hub import connect  # noqa: PLC0415
 
     s = settings(args)
     _logging.configure(s)
@@ -94,7 +95,7 @@ def up(args: argparse.Namespace) -> int:
 
 
 def worker(args: argparse.Namespace) -> int:
-    from workers.process import HostWorker
+    from tidings.workers.process import HostWorker  # noqa: PLC0415 - see up()
 
     s = settings(args)
     _logging.configure(s)
@@ -118,7 +119,7 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def scheduler(args: argparse.Namespace) -> int:
-    from scheduler.service import SchedulerService
+    from tidings.scheduler.service import SchedulerService  # noqa: PLC0415 - see up()
 
     s = settings(args)
     _logging.configure(s)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobs.delivery import check_placeholder
 from tidings.cli._common import emit, open_agent, open_hub, parse_json
+from tidings.jobs.view.delivery import check_placeholder
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

@@ -1,0 +1,198 @@
+"""The ``delay`` action: validate, then write, replace or cancel the one delay
+(delay.md D2-D6), wake after an owed alarm (D14) and tell the scheduler (D15).
+
+The state changes under ``channel:delay-alarm`` + ``resource:delay-state``; an
+alarm that came due meanwhile is published first (outside the locks) and the
+locked step retried once. Scheduler requests are sent only after the locks are
+released; if sending fails the state still stands and the read/sync backstop
+publishes the alarm (D19).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidings.jobs import limits, log
+from tidings.jobs.channels.allowlist import Allowlist, allowlist
+from tidings.jobs.channels.names import DELAY_ALARM, name_error, not_allowlisted_message
+from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.delay.state import (
+    ACTIVE,
+    CANCELLED,
+    STATE_VERSION,
+    is_int,
+    read_state,
+    stats,
+    structural_problem,
+    write_state,
+)
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view.coherent import observe
+from tidings.jobs.wake import tick
+from tidings.store import locks
+from tidings.store.errors import LockTimeout, TidingsError
+from tidings.store.jsonfmt import compact, utc_stamp
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
+
+#: D4: locked attempts when an overdue request is found (one retry).
+OVERDUE_ATTEMPTS = 2
+
+Result = dict[str, Any]
+
+
+def _error(reason: str, message: str, **fields: Any) -> Result:
+    return {"status": "error", "reason": reason, **fields, "message": message}
+
+
+def _invalid(channel: object, seconds: object, cap: int, allow: Allowlist) -> str | None:
+    """D3 step 2, in order: the message of ``invalid_delay``, or ``None``."""
+    if not allow.allows(channel):
+        problem = name_error(channel)
+        return problem if problem is not None else not_allowlisted_message(str(channel))
+    if channel == DELAY_ALARM:
+        return f"{DELAY_ALARM} cannot be delayed"
+    if not is_int(seconds):
+        return "seconds must be an integer"
+    assert isinstance(seconds, int)
+    if not 0 <= seconds <= cap:
+        return f"seconds must be between 0 and {cap}"
+    return None
+
+
+@dataclass
+class _Step:
+    """The outcome of one locked attempt."""
+
+    result: Result | None = None
+    overdue: bool = False
+    overdue_id: str | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _live_target(state: dict[str, Any] | None, now: float, allow: Allowlist) -> str | None:
+    if state is None or structural_problem(state, now) is not None:
+        return None
+    return state["target"] if allow.allows(state["target"]) else None
+
+
+def _new_state(channel: str, seconds: int, cap: int, now: float,
+               initial: dict[str, Any]) -> dict[str, Any]:
+    """D5, D6: a fresh active request."""
+    deadline = now + seconds
+    return {
+        "version": STATE_VERSION, "status": ACTIVE, "request_id": uuid.uuid4().hex,
+        "target": channel, "requested_seconds": seconds, "max_seconds": cap,
+        "started_epoch": now, "started_at": utc_stamp(now),
+        "deadline_epoch": deadline, "deadline_at": utc_stamp(deadline), "initial": initial,
+    }
+
+
+def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str, seconds: int,
+                 cap: int, initial: dict[str, Any] | None) -> _Step:
+    """D4 under the delay locks."""
+    root = agent.root
+    state = read_state(root).state
+    now = rt.clock.now()
+    if state is not None and delay_alarm.owes_alarm(state, now):
+        rid = state.get("request_id")
+        return _Step(overdue=True, overdue_id=rid if isinstance(rid, str) else None)
+    live = _live_target(state, now, allow)
+    old_active = state is not None and state.get("status") == ACTIVE
+    old_id = state.get("request_id") if state is not None and old_active else None
+    step = _Step()
+    if seconds > 0:
+        assert initial is not None
+        new = _new_state(channel, seconds, cap, now, initial)
+        write_state(root, new)
+        step.result = {"status": "ok", "action": "delayed", "channel": channel,
+                       "seconds": seconds, "request_id": new["request_id"],
+                       "deadline_at": new["deadline_at"]}
+        if live is not None:
+            step.result["replaced_channel"] = live
+        if isinstance(old_id, str) and old_id:
+            step.requests.append({"op": "remove", "request_id": old_id})
+        step.requests.append({"op": "add", "agent_id": agent.agent_id,
+                              "request_id": new["request_id"],
+                              "deadline_epoch": new["deadline_epoch"]})
+    elif live is None:
+        step.result = {"status": "ok", "action": "cancelled", "channel": channel,
+                       "cancelled": False}
+    elif live != channel:
+        step.result = _error("delay_target_mismatch",
+                             f"the live delay is on {live!r}, not {channel!r}",
+                             channel=channel, active_channel=live)
+    else:
+        assert state is not None
+        write_state(root, {**state, "status": CANCELLED, "cancelled_at": utc_stamp(now)})
+        step.result = {"status": "ok", "action": "cancelled", "channel": channel,
+                       "cancelled": True}
+        step.requests.append({"op": "remove", "request_id": state["request_id"]})
+    return step
+
+
+def _attempt(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str, seconds: int,
+             cap: int, initial: dict[str, Any] | None) -> _Step:
+    try:
+        with locks.hold(agent.root, *delay_alarm.LOCK_SCOPES):
+            return _locked_step(rt, agent, allow, channel, seconds, cap, initial)
+    except LockTimeout as exc:
+        return _Step(_error("lock_timeout", exc.message, channel=channel))
+    except (OSError, TidingsError) as exc:
+        return _Step(_error("delay_state_write_failed",
+                            f"could not persist notification delay: {type(exc).__name__}",
+                            channel=channel))
+
+
+def _send(rt: Runtime, agent: AgentRecord, requests: list[dict[str, Any]]) -> None:
+    """D15; a failure is reported and left to the backstop (D19)."""
+    for request in requests:
+        try:
+            rt.dispatch.alarm_request(agent.host, request)
+        except Exception as exc:
+            log.event("notification_delay_alarm_request_failed", agent_id=agent.agent_id,
+                      op=request["op"], request_id=request["request_id"],
+                      error=type(exc).__name__)
+
+
+def _commit_wake(rt: Runtime, agent: AgentRecord) -> None:
+    """channels.md C23: the agent's own delay or cancel is not news."""
+    obs = observe(rt, agent)
+    if obs.stable:
+        rt.redis.set(AgentKeys(agent.agent_id).wake_fp, compact(obs.masked_fp))
+
+
+def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: object) -> Result:
+    """D3, D4, D15: the ``delay`` action."""
+    if not os.path.isdir(agent.workdir):
+        return _error("delay_requires_workdir",
+                      f"delay needs the agent's workdir; {agent.workdir} is not a directory")
+    cap = limits.delay_cap(log_invalid=True)
+    allow = allowlist(rt, agent)
+    problem = _invalid(channel, seconds, cap, allow)
+    if problem is not None:
+        return _error("invalid_delay", problem,
+                      channel=channel if isinstance(channel, str) else None)
+    assert isinstance(channel, str) and isinstance(seconds, int)
+    published = delay_alarm.reconcile(rt, agent)
+    initial = stats(agent.root, channel) if seconds > 0 else None
+    step = _Step()
+    for _ in range(OVERDUE_ATTEMPTS):
+        step = _attempt(rt, agent, allow, channel, seconds, cap, initial)
+        if not step.overdue:
+            break
+        published = delay_alarm.reconcile(rt, agent, step.overdue_id) or published
+    if published:
+        tick.sync_agent(rt, agent)  # D14
+    if step.overdue:
+        return _error("delay_expiry_recovery_pending",
+                      "an overdue delay's alarm could not be published yet; try again",
+                      channel=channel)
+    assert step.result is not None
+    _send(rt, agent, step.requests)
+    if step.result["status"] == "ok":
+        _commit_wake(rt, agent)
+    return step.result

@@ -1,0 +1,288 @@
+"""Dismissal: ``dismiss_channel``, ``dismiss_event``, ``dismiss_ref`` (channels.md C35-C37).
+
+Guards run in the order of C35; then, under the channel's lock (``daemon``: the
+control lock), the current version is compared with the one the agent was last
+delivered, so nothing the agent has not seen is ever cleared without ``force``.
+A dismissal changes only the mirror file (C9) and moves both committed
+fingerprints to the channel's new entry, so it never wakes the agent (C36).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tidings.jobs.channels import allowlist, names
+from tidings.jobs.channels.envelope import error
+from tidings.jobs.channels.flush import channel_file, settle_intent
+from tidings.jobs.channels.mirror import parse_mirror, summarise
+from tidings.jobs.channels.publish import check_channel
+from tidings.jobs.daemon import dismissal as daemon_dismiss
+from tidings.jobs.daemon import report as daemon_report
+from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.daemon.control import DaemonControlError, read_control
+from tidings.jobs.delay.state import live_target
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import committed
+from tidings.jobs.view.wake_mask import masked_fingerprint
+from tidings.store import keys, locks
+from tidings.store.errors import LockTimeout, UnsafePathError
+from tidings.store.files import ReadOutcome, atomic_write, remove_file, safe_read
+from tidings.store.jsonfmt import compact, sha256_hex
+from tidings.store.models import AgentRecord
+
+Result = dict[str, Any]
+Version = list[Any] | str | None  # a fingerprint entry, a read problem, or no file
+
+#: C37: the guard that applies to ``email`` while no other guard is set for it.
+DEFAULT_GUARDS = {
+    "email": "email(action='dismiss', input={'email_id': [...]}) or "
+             "email(action='read', input={'email_id': [...]})",
+}
+PROTECTED = frozenset({"goal"})
+ACK_REQUIRED = frozenset({"post-molt"})
+EVENT_CHANNELS = frozenset({names.SYSTEM, names.DAEMON})
+
+
+def guard_for(rt: Runtime, channel: str) -> str | None:
+    """C37: the suggested verb guarding ``channel``, if any (hub-wide, last set wins)."""
+    raw = rt.redis.hget(keys.DISMISS_GUARDS, channel)
+    if raw is not None:
+        return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+    return DEFAULT_GUARDS.get(channel)
+
+
+def _pre_checks(
+    rt: Runtime, agent: AgentRecord, channel: object, *, force: bool, reason: object,
+    targeted: bool,
+) -> Result | None:
+    """C35 steps 1-5."""
+    problem = check_channel(rt, agent, channel)
+    if problem is not None:
+        return problem
+    assert isinstance(channel, str)
+    if channel in ACK_REQUIRED and (not isinstance(reason, str) or not reason.strip()):
+        return error("missing_ack_reason", f"dismissing {channel} needs a reason (the ack)",
+                     channel=channel)
+    if channel in PROTECTED:
+        return error("protected_channel", f"{channel} cannot be dismissed", channel=channel)
+    if targeted and channel not in EVENT_CHANNELS:
+        return error("atomic_dismiss_requires_system_channel",
+                     "event and ref dismissal work on the system and daemon channels only",
+                     channel=channel)
+    verb = guard_for(rt, channel)
+    if verb is not None and not force:
+        return error("guarded", f"{channel} is guarded; use {verb}, or force=true",
+                     channel=channel, suggested_verb=verb)
+    return None
+
+
+def _stale(channel: str, delivered: Version, current: Version) -> Result:
+    return {
+        "status": "error", "reason": "stale_channel_version", "channel": channel,
+        "forced": False, "delivered_version": delivered, "current_version": current,
+        "message": f"{channel} changed since it was last delivered; read it again "
+                   "(notification check) or pass force=true",
+    }
+
+
+def _entry_of(filename: str, outcome_data: bytes) -> list[Any]:
+    return [filename, len(outcome_data), sha256_hex(outcome_data)]
+
+
+class _Target:
+    """What a locked dismissal needs to know about the agent's view."""
+
+    def __init__(self, rt: Runtime, agent: AgentRecord, channel: str) -> None:
+        self.rt, self.agent, self.channel = rt, agent, channel
+        self.filename = f"{channel}.json"
+        self.delayed = live_target(rt, agent, allowlist.allowlist(rt, agent))
+
+    def delivered(self) -> Version:
+        return committed.read(self.rt, self.agent).delivered_entry(self.filename)
+
+    def commit(self, raw_entry: list[Any] | None) -> None:
+        """C36: both committed fingerprints take the new entry (or lose it)."""
+        root = self.agent.root
+        if self.channel == names.DAEMON:
+            wake = next((e for e in masked_fingerprint(
+                root, [raw_entry] if raw_entry else [], self.delayed) if e[0] == self.filename),
+                None)
+        elif self.channel == self.delayed:
+            raw_entry = wake = None  # a delayed target is in neither fingerprint (D1)
+        else:
+            wake = raw_entry
+        committed.patch(self.rt, self.agent, self.filename, raw_entry, wake, self.delayed)
+
+
+def _read_checked(target: _Target, force: bool) -> tuple[ReadOutcome, Result | None]:
+    """C35 step 6: settle a crashed flush, read the file, compare with the delivered
+    version; the second value is the ``stale_channel_version`` error, if any."""
+    channel = target.channel
+    settle_intent(target.rt, target.agent, channel)
+    outcome = safe_read(target.agent.root, channel_file(channel))
+    current: Version = (
+        None if outcome.kind == "absent"
+        else _entry_of(target.filename, outcome.data) if outcome.ok
+        else outcome.error
+    )
+    delivered = target.delivered()
+    if not force and delivered != current:
+        return outcome, _stale(channel, delivered, current)
+    return outcome, None
+
+
+def _whole_file(target: _Target, force: bool) -> Result:
+    root, channel = target.agent.root, target.channel
+    outcome, stale = _read_checked(target, force)
+    if stale is not None:
+        return stale
+    existed = outcome.kind != "absent" and remove_file(root, channel_file(channel))
+    target.commit(None)
+    result: Result = {"status": "ok", "channel": channel, "cleared": existed, "forced": force}
+    if not existed:
+        result["cause"] = "already_empty"
+    return result
+
+
+def _events_in_file(target: _Target, force: bool, match: Callable[[Any], bool]) -> Result:
+    root, channel = target.agent.root, target.channel
+    outcome, stale = _read_checked(target, force)
+    if stale is not None:
+        return stale
+    if outcome.kind not in ("absent", "ok"):
+        return error("clear_failed", f"{channel_file(channel)} cannot be read ({outcome.error})",
+                     channel=channel)
+    mirror = parse_mirror(outcome.data if outcome.ok else None)
+    data = mirror.get("data")
+    events = data.get("events") if isinstance(data, dict) else None
+    events = events if isinstance(events, list) else []
+    kept = [event for event in events if not match(event)]
+    removed = len(events) - len(kept)
+    if removed:
+        if kept:
+            assert isinstance(data, dict)
+            data["events"] = kept
+            summarise(mirror, channel)
+            encoded = compact(mirror).encode("utf-8")
+            atomic_write(root, channel_file(channel), encoded)
+            target.commit(_entry_of(target.filename, encoded))
+        else:
+            remove_file(root, channel_file(channel))
+            target.commit(None)
+    return {"status": "ok", "channel": channel, "cleared": removed > 0, "removed": removed,
+            "remaining": len(kept), "forced": force}
+
+
+def _daemon(target: _Target, force: bool, match: Callable[[Any], bool] | None) -> Result:
+    root = target.agent.root
+    control = daemon.settle_pending(root, read_control(root))
+    view = daemon.view_of(control, daemon.read_minis(root, control))
+    current: Version = list(view.fp_entry) if view.fp_entry else None
+    delivered = target.delivered()
+    if not force and delivered != current:
+        return _stale(names.DAEMON, delivered, current)
+    existed = view.payload is not None
+    removed = 0
+    if match is None:
+        if existed:
+            daemon_dismiss.clear_all(root, control, view)
+    else:
+        removed = daemon_dismiss.remove_events(root, control, view, match)
+    after = daemon.read_daemon(root)
+    target.commit(list(after.fp_entry) if after.fp_entry else None)
+    daemon_report.refresh(root, after)
+    if match is None:
+        result: Result = {"status": "ok", "channel": names.DAEMON, "cleared": existed,
+                          "forced": force}
+        if not existed:
+            result["cause"] = "already_empty"
+        return result
+    return {"status": "ok", "channel": names.DAEMON, "cleared": removed > 0, "removed": removed,
+            "remaining": after.event_count, "forced": force}
+
+
+def _locked(
+    rt: Runtime, agent: AgentRecord, channel: str, force: bool,
+    match: Callable[[Any], bool] | None,
+) -> Result:
+    """C35 step 6 and the change itself."""
+    target = _Target(rt, agent, channel)
+    scope = daemon.CONTROL_SCOPE if channel == names.DAEMON else f"channel:{channel}"
+    try:
+        with locks.hold(agent.root, scope):
+            if channel == names.DAEMON:
+                return _daemon(target, force, match)
+            if match is None:
+                return _whole_file(target, force)
+            return _events_in_file(target, force, match)
+    except DaemonControlError as exc:
+        return exc.as_result(channel=channel)
+    except LockTimeout as exc:
+        return exc.as_result(channel=channel)
+    except (OSError, UnsafePathError) as exc:
+        return error("clear_failed", f"could not clear {channel}: {type(exc).__name__}: {exc}",
+                     channel=channel)
+
+
+def _flag(force: object) -> bool:
+    return force is True
+
+
+def dismiss_channel(
+    rt: Runtime, agent: AgentRecord, channel: object, *, force: object = None,
+    reason: object = None, event_id: object = None, ref_id: object = None,
+) -> Result:
+    """Clear a whole channel (C36)."""
+    if event_id is not None or ref_id is not None:
+        return error("channel_dismiss_rejects_event_target",
+                     "dismiss_channel clears a whole channel; use dismiss_event or dismiss_ref")
+    if channel is None:
+        return error("missing_channel", "dismiss_channel needs a channel")
+    problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=False)
+    if problem is not None:
+        return problem
+    assert isinstance(channel, str)
+    result = _locked(rt, agent, channel, _flag(force), None)
+    if result.get("status") == "ok" and isinstance(reason, str):
+        result["reason"] = reason
+    return result
+
+
+def _targeted(
+    rt: Runtime, agent: AgentRecord, field: str, value: object, channel: object,
+    force: object, reason: object,
+) -> Result:
+    if not isinstance(value, str) or not value:
+        return error(f"missing_{field}", f"{field} must be a non-empty string")
+    channel = names.SYSTEM if channel is None else channel
+    problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=True)
+    if problem is not None:
+        return problem
+    assert isinstance(channel, str)
+
+    def match(event: Any) -> bool:
+        return isinstance(event, dict) and event.get(field) == value
+
+    result = _locked(rt, agent, channel, _flag(force), match)
+    if result.get("status") == "ok":
+        result[field] = value
+        if not result["removed"]:
+            result["cause"] = "no_matching_event"
+    return result
+
+
+def dismiss_event(
+    rt: Runtime, agent: AgentRecord, event_id: object, *, channel: object = None,
+    force: object = None, reason: object = None,
+) -> Result:
+    """Remove every event with ``event_id`` from ``system`` (default) or ``daemon`` (C36)."""
+    return _targeted(rt, agent, "event_id", event_id, channel, force, reason)
+
+
+def dismiss_ref(
+    rt: Runtime, agent: AgentRecord, ref_id: object, *, channel: object = None,
+    force: object = None, reason: object = None,
+) -> Result:
+    """Remove every event with ``ref_id`` from ``system`` (default) or ``daemon`` (C36)."""
+    return _targeted(rt, agent, "ref_id", ref_id, channel, force, reason)

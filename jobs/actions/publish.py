@@ -1,0 +1,45 @@
+"""C11's producer entry: ``daemon`` events go to the daemon aggregate, others to a channel.
+
+The routing sits here, above both :mod:`tidings.jobs.channels.publish` and
+:mod:`tidings.jobs.daemon.runs`, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tidings.jobs.channels import publish as channel_publish
+from tidings.jobs.channels.envelope import error
+from tidings.jobs.channels.names import DAEMON
+from tidings.jobs.daemon import runs
+from tidings.jobs.runtime import Runtime
+from tidings.store.models import AgentRecord
+
+Result = dict[str, Any]
+
+
+def publish_event(
+    rt: Runtime,
+    agent: AgentRecord,
+    channel: str,
+    event: object,
+    *,
+    priority: str | None = None,
+    idempotency_key: str | None = None,
+    wait: bool = False,
+) -> Result:
+    """C11: append ``event`` to ``channel``; a ``daemon`` event goes to its run's mini-file."""
+    if channel != DAEMON:
+        return channel_publish.publish_event(
+            rt, agent, channel, event, priority=priority, idempotency_key=idempotency_key,
+            wait=wait,
+        )
+    problem = channel_publish.check_channel(rt, agent, channel)
+    if problem is not None:
+        return problem
+    if not isinstance(event, dict):
+        return error("invalid_event", "event must be a JSON object")
+    daemon_id = event.get("daemon_id")
+    if daemon_id is None:
+        return error("missing_daemon_id", "a daemon event needs a daemon_id")
+    return runs.publish_daemon_event(rt, agent, daemon_id, event, priority=priority, wait=wait)

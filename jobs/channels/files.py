@@ -1,0 +1,39 @@
+"""Reading one channel file of a workdir: its fingerprint entry and its payload (C8, C20, C21).
+
+The lowest reading helpers: no allowlist, no delay, no daemon aggregate. Readers
+above (the coherent read, delay statistics) compose them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tidings.store.files import safe_read
+from tidings.store.jsonfmt import sha256_hex
+
+#: The folder of channel files inside a workdir.
+NOTIFICATION_DIR = ".notification"
+
+FpEntry = list[Any]  # [filename, byte_size, sha256_hex]
+
+
+def parse_payload(data: bytes) -> Any | None:
+    """C8/C21: an object as is, another JSON value as ``{"data": value}``, else ``None``."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else {"data": value}
+
+
+def channel_file_stat(root: Path, channel: str) -> tuple[FpEntry | None, Any | None, str | None]:
+    """One channel file's fingerprint entry, payload and read problem (``None`` each if absent)."""
+    outcome = safe_read(root, f"{NOTIFICATION_DIR}/{channel}.json")
+    if outcome.kind == "absent":
+        return None, None, None
+    if not outcome.ok:
+        return None, None, outcome.error
+    entry: FpEntry = [f"{channel}.json", len(outcome.data), sha256_hex(outcome.data)]
+    return entry, parse_payload(outcome.data), None

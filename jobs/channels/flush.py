@@ -1,0 +1,145 @@
+"""``flush_channel``: drain a channel's buffer into its mirror file (channels.md C14-C16).
+
+Under the ``channel:<name>`` lock a run settles any pending intent, takes up to
+500 records from the buffer head (without removing them), applies them, stores
+an *intent* ``{pre_sha256, post_sha256, count, through_seq}``, writes the file
+once, then in one script removes the applied records, records the applied
+sequence and clears the intent. A crash anywhere leaves either the intent
+(settled by the next mutation: committed if the file holds ``post_sha256``,
+discarded otherwise so the still-buffered records apply again) or nothing:
+no record is lost and none lands twice.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tidings.jobs import metrics
+from tidings.jobs.channels import names, system_events
+from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
+from tidings.jobs.runtime import Runtime
+from tidings.store import faults, locks
+from tidings.store.errors import UnsafePathError
+from tidings.store.files import atomic_write, safe_read
+from tidings.store.jsonfmt import compact, sha256_hex
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
+
+#: C14: records taken per batch.
+BATCH_RECORDS = 500
+#: C14: batches per run before the run re-enqueues itself.
+BATCHES_PER_RUN = 50
+
+Result = dict[str, Any]
+
+
+def channel_file(channel: str) -> str:
+    return f".notification/{channel}.json"
+
+
+def _current_sha(agent: AgentRecord, channel: str) -> tuple[str, bytes | None]:
+    outcome = safe_read(agent.root, channel_file(channel))
+    if outcome.kind == "absent":
+        return "absent", None
+    if outcome.kind == "not_regular":
+        raise UnsafePathError(f"{channel_file(channel)} is not a regular file")
+    if not outcome.ok:
+        # Unreadable or over 1 MiB: the mirror starts empty (C12), and the sha
+        # recorded in the intent can never match, so a crash discards it.
+        return f"unreadable:{outcome.error}", None
+    return sha256_hex(outcome.data), outcome.data
+
+
+def _commit(rt: Runtime, agent: AgentRecord, channel: str, through_seq: int) -> int:
+    k = AgentKeys(agent.agent_id)
+    removed = rt.scripts(
+        "flush_commit",
+        [k.buffer(channel), k.applied(channel), k.intent(channel), k.flush_flag(channel)],
+        [through_seq, rt.settings.flush_flag_ttl],
+    )
+    return int(removed)
+
+
+def settle_intent(rt: Runtime, agent: AgentRecord, channel: str) -> str | None:
+    """C15: finish or discard a crashed run's intent. Call with the channel lock held."""
+    k = AgentKeys(agent.agent_id)
+    raw = rt.redis.get(k.intent(channel))
+    if raw is None:
+        return None
+    intent = json.loads(raw)
+    sha, _ = _current_sha(agent, channel)
+    if sha == intent["post_sha256"]:
+        _commit(rt, agent, channel, int(intent["through_seq"]))
+        return "committed"
+    rt.redis.delete(k.intent(channel))
+    return "discarded"
+
+
+def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
+    """One locked batch: the number of records applied, or ``None`` once drained."""
+    k = AgentKeys(agent.agent_id)
+    settle_intent(rt, agent, channel)
+    raw = rt.redis.lrange(k.buffer(channel), 0, BATCH_RECORDS - 1)
+    if not raw:
+        released = rt.scripts(
+            "flush_release",
+            [k.buffer(channel), k.flush_flag(channel), k.buffered_channels],
+            [channel],
+        )
+        return None if int(released) else 0
+    records = [Record.decode(item) for item in raw]
+    pre_sha, data = _current_sha(agent, channel)
+    mirror = apply_batch(
+        parse_mirror(data), records, channel, retained_bound(agent, channel), rt.clock.now()
+    )
+    encoded = compact(mirror).encode("utf-8")
+    through_seq = records[-1].seq
+    intent = {
+        "pre_sha256": pre_sha,
+        "post_sha256": sha256_hex(encoded),
+        "count": len(records),
+        "through_seq": through_seq,
+    }
+    rt.redis.set(k.intent(channel), compact(intent))
+    faults.reach("flush.before_write")
+    atomic_write(agent.root, channel_file(channel), encoded)
+    faults.reach("flush.after_write")
+    _commit(rt, agent, channel, through_seq)
+    metrics.flush_written(len(records))
+    return len(records)
+
+
+def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
+    """C14: loop batches until the buffer is drained, or re-enqueue after 50."""
+    applied = 0
+    for _ in range(BATCHES_PER_RUN):
+        try:
+            with locks.hold(agent.root, f"channel:{channel}"):
+                count = _flush_batch(rt, agent, channel)
+        except UnsafePathError:
+            _warn_unsafe(rt, agent, channel)
+            return {"status": "error", "reason": "unsafe_path", "channel": channel,
+                    "applied": applied}
+        if count is None:
+            return {"status": "ok", "channel": channel, "applied": applied, "requeued": False}
+        applied += count
+    rt.dispatch.flush_channel(agent, channel)
+    return {"status": "ok", "channel": channel, "applied": applied, "requeued": True}
+
+
+def _warn_unsafe(rt: Runtime, agent: AgentRecord, channel: str) -> None:
+    """C16: the records stay buffered; the agent hears about it once."""
+    if channel == names.SYSTEM:
+        return
+    system_events.notify(
+        rt,
+        agent,
+        source="notification_store",
+        ref_id=f"unsafe_channel:{channel}",
+        body=(
+            f"Channel '{channel}' cannot be written: .notification/{channel}.json is a symlink. "
+            "Its notifications stay buffered until the link is removed."
+        ),
+        idempotency_key=f"unsafe_channel:{channel}",
+    )

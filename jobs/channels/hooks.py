@@ -1,0 +1,234 @@
+"""The hooks registry actions ``add``, ``list``, ``edit``, ``drop`` (channels.md C38-C41).
+
+Each mutation is a read-modify-write of ``.notification/hooks.json`` under the
+``resource:hook-registry`` lock; the registry is unchanged on every error. A
+successful action refreshes the agent's allowlist at once (C41) and takes a
+newly registered channel out of the blocked-warning set (C28).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tidings.jobs.channels import allowlist, names
+from tidings.jobs.channels.envelope import error
+from tidings.jobs.runtime import Runtime
+from tidings.store import locks
+from tidings.store.errors import LockTimeout, UnsafePathError
+from tidings.store.files import atomic_write, remove_file
+from tidings.store.jsonfmt import compact
+from tidings.store.keys import AgentKeys
+from tidings.store.models import MAX_RETAINED, MIN_RETAINED, AgentRecord
+
+Result = dict[str, Any]
+
+SCOPE = "resource:hook-registry"
+#: C39: required non-empty strings, in stored order.
+REQUIRED = ("name", "channel", "source", "description", "how_to_modify", "how_to_cancel")
+#: C40: what ``edit`` may change.
+EDITABLE = frozenset({"version", "source", "description", "channel", "how_to_modify",
+                      "how_to_cancel", "instructions", "max_events"})
+MANIFEST_FIELDS = frozenset({*REQUIRED, "version", "instructions", "max_events"})
+DEFAULT_VERSION = "1.0.0"
+#: C41: how much of a load error the result quotes.
+LOAD_ERROR_CHARS = 300
+
+
+class _Invalid(Exception):
+    pass
+
+
+def load_failed(detail: str) -> Result:
+    """C41: exactly this result for a registry that cannot be loaded."""
+    return {"status": "error", "reason": "hook_registry_load_failed",
+            "message": f"Could not load hooks.json: {detail[:LOAD_ERROR_CHARS]}"}
+
+
+def _channel_problem(channel: str) -> str | None:
+    problem = names.name_error(channel)
+    if problem is not None:
+        return problem
+    if channel in names.BUILTIN_CHANNELS:
+        return f"channel {channel!r} is a built-in channel; hooks need their own channel"
+    if channel in names.RESERVED_STEMS:
+        return f"channel {channel!r} is a reserved name, never a channel"
+    return None
+
+
+def normalise(fields: dict[str, Any]) -> dict[str, Any]:
+    """C39: the manifest to store, or :class:`_Invalid` with the first problem."""
+    unknown = set(fields) - MANIFEST_FIELDS
+    if unknown:
+        raise _Invalid(f"unknown manifest field(s): {', '.join(sorted(unknown))}")
+    manifest: dict[str, Any] = {}
+    for key in REQUIRED:
+        value = fields.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise _Invalid(f"{key} must be a non-empty string")
+        manifest[key] = value
+    problem = _channel_problem(manifest["channel"])
+    if problem is not None:
+        raise _Invalid(problem)
+    version = fields.get("version")
+    if version is not None and not isinstance(version, str):
+        raise _Invalid("version must be a string")
+    instructions = fields.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise _Invalid("instructions must be a string")
+    max_events = fields.get("max_events")
+    if max_events is not None and (
+        isinstance(max_events, bool) or not isinstance(max_events, int)
+        or not MIN_RETAINED <= max_events <= MAX_RETAINED
+    ):
+        raise _Invalid("max_events must be an integer in 1..10000")
+    ordered = {"name": manifest["name"], "version": version or DEFAULT_VERSION}
+    ordered.update((k, manifest[k]) for k in REQUIRED[1:])
+    if instructions:
+        ordered["instructions"] = instructions
+    if max_events is not None:
+        ordered["max_events"] = max_events
+    return ordered
+
+
+def _holder(manifests: list[dict[str, Any]], channel: str, skip: str | None) -> str | None:
+    for manifest in manifests:
+        if manifest.get("channel") == channel and manifest.get("name") != skip:
+            holder = manifest.get("name")
+            return holder if isinstance(holder, str) else ""
+    return None
+
+
+def _index(manifests: list[dict[str, Any]], name: str) -> int | None:
+    return next((i for i, m in enumerate(manifests) if m.get("name") == name), None)
+
+
+def _write(agent: AgentRecord, manifests: list[dict[str, Any]]) -> None:
+    if manifests:
+        atomic_write(agent.root, allowlist.HOOKS_FILE, compact(manifests).encode("utf-8"))
+    else:  # C38: an empty registry deletes the file
+        remove_file(agent.root, allowlist.HOOKS_FILE)
+
+
+Mutation = Callable[[list[dict[str, Any]]], tuple[Result, list[dict[str, Any]] | None]]
+
+
+def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> Result:
+    """Locked read-modify-write; ``change`` returns the result and the new registry
+    (``None``: write nothing)."""
+    try:
+        with locks.hold(agent.root, SCOPE):
+            loaded = allowlist.load_registry(agent.root)
+            if loaded.error is not None:
+                return load_failed(loaded.error)
+            result, manifests = change(list(loaded.manifests))
+            if manifests is None:
+                return result
+            try:
+                _write(agent, manifests)
+            except (OSError, UnsafePathError) as exc:
+                return error("hook_registry_write_failed",
+                             f"could not write hooks.json: {type(exc).__name__}: {exc}")
+    except LockTimeout as exc:
+        return exc.as_result()
+    allowlist.invalidate(agent)
+    allowlist.registry_state(rt, agent)  # refresh the last-loaded set in Redis (C41)
+    return result
+
+
+def _unblock(rt: Runtime, agent: AgentRecord, channel: str) -> None:
+    """C28: a channel that becomes allowed leaves the blocked set."""
+    rt.redis.srem(AgentKeys(agent.agent_id).blocked, channel)
+
+
+def add(rt: Runtime, agent: AgentRecord, fields: dict[str, Any]) -> Result:
+    """C40 ``add``."""
+
+    def change(manifests: list[dict[str, Any]]) -> tuple[Result, list[dict[str, Any]] | None]:
+        try:
+            manifest = normalise(fields)
+        except _Invalid as exc:
+            return error("invalid_manifest", str(exc)), None
+        name, channel = manifest["name"], manifest["channel"]
+        if _index(manifests, name) is not None:
+            return error("duplicate_name", f"a hook named {name!r} exists", name=name), None
+        holder = _holder(manifests, channel, None)
+        if holder is not None:
+            return error("channel_in_use", f"channel {channel!r} belongs to hook {holder!r}",
+                         channel=channel, name=holder), None
+        return {"status": "ok", "reason": "added", "name": name}, [*manifests, manifest]
+
+    result = _mutate(rt, agent, change)
+    if result.get("reason") == "added":
+        _unblock(rt, agent, fields["channel"])
+    return result
+
+
+def list_hooks(rt: Runtime, agent: AgentRecord) -> Result:
+    """C40 ``list``: the manifests in registry order."""
+    loaded = allowlist.load_registry(agent.root)
+    if loaded.error is not None:
+        return load_failed(loaded.error)
+    return {"status": "ok", "hooks": [dict(m) for m in loaded.manifests]}
+
+
+def _name_problem(name: object) -> Result | None:
+    if not isinstance(name, str) or not name:
+        return error("invalid_manifest", "name must be a non-empty string")
+    return None
+
+
+def edit(rt: Runtime, agent: AgentRecord, name: object, fields: dict[str, Any]) -> Result:
+    """C40 ``edit``: null fields are ignored; the merged manifest is revalidated."""
+    unknown = set(fields) - EDITABLE
+    problem = _name_problem(name) or (
+        error("invalid_manifest", f"edit cannot change: {', '.join(sorted(unknown))}")
+        if unknown else None
+    )
+    changes = {k: v for k, v in fields.items() if v is not None}
+    new_channel: list[str] = []
+
+    def change(manifests: list[dict[str, Any]]) -> tuple[Result, list[dict[str, Any]] | None]:
+        if problem is not None:
+            return problem, None
+        assert isinstance(name, str)
+        at = _index(manifests, name)
+        if at is None:
+            return error("not_found", f"no hook named {name!r}", name=name), None
+        if not changes:
+            return {"status": "ok", "reason": "no_change", "name": name}, None
+        known = {k: v for k, v in manifests[at].items() if k in MANIFEST_FIELDS}
+        try:
+            manifest = normalise({**known, **changes})
+        except _Invalid as exc:
+            return error("invalid_manifest", str(exc), name=name), None
+        # Fields an outside writer added are kept as they were.
+        manifest.update((k, v) for k, v in manifests[at].items() if k not in MANIFEST_FIELDS)
+        holder = _holder(manifests, manifest["channel"], name)
+        if holder is not None:
+            return error("channel_in_use", f"channel {manifest['channel']!r} belongs to hook "
+                         f"{holder!r}", channel=manifest["channel"], name=holder), None
+        new_channel.append(manifest["channel"])
+        updated = [*manifests[:at], manifest, *manifests[at + 1:]]
+        return {"status": "ok", "reason": "edited", "name": name}, updated
+
+    result = _mutate(rt, agent, change)
+    if result.get("reason") == "edited":
+        _unblock(rt, agent, new_channel[0])
+    return result
+
+
+def drop(rt: Runtime, agent: AgentRecord, name: object) -> Result:
+    """C40 ``drop``: revokes the channel; never stops the hook's process."""
+    problem = _name_problem(name)
+
+    def change(manifests: list[dict[str, Any]]) -> tuple[Result, list[dict[str, Any]] | None]:
+        if problem is not None:
+            return problem, None
+        at = _index(manifests, str(name))
+        if at is None:
+            return error("not_found", f"no hook named {name!r}", name=name), None
+        return ({"status": "ok", "reason": "dropped", "name": name},
+                [*manifests[:at], *manifests[at + 1:]])
+
+    return _mutate(rt, agent, change)

@@ -1,0 +1,137 @@
+"""Applying buffered records to a channel mirror (channels.md C12, C14).
+
+Pure functions: given the current mirror and a batch of records, compute the
+new mirror. The flush job around them does the locking, I/O and bookkeeping.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tidings.jobs.channels.allowlist import load_registry
+from tidings.jobs.channels.envelope import DEFAULT_ICON, MAX_ENVELOPE_BYTES
+from tidings.jobs.channels.names import SYSTEM
+from tidings.store.jsonfmt import compact, utc_stamp
+from tidings.store.models import MAX_RETAINED, MIN_RETAINED, AgentRecord
+
+#: C12: the retained-event bound when nothing else sets one.
+DEFAULT_RETAINED = 20
+
+
+@dataclass(frozen=True)
+class Record:
+    """One buffered record: ``seq`` and its JSON body."""
+
+    seq: int
+    body: dict[str, Any]
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Record:
+        seq, _, body = raw.partition(b":")
+        return cls(int(seq), json.loads(body))
+
+
+def retained_bound(agent: AgentRecord, channel: str) -> int:
+    """C12: ``system`` 20; a hook manifest's ``max_events``; the registration value; 20."""
+    if channel == SYSTEM:
+        return DEFAULT_RETAINED
+    for manifest in load_registry(agent.root).manifests:
+        n = manifest.get("max_events")
+        if (manifest.get("channel") == channel and isinstance(n, int)
+                and not isinstance(n, bool) and MIN_RETAINED <= n <= MAX_RETAINED):
+            return n
+    return agent.max_events.get(channel, DEFAULT_RETAINED)
+
+
+def parse_mirror(data: bytes | None) -> dict[str, Any]:
+    """The current mirror as an object; missing or malformed starts empty (C12)."""
+    if data is None:
+        return {}
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _events_of(envelope: dict[str, Any]) -> list[Any]:
+    data = envelope.get("data")
+    if not isinstance(data, dict):
+        data = envelope["data"] = {}
+    events = data.get("events")
+    if not isinstance(events, list):
+        events = data["events"] = []
+    return events
+
+
+def _is_high(event: Any) -> bool:
+    return isinstance(event, dict) and "high" in (event.get("severity"), event.get("priority"))
+
+
+def apply_batch(
+    current: dict[str, Any], records: list[Record], channel: str, bound: int, now: float
+) -> dict[str, Any]:
+    """The mirror after ``records``, in order (C12, C14)."""
+    envelope: dict[str, Any] = json.loads(compact(current))  # a deep copy: never mutate input
+    appended = False
+    asked_high = False
+    for record in records:
+        body = record.body
+        if body.get("op") == "replace":
+            envelope = dict(json.loads(compact(body["envelope"])))
+            continue
+        event = body["event"]
+        events = _events_of(envelope)
+        ref = event.get("ref_id") if isinstance(event, dict) else None
+        if body.get("skip_if_ref_exists") and ref is not None and any(
+            isinstance(e, dict) and e.get("ref_id") == ref for e in events
+        ):
+            continue
+        events.append(event)
+        appended = True
+        asked_high = asked_high or body.get("priority") == "high"
+    if appended:
+        _retain(envelope, channel, bound, asked_high, now)
+    return envelope
+
+
+def _retain(
+    envelope: dict[str, Any], channel: str, bound: int, asked_high: bool, now: float
+) -> None:
+    events = _events_of(envelope)
+    del events[: max(0, len(events) - bound)]
+    _fit(envelope, events, channel)
+    icon = envelope.get("icon")
+    envelope["header"] = _header(len(events), channel)
+    envelope["icon"] = icon if isinstance(icon, str) else DEFAULT_ICON
+    envelope["priority"] = "high" if asked_high or any(map(_is_high, events)) else "normal"
+    envelope["published_at"] = utc_stamp(now)
+
+
+def _header(n: int, channel: str) -> str:
+    return f"{n} {channel} notification(s)"
+
+
+def _fit(envelope: dict[str, Any], events: list[Any], channel: str) -> None:
+    """Drop the oldest events until the serialised mirror is within 1 MiB (C12)."""
+    envelope["header"] = _header(len(events), channel)
+    total = len(compact(envelope).encode("utf-8"))
+    if total <= MAX_ENVELOPE_BYTES:
+        return
+    sizes = [len(compact(e).encode("utf-8")) + 1 for e in events]
+    drop = 0
+    while drop < len(events) and total > MAX_ENVELOPE_BYTES:
+        total -= sizes[drop]
+        drop += 1
+    del events[:drop]
+    while events and len(compact(envelope).encode("utf-8")) > MAX_ENVELOPE_BYTES:
+        del events[0]
+
+
+def summarise(envelope: dict[str, Any], channel: str) -> None:
+    """C36: after events were removed, recompute header and priority (C12) in place."""
+    events = _events_of(envelope)
+    envelope["header"] = _header(len(events), channel)
+    envelope["priority"] = "high" if any(map(_is_high, events)) else "normal"

@@ -1,0 +1,181 @@
+"""Producer calls: ``publish`` and ``publish_event`` (channels.md C10, C11, C13).
+
+Both validate, then push one record onto the channel's Redis buffer in one Lua
+script that also checks dedup and sets the flush flag if absent. Only the caller
+that set the flag starts ``flush_channel``; at low load every record flushes at
+once, under load records wait behind one flush run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tidings.jobs import metrics
+from tidings.jobs.channels import allowlist, names
+from tidings.jobs.channels.envelope import check_event, complete_envelope, complete_event, error
+from tidings.jobs.runtime import Runtime
+from tidings.store.files import is_symlink
+from tidings.store.jsonfmt import compact
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
+
+#: C11: how long a dedup key is remembered.
+DEDUP_SECONDS = 24 * 3600
+#: C11: how long ``wait=True`` waits for the record to reach the file.
+WAIT_SECONDS = 30.0
+
+Result = dict[str, Any]
+
+
+def check_channel(rt: Runtime, agent: AgentRecord, channel: object) -> Result | None:
+    """C6: ``invalid_channel`` unless the channel is allowed for this agent."""
+    problem = names.name_error(channel)
+    if problem is not None:
+        return error("invalid_channel", problem, channel=channel)
+    assert isinstance(channel, str)
+    if not allowlist.allowlist(rt, agent).allows(channel):
+        return error("invalid_channel", names.not_allowlisted_message(channel), channel=channel)
+    return None
+
+
+def _unsafe(agent: AgentRecord, channel: str) -> Result | None:
+    if is_symlink(agent.root, f".notification/{channel}.json"):
+        return error("unsafe_path", f".notification/{channel}.json or its directory is a symlink",
+                     channel=channel)
+    return None
+
+
+def publish(
+    rt: Runtime, agent: AgentRecord, channel: str, envelope: object, *, wait: bool = False
+) -> Result:
+    """C10: replace the whole mirror of ``channel``."""
+    problem = check_channel(rt, agent, channel)
+    if problem is None and channel == names.DAEMON:
+        problem = error("invalid_channel", "use publish_daemon_event for the daemon channel",
+                        channel=channel)
+    if problem is None and channel == names.DELAY_ALARM:
+        problem = error("reserved_channel", "delay-alarm is published by tidings only",
+                        channel=channel)
+    if problem is not None:
+        return problem
+    completed = complete_envelope(envelope, rt.clock.now())
+    if completed.get("status") == "error":
+        return completed
+    problem = _unsafe(agent, channel)
+    if problem is not None:
+        return problem
+    record = {"op": "replace", "envelope": completed}
+    pushed = _push(rt, agent, channel, record, dedup_key=None, event_id="")
+    return _settle(rt, agent, channel, pushed, wait, event_id=None)
+
+
+def publish_event(
+    rt: Runtime,
+    agent: AgentRecord,
+    channel: str,
+    event: object,
+    *,
+    priority: str | None = None,
+    idempotency_key: str | None = None,
+    wait: bool = False,
+    skip_if_ref_exists: bool = False,
+) -> Result:
+    """C11: append ``event`` to ``data.events`` of ``channel`` with coalescing."""
+    problem = check_channel(rt, agent, channel)
+    if problem is not None:
+        return problem
+    if channel == names.DAEMON:
+        # C11 routes daemon events to the aggregate; that is the caller's step
+        # (tidings.jobs.actions.publish), since channels sit below the daemon package.
+        return error("invalid_channel", "use publish_daemon_event for the daemon channel",
+                     channel=channel)
+    if channel == names.DELAY_ALARM:
+        return error("reserved_channel", "delay-alarm is published by tidings only",
+                     channel=channel)
+    problem = check_event(event, priority, idempotency_key)
+    if problem is not None:
+        return problem
+    assert isinstance(event, dict)
+    problem = _unsafe(agent, channel)
+    if problem is not None:
+        return problem
+    completed, key = complete_event(event, idempotency_key, rt.clock.now())
+    record = {
+        "op": "append",
+        "event": completed,
+        "priority": priority,
+        "skip_if_ref_exists": skip_if_ref_exists,
+    }
+    pushed = _push(rt, agent, channel, record, dedup_key=key, event_id=completed["event_id"])
+    return _settle(rt, agent, channel, pushed, wait, event_id=completed["event_id"])
+
+
+def _push(
+    rt: Runtime,
+    agent: AgentRecord,
+    channel: str,
+    record: dict[str, Any],
+    *,
+    dedup_key: str | None,
+    event_id: str,
+) -> list[str]:
+    k = AgentKeys(agent.agent_id)
+    dedup = k.dedup(channel, dedup_key or "")
+    reply = rt.scripts(
+        "buffer_push",
+        [k.buffer(channel), k.flush_flag(channel), k.sequence(channel), dedup,
+         k.buffered_channels],
+        [compact(record), rt.settings.flush_flag_ttl, "1" if dedup_key else "0", event_id,
+         DEDUP_SECONDS, channel],
+    )
+    pushed = [part.decode() if isinstance(part, bytes) else str(part) for part in reply]
+    metrics.EVENTS_PUBLISHED.labels(op=record["op"], outcome=pushed[0]).inc()
+    return pushed
+
+
+def _settle(
+    rt: Runtime,
+    agent: AgentRecord,
+    channel: str,
+    pushed: list[str],
+    wait: bool,
+    *,
+    event_id: str | None,
+) -> Result:
+    if pushed[0] == "duplicate":
+        return {"status": "ok", "event_id": pushed[1], "duplicate": True}
+    seq, flag_set = int(pushed[1]), pushed[2] == "1"
+    if flag_set:
+        rt.dispatch.flush_channel(agent, channel)
+    # Only an inline dispatch (or a wait) can have flushed by now; skip the read otherwise.
+    flushed = (flag_set or wait) and applied_through(rt, agent, channel) >= seq
+    if wait and not flushed:
+        flushed = _wait_applied(rt, agent, channel, seq)
+    result: Result = {"status": "ok"}
+    if event_id is not None:
+        result["event_id"] = event_id
+    result["flushed"] = flushed
+    return result
+
+
+def applied_through(rt: Runtime, agent: AgentRecord, channel: str) -> int:
+    raw = rt.redis.get(AgentKeys(agent.agent_id).applied(channel))
+    return int(raw) if raw else 0
+
+
+def _wait_applied(rt: Runtime, agent: AgentRecord, channel: str, seq: int) -> bool:
+    deadline = rt.clock.monotonic() + WAIT_SECONDS
+    pause = 0.002
+    while rt.clock.monotonic() < deadline:
+        if applied_through(rt, agent, channel) >= seq:
+            return True
+        rt.clock.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return applied_through(rt, agent, channel) >= seq
+
+
+def buffered_records(rt: Runtime, agent: AgentRecord, channel: str) -> list[dict[str, Any]]:
+    """The records still waiting in a channel's buffer (for status and tests)."""
+    raw = rt.redis.lrange(AgentKeys(agent.agent_id).buffer(channel), 0, -1)
+    return [json.loads(item.split(b":", 1)[1]) for item in raw]

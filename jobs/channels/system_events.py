@@ -1,0 +1,27 @@
+"""tidings' own notices on the ``system`` channel (channels.md C29)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.runtime import Runtime
+from tidings.store.models import AgentRecord
+
+
+def notify(
+    rt: Runtime,
+    agent: AgentRecord,
+    *,
+    source: str,
+    ref_id: str,
+    body: str,
+    idempotency_key: str | None = None,
+) -> dict[str, Any]:
+    """Publish one system event tagged ``skip_if_ref_exists``: dropped at flush if a
+    retained system event already has this ``ref_id``. Callers that must not repeat
+    a notice for a day pass an ``idempotency_key`` too."""
+    event = {"source": source, "ref_id": ref_id, "body": body}
+    return publish_event(
+        rt, agent, "system", event, idempotency_key=idempotency_key, skip_if_ref_exists=True
+    )

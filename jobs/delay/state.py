@@ -1,0 +1,225 @@
+"""The delay state file and what may be read from it (delay.md D5, D7, D8).
+
+``.notification/.delay_state.json`` holds the agent's one delay request. It is
+read without locks by every coherent read, so everything here fails open: a
+state that is missing, unreadable, malformed or implausible is "no delay", and
+an invalid one is reported once per distinct content per process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeGuard
+
+from tidings.jobs import log
+from tidings.jobs.channels.allowlist import Allowlist
+from tidings.jobs.channels.files import channel_file_stat
+from tidings.jobs.channels.names import DAEMON, DELAY_ALARM, name_error
+from tidings.jobs.daemon import view as daemon_view
+from tidings.jobs.runtime import Runtime
+from tidings.store.files import atomic_write, safe_read
+from tidings.store.jsonfmt import compact_sorted, sha256_hex
+from tidings.store.models import AgentRecord
+
+#: D5: the state file and its format version.
+STATE_FILE = ".notification/.delay_state.json"
+STATE_VERSION = 1
+
+ACTIVE, EXPIRING, PUBLISHED, CANCELLED = "active", "expiring", "published", "cancelled"
+
+#: D8: how far ``started_epoch`` may lie in the future (clock skew), in seconds.
+START_SKEW_SECONDS = 1.0
+#: D8: tolerance of the duration checks, in seconds.
+DURATION_TOLERANCE = 0.001
+
+#: D7: the scope note attached to a retained event count.
+RETAINED_SCOPE = "current mirror entries; not asserted total"
+
+#: Distinct invalid contents remembered per process for D8's log-once rule.
+INVALID_LOG_MEMORY = 4096
+
+ReadKind = Literal["absent", "unreadable", "malformed", "ok"]
+
+
+@dataclass(frozen=True)
+class StateRead:
+    """One lock-free read of the state file."""
+
+    kind: ReadKind
+    value: Any = None
+    digest: str = ""
+
+    @property
+    def state(self) -> dict[str, Any] | None:
+        """The parsed state when it is a JSON object."""
+        return self.value if self.kind == "ok" and isinstance(self.value, dict) else None
+
+
+def read_state(root: Path) -> StateRead:
+    """Read and parse the state (at most 1 MiB, no links followed)."""
+    outcome = safe_read(root, STATE_FILE)
+    if outcome.kind == "absent":
+        return StateRead("absent")
+    if not outcome.ok:
+        return StateRead("unreadable", digest=f"{outcome.kind}:{outcome.error}")
+    digest = sha256_hex(outcome.data)
+    try:
+        value = json.loads(outcome.data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return StateRead("malformed", digest=digest)
+    return StateRead("ok", value, digest)
+
+
+def write_state(root: Path, state: dict[str, Any]) -> None:
+    """D5: compact, sorted keys, atomic with fsync (channels.md C16)."""
+    atomic_write(root, STATE_FILE, compact_sorted(state).encode("utf-8"))
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """An integer that is not a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_finite_number(value: object) -> TypeGuard[float]:
+    """A finite int or float that is not a boolean."""
+    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _seconds_problem(state: dict[str, Any]) -> str | None:
+    requested, cap = state.get("requested_seconds"), state.get("max_seconds")
+    if not (is_int(requested) and is_int(cap) and requested >= 1 and cap >= 1):
+        return "requested_seconds and max_seconds must be integers >= 1"
+    if requested > cap:
+        return "requested_seconds exceeds max_seconds"
+    return None
+
+
+def _time_problem(state: dict[str, Any], now: float) -> str | None:
+    started, deadline = state.get("started_epoch"), state.get("deadline_epoch")
+    if not (is_finite_number(started) and is_finite_number(deadline)):
+        return "started_epoch and deadline_epoch must be finite numbers"
+    if started > now + START_SKEW_SECONDS:
+        return "started_epoch lies in the future"
+    duration = deadline - started
+    if duration < 0:
+        return "deadline_epoch precedes started_epoch"
+    if duration > state["max_seconds"] + DURATION_TOLERANCE:
+        return "deadline_epoch exceeds max_seconds"
+    if abs(duration - state["requested_seconds"]) > DURATION_TOLERANCE:
+        return "deadline_epoch does not match requested_seconds"
+    return None
+
+
+def structural_problem(state: object, now: float) -> str | None:
+    """D8's checks of an ``active`` state except "not yet due" and "currently allowed"."""
+    if not isinstance(state, dict):
+        return "state is not a JSON object"
+    if not (is_int(state.get("version")) and state["version"] == STATE_VERSION):
+        return "unsupported version"
+    if state.get("status") != ACTIVE:
+        return "status is not active"
+    target = state.get("target")
+    if not isinstance(target, str) or target == DELAY_ALARM or name_error(target) is not None:
+        return "target is not a delayable channel name"
+    request_id = state.get("request_id")
+    if not isinstance(request_id, str) or not request_id:
+        return "request_id must be a non-empty string"
+    return _seconds_problem(state) or _time_problem(state, now)
+
+
+def is_due(state: dict[str, Any], now: float) -> bool:
+    """A structurally valid active state whose deadline has passed."""
+    return bool(state["deadline_epoch"] <= now)
+
+
+def invalid_reason(read: StateRead, now: float) -> str | None:
+    """Why the state is invalid (D8), or ``None`` when it is absent or merely not live
+    (a valid active state, or one that expired, is expiring, published or cancelled)."""
+    if read.kind == "absent":
+        return None
+    if read.kind == "unreadable":
+        return f"unreadable ({read.digest})"
+    if read.kind == "malformed":
+        return "malformed JSON"
+    state = read.value
+    if not isinstance(state, dict):
+        return "state is not a JSON object"
+    if state.get("status") in (EXPIRING, PUBLISHED, CANCELLED):
+        version = state.get("version")
+        return None if is_int(version) and version == STATE_VERSION else "unsupported version"
+    return structural_problem(state, now)
+
+
+class _LogOnce:
+    """Remembers which invalid contents were already reported in this process."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def first(self, key: tuple[str, str]) -> bool:
+        with self._lock:
+            if key in self._seen:
+                self._seen.move_to_end(key)
+                return False
+            self._seen[key] = None
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+            return True
+
+
+_reported = _LogOnce(INVALID_LOG_MEMORY)
+
+
+def report_invalid(root: Path, agent_id: str, read: StateRead, now: float) -> None:
+    """Log ``notification_delay_state_invalid`` once per distinct content per process."""
+    reason = invalid_reason(read, now)
+    if reason is not None and _reported.first((str(root), read.digest)):
+        log.event("notification_delay_state_invalid", agent_id=agent_id, reason=reason)
+
+
+def live_target(rt: Runtime, agent: AgentRecord, allow: Allowlist) -> str | None:
+    """D1, D8: the target of the agent's live delay, or ``None`` (fail open)."""
+    read = read_state(agent.root)
+    now = rt.clock.now()
+    state = read.state
+    if state is None or structural_problem(state, now) is not None:
+        report_invalid(agent.root, agent.agent_id, read, now)
+        return None
+    if state["deadline_epoch"] <= now or not allow.allows(state["target"]):
+        return None
+    target: str = state["target"]
+    return target
+
+
+def stats(root: Path, channel: str) -> dict[str, Any]:
+    """D7: the target statistics object of ``channel`` (``daemon``: the aggregate)."""
+    if channel == DAEMON:
+        view = daemon_view.read_daemon(root)
+        entry = list(view.fp_entry) if view.fp_entry else None
+        payload, problem = view.payload, None
+    else:
+        entry, payload, problem = channel_file_stat(root, channel)
+    if problem is not None:
+        return {"present": None, "read_error": problem}
+    if entry is None:
+        if payload is not None:
+            return {"present": None, "read_error": "missing_fingerprint"}
+        return {"present": False}
+    out: dict[str, Any] = {"present": True, "byte_size": entry[1], "sha256": entry[2]}
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if isinstance(data, dict):
+        count = data.get("count")
+        if is_int(count) and count >= 0:
+            out["producer_reported_count"] = count
+        events = data.get("events")
+        if isinstance(events, list):
+            out["retained_event_count"] = len(events)
+            out["retained_event_count_scope"] = RETAINED_SCOPE
+    return out

@@ -1,0 +1,156 @@
+"""The generic durable inbox: admit, ignore and recovery (memory-inbox.md M1-M9, M51).
+
+Every change is one Lua script on the agent's hash-tagged keys (M9). Bad input
+answers with a reason and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from tidings.jobs import metrics
+from tidings.jobs.ids import is_event_id, new_event_id
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.text import cap
+from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
+from tidings.store.jsonfmt import compact, utc_stamp_ms
+
+#: M8: open (non-terminal) items per agent, and terminal items retained.
+MAX_OPEN = 10_000
+MAX_TERMINAL = 1_000
+#: M3: the largest generic payload, serialised.
+MAX_PAYLOAD_BYTES = 65_536
+#: M3: the longest idempotency key.
+MAX_KEY_CHARS = 200
+#: M3: what a ``source_kind`` looks like; the memory kind is tidings' own.
+SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+MEMORY_SOURCE_KIND = "memory-change"
+
+Result = dict[str, Any]
+
+
+def error(reason: str, message: str, **fields: Any) -> Result:
+    return {"status": "error", "reason": reason, "message": message, **fields}
+
+
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def attributes_arg() -> str:
+    return " ".join(ADMISSION_ATTRIBUTES)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _check(source_kind: object, summary: object, payload: object, key: object) -> Result | None:
+    if not isinstance(source_kind, str) or not SOURCE_KIND_RE.match(source_kind):
+        return error("invalid_source_kind", "source_kind must match ^[a-z][a-z0-9._-]{0,63}$")
+    if source_kind == MEMORY_SOURCE_KIND:
+        return error("reserved_source_kind", "memory-change events are admitted by tidings only")
+    if not isinstance(summary, str) or not summary:
+        return error("invalid_summary", "summary must be a non-empty string")
+    if payload is not None:
+        if not isinstance(payload, dict):
+            return error("invalid_payload", "payload must be null or a JSON object")
+        try:
+            size = len(compact(payload).encode("utf-8"))
+        except (TypeError, ValueError) as exc:
+            return error("invalid_payload", f"payload is not JSON: {exc}")
+        if size > MAX_PAYLOAD_BYTES:
+            return error("payload_too_large",
+                         f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS):
+        return error("invalid_key", "key must be a non-empty string of at most 200 characters")
+    return None
+
+
+def admit(
+    rt: Runtime,
+    agent_id: str,
+    source_kind: str,
+    summary: str,
+    payload: dict[str, Any] | None = None,
+    wake: bool = False,
+    key: str | None = None,
+    *,
+    event_id: str | None = None,
+) -> Result:
+    """M3/M4: admit one application event; ``event_id`` is minted here unless replayed."""
+    problem = _check(source_kind, summary, payload, key)
+    if problem is None and not isinstance(wake, bool):
+        problem = error("invalid_wake", "wake must be true or false")
+    if problem is not None:
+        return problem
+    event_id = event_id or new_event_id()
+    now = rt.clock.now()
+    created_at = utc_stamp_ms(now)
+    text = cap(summary)  # M3: cut as in M37
+    event = {"event_id": event_id, "source_kind": source_kind, "created_at": created_at,
+             "summary": text, "payload": payload or {}}
+    wake_entry = {"kind": "inbox", "agent_id": agent_id, "at": created_at, "event_id": event_id}
+    k = InboxKeys(agent_id)
+    reply = rt.scripts(
+        "inbox_admit",
+        [*k.item_keys(), k.sequence, k.wake_stream],
+        [event_id, compact(event), int(now * 1000), key_digest(key) if key else "", MAX_OPEN,
+         "1" if wake else "0", compact(wake_entry)],
+    )
+    outcome = _text(reply[0])
+    if outcome == "duplicate":
+        return {"status": "ok", "event_id": _text(reply[1]), "duplicate": True}
+    if outcome == "inbox_full":
+        return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
+    metrics.items_entered("pending")
+    result: Result = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
+    if text != summary:
+        result["truncated"] = True
+    return result
+
+
+def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
+    """M6: move a pending, deferred or processing item to ``ignored``."""
+    if not is_event_id(event_id):
+        return error("not_found", "no such item (an event id is 32 hex digits)",
+                     event_id=event_id)
+    assert isinstance(event_id, str)
+    now = rt.clock.now()
+    reply = rt.scripts(
+        "inbox_ignore",
+        InboxKeys(agent_id).item_keys(),
+        [event_id, utc_stamp_ms(now), int(now * 1000), MAX_TERMINAL, attributes_arg()],
+    )
+    outcome = _text(reply[0])
+    if outcome == "not_found":
+        return error("not_found", f"no retained item {event_id}", event_id=event_id)
+    if outcome == "not_ignorable":
+        state = _text(reply[1])
+        return error("not_ignorable", f"a {state} item cannot be ignored", event_id=event_id)
+    metrics.items_entered("ignored", int(outcome == "ok"))
+    return {"status": "ok", "event_id": event_id, "state": "ignored",
+            "changed": outcome == "ok"}
+
+
+def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> Result:
+    """M51: running items become retryable (needs-repair after a marked side effect)
+    and the open turn is closed. With ``expired_turn``, only if that turn still holds
+    the slot past its lease (M43 step 1). Idempotent."""
+    k = InboxKeys(agent_id)
+    mode = "expired" if expired_turn else "startup"
+    reply = rt.scripts(
+        "inbox_recover",
+        [*k.item_keys(), k.turn_slot, k.turns],
+        [mode, int(rt.clock.now() * 1000), expired_turn or ""],
+    )
+    if _text(reply[0]) == "noop":
+        return {"retryable": [], "needs_repair": [], "closed_turn": None}
+    closed = _text(reply[1])
+    retryable, needs_repair = _text(reply[2]).split(), _text(reply[3]).split()
+    metrics.items_entered("deferred", len(retryable))
+    metrics.items_entered("needs-repair", len(needs_repair))
+    return {"retryable": retryable, "needs_repair": needs_repair, "closed_turn": closed or None}
+

@@ -1,0 +1,135 @@
+"""Reading inbox items: full items for turns and the projection (memory-inbox.md M5, M7).
+
+Reads are plain commands (no script): events are immutable and an admission read
+a moment late only shows a later state. An item forgotten between the listing read
+and the record read is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tidings.jobs.ids import is_event_id
+from tidings.jobs.inbox.text import projection_summary
+from tidings.jobs.runtime import Runtime
+from tidings.store.errors import TidingsError
+from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
+
+#: M7: the default and largest projection page.
+DEFAULT_PAGE, MAX_PAGE = 30, 100
+
+#: M5: admission state -> projection state (``handled`` with ``ignored_at`` is ``ignored``).
+PROJECTION_STATES = {
+    "pending": "pending",
+    "running": "processing",
+    "retryable": "deferred",
+    "needs-repair": "needs-repair",
+    "handled": "handled",
+}
+STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignored")
+
+#: Listing ids read per round trip while filtering by state.
+_SCAN_BATCH = 200
+
+Item = dict[str, Any]
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def projection_state(admission: dict[str, str | None]) -> str:
+    state = admission.get("state") or "pending"
+    if state == "handled" and admission.get("ignored_at"):
+        return "ignored"
+    return PROJECTION_STATES.get(state, state)
+
+
+def read_items(rt: Runtime, agent_id: str, ids: Sequence[str]) -> list[Item]:
+    """The full items of ``ids`` in that order (missing ones left out)."""
+    if not ids:
+        return []
+    k = InboxKeys(agent_id)
+    fields = [f"{i}:{a}" for i in ids for a in ADMISSION_ATTRIBUTES]
+    with rt.redis.pipeline(transaction=False) as pipe:
+        pipe.hmget(k.events, list(ids))
+        pipe.hmget(k.admissions, fields)
+        events, values = pipe.execute()
+    items: list[Item] = []
+    width = len(ADMISSION_ATTRIBUTES)
+    for n, raw in enumerate(events):
+        if raw is None:
+            continue
+        event = json.loads(raw)
+        row = values[n * width:(n + 1) * width]
+        admission = {a: _text(v) for a, v in zip(ADMISSION_ATTRIBUTES, row, strict=True)}
+        items.append(_item(event, admission))
+    return items
+
+
+def _item(event: dict[str, Any], admission: dict[str, str | None]) -> Item:
+    item: Item = {
+        "event_id": event["event_id"],
+        "source_kind": event["source_kind"],
+        "state": projection_state(admission),
+        "created_at": event["created_at"],
+        "summary": event["summary"],
+        "payload": event.get("payload") or {},
+    }
+    if "observed_at" in event:
+        item["observed_at"] = event["observed_at"]
+    item.update(
+        seq=int(admission["seq"] or 0),
+        attempts=int(admission["attempts"] or 0),
+        claimed_at=admission["claimed_at"],
+        turn_id=admission["turn_id"],
+        side_effect_started_at=admission["side_effect_started_at"],
+        handled_at=admission["handled_at"],
+        ignored_at=admission["ignored_at"],
+    )
+    return item
+
+
+def check_query(limit: object, state: object, before: object) -> None:
+    """M7's input checks; raises :class:`TidingsError` with the reason."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise TidingsError(f"limit must be an integer in 1..{MAX_PAGE}", reason="invalid_limit")
+    if state is not None and state not in STATES:
+        raise TidingsError(f"state must be one of {', '.join(STATES)}", reason="invalid_state")
+    if before is not None and not is_event_id(before):
+        raise TidingsError("before must be an event id (32 hex digits)", reason="invalid_before")
+
+
+def projection(
+    rt: Runtime, agent_id: str, limit: int = DEFAULT_PAGE, state: str | None = None,
+    before: str | None = None,
+) -> list[Item]:
+    """M7: retained items newest first (``created_at``, then ``event_id``, descending)."""
+    check_query(limit, state, before)
+    k = InboxKeys(agent_id)
+    start = 0
+    if before is not None:
+        rank = rt.redis.zrevrank(k.listing, before)
+        if rank is None:
+            raise TidingsError(f"no retained item {before}", reason="invalid_before")
+        start = rank + 1
+    page: list[Item] = []
+    while len(page) < limit:
+        step = limit if state is None else _SCAN_BATCH
+        ids = [_text(i) or "" for i in rt.redis.zrevrange(k.listing, start, start + step - 1)]
+        if not ids:
+            break
+        start += len(ids)
+        for item in read_items(rt, agent_id, ids):
+            if state is None or item["state"] == state:
+                page.append(_public(item))
+    return page[:limit]
+
+
+def _public(item: Item) -> Item:
+    """The projection form: the 240-character summary, no internal counters."""
+    out = {k: v for k, v in item.items() if k not in ("seq", "side_effect_started_at")}
+    out["summary"] = projection_summary(item["summary"])
+    return out

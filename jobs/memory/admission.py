@@ -1,0 +1,193 @@
+"""Observing the memory repository and committing what changed (memory-inbox.md M10-M13,
+M28 writes, M40-M42, M48, M52).
+
+Under the agent's observation lock: read the checkpoint (keeping its raw
+``version``), observe, compare, then commit the event (if one is due) together
+with the advanced checkpoint in ONE script that compares the stored version as a
+string. A conflict re-reads and recomputes, up to :data:`CAS_ATTEMPTS` times.
+Nothing here raises to the caller: every outcome is an M12 result dict.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tidings.jobs import log, metrics
+from tidings.jobs.ids import new_event_id
+from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.memory import (
+    Comparison,
+    Snapshot,
+    compare,
+    decode_checkpoint,
+    encode_checkpoint,
+    event_content,
+    observe,
+    split_owned,
+)
+from tidings.jobs.memory.lock import ObservationBusy, observe_lock
+from tidings.jobs.memory.model import TooNew
+from tidings.jobs.runtime import Runtime
+from tidings.store import faults
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.jsonfmt import compact, utc_stamp_ms
+from tidings.store.models import AgentRecord
+
+#: M40: compare-and-set attempts before ``checkpoint_conflict``.
+CAS_ATTEMPTS = 3
+#: M28: categories that are never the agent's own change (M49) and never absorbed.
+NOT_ABSORBABLE = frozenset({"repository_replaced", "reobserved"})
+#: M48: the statuses of a recorded observation (a finish may reconcile after them).
+RECORDED = frozenset({"baseline", "unchanged", "changed"})
+
+Result = dict[str, Any]
+
+
+def result(status: str, trigger: str, **fields: Any) -> Result:
+    """An M12 result; ``reason`` appears only when given."""
+    out: Result = {"status": status, "trigger": trigger, "event_id": None,
+                   "checkpoint_version": None, "observed_at": None}
+    out.update(fields)
+    return out
+
+
+def observe_memory(rt: Runtime, agent: AgentRecord, trigger: str = "manual") -> Result:
+    """M10/M12: one observation (``startup``, ``pre_turn`` or a manual reason)."""
+    return _guarded(rt, agent, trigger, owned=None, reconcile=False)
+
+
+def reconcile(rt: Runtime, agent: AgentRecord, owned: Mapping[str, Any] | None) -> Result:
+    """M48: the finish-turn observation; own changes are absorbed, others admitted."""
+    return _guarded(rt, agent, "finish_turn", owned=owned, reconcile=True)
+
+
+def _guarded(
+    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, Any] | None,
+    reconcile: bool,
+) -> Result:
+    if agent.memory_repo is None:
+        return result("unavailable", trigger, reason="not_configured")
+    started = time.perf_counter()
+    outcome = _locked(rt, agent, trigger, owned=owned, reconcile=reconcile)
+    metrics.observed(trigger, outcome["status"], time.perf_counter() - started)
+    if outcome["event_id"] is not None:
+        metrics.items_entered("pending")
+    return outcome
+
+
+def _locked(
+    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, Any] | None,
+    reconcile: bool,
+) -> Result:
+    try:
+        with observe_lock(rt, agent.agent_id):
+            for _ in range(CAS_ATTEMPTS):
+                outcome = _attempt(rt, agent, trigger, owned, reconcile)
+                if outcome is not None:
+                    return outcome
+            return result("error", trigger, reason="checkpoint_conflict")
+    except ObservationBusy:
+        return result("error", trigger, reason="observation_busy")
+    except Exception as exc:  # M12: never raise to the caller, never fail a turn
+        log.event("memory_observation_failed", agent_id=agent.agent_id, trigger=trigger,
+                  error=type(exc).__name__, detail=str(exc)[:200])
+        return result("error", trigger, reason="observation_failed")
+
+
+def _attempt(
+    rt: Runtime, agent: AgentRecord, trigger: str, owned: Mapping[str, Any] | None,
+    reconcile: bool,
+) -> Result | None:
+    """One read-observe-commit round; ``None`` on a checkpoint conflict."""
+    assert agent.memory_repo is not None
+    raw = rt.redis.hgetall(InboxKeys(agent.agent_id).checkpoint)
+    read_version = _text(raw.get(b"version", b""))
+    state = decode_checkpoint(raw) if raw else None
+    if isinstance(state, TooNew):
+        return result("error", trigger, reason="checkpoint_too_new")
+    observed = observe(agent.memory_repo, state if isinstance(state, Snapshot) else None,
+                       now=rt.clock.now())
+    if observed.status != "ok" or observed.snapshot is None:
+        return result(observed.status, trigger, reason=observed.reason or observed.status)
+    snapshot = observed.snapshot
+    comparison = compare(state, snapshot, agent.memory_repo)
+    if comparison.kind == "unchanged":
+        return result("unchanged", trigger, checkpoint_version=_version(read_version),
+                      observed_at=snapshot.observed_at)
+    content = None
+    if comparison.kind == "changed":
+        content = _content(rt, comparison, trigger, owned, reconcile, agent.memory_repo)
+    status = {"baseline": "baseline", "refresh": "unchanged"}.get(comparison.kind, "absorbed")
+    if content is not None:
+        status = "changed"
+    return _commit(rt, agent, trigger, snapshot, read_version, content, status)
+
+
+def _content(
+    rt: Runtime, comparison: Comparison, trigger: str, owned: Mapping[str, Any] | None,
+    reconcile: bool, repo: str,
+) -> tuple[str, dict[str, Any]] | None:
+    """The event due for a changed comparison, or ``None`` when it is absorbed (M48)."""
+    standing = rt.settings.memory_standing_files
+    summary, payload = event_content(comparison, trigger=trigger, standing_files=standing)
+    if not reconcile or payload.get("category") in NOT_ABSORBABLE:
+        return summary, payload
+    if owned is None:
+        return None
+    rest = split_owned(comparison, dict(owned), repo)
+    if rest.kind != "changed":
+        return None
+    return event_content(rest, trigger=trigger, standing_files=standing)
+
+
+def _commit(
+    rt: Runtime, agent: AgentRecord, trigger: str, snapshot: Snapshot, read_version: str,
+    content: tuple[str, dict[str, Any]] | None, status: str,
+) -> Result | None:
+    k = InboxKeys(agent.agent_id)
+    fields = encode_checkpoint(snapshot, (_version(read_version) or 0) + 1)
+    pairs = [part for name, value in fields.items() if name != "version"
+             for part in (name, value)]
+    event_id, event = "", ""
+    now = rt.clock.now()
+    if content is not None:
+        event_id = new_event_id()
+        summary, payload = content
+        event = compact({"event_id": event_id, "source_kind": inbox.MEMORY_SOURCE_KIND,
+                         "created_at": utc_stamp_ms(now), "observed_at": snapshot.observed_at,
+                         "summary": summary, "payload": payload})
+        faults.reach("admit.before_script")
+    reply = rt.scripts(
+        "memory_admit",
+        [*k.item_keys(), k.sequence, k.checkpoint],
+        [read_version, "1" if content is not None else "0", inbox.MAX_OPEN, event_id, event,
+         int(now * 1000), *pairs],
+    )
+    outcome = _text(reply[0])
+    if outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):
+        # This very commit ran and only its reply was lost: the client re-sent the script
+        # after a connection error, and the re-run met its own checkpoint (M40).
+        version = str((_version(read_version) or 0) + 1)
+    elif outcome == "conflict":
+        return None
+    elif outcome == "inbox_full":
+        return result("error", trigger, reason="inbox_full", observed_at=snapshot.observed_at)
+    else:
+        version = _text(reply[1])
+    return result(status, trigger, event_id=event_id or None,
+                  checkpoint_version=int(version), observed_at=snapshot.observed_at)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _version(raw: str) -> int | None:
+    """The stored version as an integer (``None`` when absent or not an integer)."""
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value >= 0 else None

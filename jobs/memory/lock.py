@@ -1,0 +1,83 @@
+"""The per-agent observation lock (memory-inbox.md M52).
+
+A Redis key holding a random token with a lease (``observe_lock_seconds``),
+renewed every third of the lease by a background thread while held and released
+by token, so a holder that outlived its lease never frees someone else's lock.
+Inline and worker observations take the same lock. If the lease is lost anyway,
+the checkpoint's compare-and-set (M40) still protects the commit.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tidings.jobs import log
+from tidings.jobs.runtime import Runtime
+from tidings.store.inbox_keys import InboxKeys
+
+#: M52: how long a waiter tries before answering ``observation_busy``.
+WAIT_SECONDS = 30.0
+#: Pause bounds between attempts while waiting (seconds).
+_FIRST_PAUSE, _MAX_PAUSE = 0.005, 0.1
+
+
+class ObservationBusy(Exception):
+    """The lock was not obtained within :data:`WAIT_SECONDS`."""
+
+
+class _Renewer(threading.Thread):
+    def __init__(self, rt: Runtime, key: str, token: str, lease_ms: int) -> None:
+        super().__init__(name=f"observe-lock-renew {key}", daemon=True)
+        self._rt, self._key, self._token, self._lease_ms = rt, key, token, lease_ms
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self._lease_ms / 3000):
+            try:
+                held = self._rt.scripts("lock_renew", [self._key], [self._token, self._lease_ms])
+            except Exception as exc:  # a failed renewal must not kill the observation
+                log.event("observe_lock_renew_failed", key=self._key, error=type(exc).__name__)
+                continue
+            if not held:
+                log.event("observe_lock_lost", key=self._key)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
+def _take(redis: Any, key: str, token: str, lease_ms: int) -> bool:
+    """SET NX; a refusal of a key that holds our own token means an earlier try of this
+    same SET took the lock and only its reply was lost (the client re-sent it after a
+    connection error), so the lock is ours rather than busy until its lease runs out."""
+    if redis.set(key, token, nx=True, px=lease_ms):
+        return True
+    return redis.get(key) in (token, token.encode())
+
+
+@contextmanager
+def observe_lock(rt: Runtime, agent_id: str) -> Iterator[None]:
+    """Hold the agent's observation lock for the ``with`` block, or raise
+    :class:`ObservationBusy` after :data:`WAIT_SECONDS`."""
+    key = InboxKeys(agent_id).observe_lock
+    token = secrets.token_hex(16)
+    lease_ms = max(1, int(rt.settings.observe_lock_seconds * 1000))
+    deadline = rt.clock.monotonic() + WAIT_SECONDS
+    pause = _FIRST_PAUSE
+    while not _take(rt.redis, key, token, lease_ms):
+        if rt.clock.monotonic() >= deadline:
+            raise ObservationBusy(f"the observation lock of {agent_id} stayed busy")
+        rt.clock.sleep(pause)
+        pause = min(pause * 2, _MAX_PAUSE)
+    renewer = _Renewer(rt, key, token, lease_ms)
+    renewer.start()
+    try:
+        yield
+    finally:
+        renewer.stop()
+        rt.scripts("lock_release", [key], [token])

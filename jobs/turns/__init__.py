@@ -1,0 +1,1 @@
+"""The orchestrator's turn (memory-inbox.md): prepare and finish."""

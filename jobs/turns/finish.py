@@ -1,0 +1,158 @@
+"""The orchestrator's turn end (memory-inbox.md M46-M50).
+
+``finish_turn`` validates, reconciles the memory checkpoint (observing turns whose
+pre-turn observation was recorded), then settles the claimed items and releases
+the slot in one script. The reconcile commits before the marks (M46), so a crash
+in between leaves items running (recovered later) and own changes absorbed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tidings.jobs import metrics
+from tidings.jobs.ids import is_event_id
+from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.memory.admission import RECORDED, reconcile, result
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.turns.prepare import OBSERVING_KINDS, error
+from tidings.store import faults
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.jsonfmt import compact, utc_stamp_ms
+from tidings.store.models import AgentRecord
+
+#: Most ids accepted in ``ignored`` (more than a turn can claim, with room for slips).
+MAX_IGNORED = 1_000
+#: (item state entered, the finish result's list of such ids), for the metrics.
+SETTLED_STATES = (("handled", "handled"), ("ignored", "ignored"), ("deferred", "retryable"),
+                  ("needs-repair", "needs_repair"))
+
+Result = dict[str, Any]
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def owned_problem(owned: object) -> str | None:
+    """M49's shape: ``{"paths": {path: id | null}, "commits": [ids], "branch"?: name|null}``."""
+    if owned is None:
+        return None
+    if not isinstance(owned, Mapping) or not set(owned) <= {"paths", "commits", "branch"}:
+        return "owned must be an object with paths, commits and optionally branch"
+    paths = owned.get("paths", {})
+    if not isinstance(paths, Mapping) or not all(
+        isinstance(p, str) and (v is None or isinstance(v, str)) for p, v in paths.items()
+    ):
+        return "owned.paths must map paths to blob ids or null"
+    commits = owned.get("commits", [])
+    if not isinstance(commits, list | tuple) or not all(isinstance(c, str) for c in commits):
+        return "owned.commits must be a list of commit ids"
+    if "branch" in owned and owned["branch"] is not None and not isinstance(owned["branch"], str):
+        return "owned.branch must be a branch name or null"
+    return None
+
+
+def _ignored_list(ignored: object) -> list[str] | None:
+    if isinstance(ignored, str | bytes | Mapping) or not isinstance(ignored, Iterable):
+        return None
+    ids = list(ignored)
+    if len(ids) > MAX_IGNORED or not all(isinstance(i, str) for i in ids):
+        return None
+    return list(dict.fromkeys(ids))
+
+
+def _turn(rt: Runtime, agent_id: str, turn_id: str) -> dict[str, str | None]:
+    names = ("state", "kind", "lease_ms", "claimed", "memory_status", "result")
+    values = rt.redis.hmget(InboxKeys(agent_id).turns, [f"{turn_id}:{n}" for n in names])
+    return {n: _text(v) for n, v in zip(names, values, strict=True)}
+
+
+def _gone(rt: Runtime, record: dict[str, str | None], turn_id: str) -> Result | None:
+    """M46 step 1: unknown, expired or already finished turns."""
+    if record["state"] is None:
+        return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
+    if record["state"] == "done" and record["result"]:
+        stored: Result = json.loads(record["result"])
+        return stored
+    if record["state"] != "open" or int(record["lease_ms"] or 0) <= rt.clock.now() * 1000:
+        return error("turn_expired", "the turn's lease passed; its items were recovered",
+                     turn_id=turn_id)
+    return None
+
+
+def finish_turn(
+    rt: Runtime, agent: AgentRecord, turn_id: object, ok: object = True,
+    side_effects: object = False, ignored: object = (), owned: object = None,
+) -> Result:
+    """M46: validate, reconcile (M48-M50), mark the claimed items, release the slot."""
+    ignored_ids = _ignored_list(ignored)
+    problem = owned_problem(owned)
+    if not is_event_id(turn_id):
+        problem = "turn must be a Turn or its turn_id"
+    elif not isinstance(ok, bool) or not isinstance(side_effects, bool):
+        problem = "ok and side_effects must be true or false"
+    elif ignored_ids is None:
+        problem = "ignored must be a list of event ids"
+    if problem is not None:
+        return error("invalid_input", problem)
+    assert isinstance(turn_id, str) and ignored_ids is not None
+    record = _turn(rt, agent.agent_id, turn_id)
+    gone = _gone(rt, record, turn_id)
+    if gone is not None:
+        return gone
+    if record["kind"] in OBSERVING_KINDS and record["memory_status"] in RECORDED:
+        assert owned is None or isinstance(owned, Mapping)
+        memory = reconcile(rt, agent, owned)
+    else:
+        memory = result("skipped", "finish_turn")  # M50: the checkpoint is not touched
+    faults.reach("finish.after_reconcile")
+    return _settle(rt, agent.agent_id, turn_id, record, ok is True, side_effects is True,
+                   ignored_ids, memory)
+
+
+def _settle(
+    rt: Runtime, agent_id: str, turn_id: str, record: dict[str, str | None], ok: bool,
+    side_effects: bool, ignored: list[str], memory: Result,
+) -> Result:
+    claimed = set((record["claimed"] or "").split())
+    not_claimed = [i for i in ignored if i not in claimed]
+    now = rt.clock.now()
+    k = InboxKeys(agent_id)
+    reply = rt.scripts(
+        "inbox_finish", [*k.item_keys(), k.turn_slot, k.turns],
+        [turn_id, int(now * 1000), utc_stamp_ms(now), "1" if ok else "0",
+         "1" if side_effects else "0", compact(memory), compact(not_claimed),
+         inbox.MAX_TERMINAL, inbox.attributes_arg(), *[i for i in ignored if i in claimed]],
+    )
+    outcome = _text(reply[0])
+    if outcome == "unknown_turn":
+        return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
+    if outcome == "turn_expired":
+        return error("turn_expired", "the turn's lease passed; its items were recovered",
+                     turn_id=turn_id)
+    settled: Result = json.loads(_text(reply[1]) or "{}")
+    for state, field in SETTLED_STATES:
+        metrics.items_entered(state, len(settled.get(field) or ()))
+    return settled
+
+
+def mark_side_effect(rt: Runtime, agent: AgentRecord, turn_id: object) -> Result:
+    """M47: stamp ``side_effect_started_at`` on the turn and its running items."""
+    if not is_event_id(turn_id):
+        return error("invalid_input", "turn must be a Turn or its turn_id")
+    assert isinstance(turn_id, str)
+    now = rt.clock.now()
+    k = InboxKeys(agent.agent_id)
+    reply = rt.scripts("turn_side_effect", [k.admissions, k.turns],
+                       [turn_id, int(now * 1000), utc_stamp_ms(now)])
+    outcome = _text(reply[0])
+    if outcome != "ok":
+        messages = {"unknown_turn": f"no turn {turn_id}",
+                    "turn_expired": "the turn's lease passed; its items were recovered",
+                    "turn_finished": "the turn is already finished"}
+        return error(outcome or "error", messages.get(outcome or "", outcome or ""),
+                     turn_id=turn_id)
+    return {"status": "ok", "turn_id": turn_id, "marked": [_text(i) for i in reply[1:]]}

@@ -1,0 +1,167 @@
+"""The orchestrator's turn start and host start-up (memory-inbox.md M10, M11, M43-M45,
+M51, M53).
+
+``prepare_turn`` takes the turn slot, runs the pre-turn work (observation of an
+observing kind, and the attention lane) through a :class:`PreTurn` port — in the
+caller for inline agents, as a dramatiq group on the host queue otherwise — then
+claims and renders the inbox. Turns are never started by tidings itself (M4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from tidings.jobs import log, metrics
+from tidings.jobs.ids import new_event_id
+from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox.items import read_items
+from tidings.jobs.inbox.text import render_inbox_text
+from tidings.jobs.memory import render_memory_entry
+from tidings.jobs.memory.admission import observe_memory, result
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view.render import render_attention
+from tidings.store.inbox_keys import TURN_ATTRIBUTES, InboxKeys
+from tidings.store.jsonfmt import utc_stamp_ms
+from tidings.store.models import AgentRecord
+
+#: M11: turn kinds; the first two observe memory.
+OBSERVING_KINDS = ("ordinary", "scheduled")
+KINDS = (*OBSERVING_KINDS, "bridge", "peer")
+#: M44: items claimed per turn.
+MAX_CLAIM = 20
+#: Finished turn records kept (a repeated finish_turn returns the stored result).
+KEPT_TURNS = 100
+#: Attempts at the slot when an expired turn is recovered in between.
+_SLOT_ATTEMPTS = 3
+
+Result = dict[str, Any]
+
+
+class PreTurn(Protocol):
+    """Runs a turn's pre-turn observation (when ``observe``) and attention render."""
+
+    def __call__(self, rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
+        """``(memory result, attention lane)``; never raises."""
+
+
+def skipped(trigger: str) -> Result:
+    """M11/M50: the memory result of a turn that does not observe."""
+    return result("skipped", trigger)
+
+
+def safe_attention(rt: Runtime, agent: AgentRecord) -> Result:
+    """The attention lane; a failing render leaves the lane empty, never the turn."""
+    try:
+        return render_attention(rt, agent)
+    except Exception as exc:
+        log.event("render_attention_failed", agent_id=agent.agent_id, error=type(exc).__name__)
+        return {}
+
+
+def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
+    """The in-process :class:`PreTurn` (``inline=True`` agents and unit tests)."""
+    memory = observe_memory(rt, agent, "pre_turn") if observe else skipped("pre_turn")
+    return memory, safe_attention(rt, agent)
+
+
+def error(reason: str, message: str, **fields: Any) -> Result:
+    return {"status": "error", "reason": reason, "message": message, **fields}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Result | None, int]:
+    """M43 step 1; an expired holder is recovered first (M51). Returns (error, lease ms)."""
+    k = InboxKeys(agent_id)
+    for _ in range(_SLOT_ATTEMPTS):
+        now = rt.clock.now()
+        lease_ms = int((now + rt.settings.turn_lease_seconds) * 1000)
+        reply = rt.scripts(
+            "turn_begin", [k.turn_slot, k.turns, k.turn_order],
+            [turn_id, kind, int(now * 1000), lease_ms, KEPT_TURNS, " ".join(TURN_ATTRIBUTES)],
+        )
+        outcome = _text(reply[0])
+        if outcome == "ok":
+            return None, lease_ms
+        holder = _text(reply[1])
+        if outcome == "busy":
+            break
+        recovered = inbox.recover(rt, agent_id, expired_turn=holder)
+        log.event("turn_expired_recovered", agent_id=agent_id, turn_id=holder,
+                  retryable=recovered["retryable"], needs_repair=recovered["needs_repair"])
+    return error("turn_in_progress", "an unfinished turn holds the turn slot",
+                 turn_id=holder), 0
+
+
+def prepare_turn(
+    rt: Runtime, agent: AgentRecord, kind: str = "ordinary",
+    pre_turn: PreTurn = inline_pre_turn,
+) -> Result:
+    """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
+    if kind not in KINDS:
+        return error("invalid_kind", f"kind must be one of {', '.join(KINDS)}", kind=kind)
+    turn_id = new_event_id()
+    problem, lease_ms = _take_slot(rt, agent.agent_id, turn_id, kind)
+    if problem is not None:
+        return problem
+    observing = kind in OBSERVING_KINDS
+    memory, attention = pre_turn(rt, agent, observing)
+    version = memory.get("checkpoint_version")
+    k = InboxKeys(agent.agent_id)
+    reply = rt.scripts(
+        "inbox_claim", [*k.item_keys(), k.turn_slot, k.turns],
+        [turn_id, utc_stamp_ms(rt.clock.now()), "1" if observing else "0", MAX_CLAIM,
+         memory.get("status", "error"), "" if version is None else version],
+    )
+    if _text(reply[0]) == "lost":
+        return error("turn_expired", "the turn was recovered before it claimed its items",
+                     turn_id=turn_id)
+    metrics.items_entered("processing", len(reply) - 1)
+    items = read_items(rt, agent.agent_id, [_text(i) for i in reply[1:]])
+    return {
+        "status": "ok",
+        "turn_id": turn_id,
+        "kind": kind,
+        "inbox": items,
+        "inbox_text": inbox_text(items),
+        "attention": attention,
+        "memory": memory,
+        "lease_expires_at": utc_stamp_ms(lease_ms / 1000),
+    }
+
+
+def inbox_text(items: list[Result]) -> str:
+    """M45: one coalesced memory entry (oldest event first), then the other items."""
+    memory = [i for i in items if i["source_kind"] == inbox.MEMORY_SOURCE_KIND]
+    others = [i for i in items if i["source_kind"] != inbox.MEMORY_SOURCE_KIND]
+    entry = render_memory_entry(memory) if memory else None
+    return render_inbox_text(others, entry, len(memory))
+
+
+def startup(rt: Runtime, agent: AgentRecord) -> Result:
+    """M51: recover (idempotently), then the ``startup`` observation. Never wakes."""
+    recovered = inbox.recover(rt, agent.agent_id)
+    if recovered["closed_turn"]:
+        log.event("startup_closed_turn", agent_id=agent.agent_id,
+                  turn_id=recovered["closed_turn"])
+    return {
+        "status": "ok",
+        "recovered": {"retryable": recovered["retryable"],
+                      "needs_repair": recovered["needs_repair"]},
+        "memory": observe_memory(rt, agent, "startup"),
+    }
+
+
+def startup_all(rt: Runtime, agents: Iterable[AgentRecord]) -> dict[str, Result]:
+    """M51: start-up for several agents; a failing one is logged and skipped."""
+    results: dict[str, Result] = {}
+    for agent in agents:
+        try:
+            results[agent.agent_id] = startup(rt, agent)
+        except Exception as exc:
+            log.event("startup_failed", agent_id=agent.agent_id, error=type(exc).__name__)
+            results[agent.agent_id] = error("startup_failed", type(exc).__name__)
+    return results

@@ -1,0 +1,25 @@
+"""D9 then C22: the composed read every consumer-facing path takes.
+
+delay.md D9 makes every coherent read publish an overdue alarm first. That step
+writes, so it is composed here, above the reading module, which only reads
+(architecture.md rule 8).
+"""
+
+from __future__ import annotations
+
+from redis.exceptions import RedisError
+
+from tidings.jobs.delay import alarm
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view.read import Observation, coherent_read, failed_read
+from tidings.store.errors import TidingsError
+from tidings.store.models import AgentRecord
+
+
+def observe(rt: Runtime, agent: AgentRecord) -> Observation:
+    """Reconcile the delay (D9), then take the coherent read (C22); fail open."""
+    try:
+        alarm.reconcile(rt, agent)
+    except (RedisError, TidingsError, OSError) as exc:
+        return failed_read(agent, exc)
+    return coherent_read(rt, agent)

@@ -1,0 +1,97 @@
+"""The committed fingerprints in Redis: *delivered* (raw) and *wake* (masked) (C23).
+
+``delivered`` is what the agent has seen — the base of dismissal's
+compare-and-swap (C35). ``wake`` is what the sync tick compares against before it
+wakes the agent (C27). Both are compact JSON lists of ``[filename, size, sha]``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import wake_mask
+from tidings.store.jsonfmt import compact
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
+
+FpEntry = list[Any]
+
+#: How often a patch retries when a concurrent delivery moved a fingerprint.
+PATCH_ATTEMPTS = 20
+
+
+def _text(raw: Any) -> str:
+    if raw is None:
+        return ""
+    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+
+
+@dataclass(frozen=True)
+class Committed:
+    """Both fingerprints as read (``""`` = never committed)."""
+
+    delivered_text: str
+    wake_text: str
+
+    @property
+    def delivered(self) -> list[FpEntry]:
+        return list(json.loads(self.delivered_text)) if self.delivered_text else []
+
+    def wake(self, root: Path, delayed: str | None) -> list[FpEntry]:
+        if self.wake_text:
+            return list(json.loads(self.wake_text))
+        return wake_mask.baseline(root, delayed)
+
+    def delivered_entry(self, filename: str) -> FpEntry | None:
+        return next((e for e in self.delivered if e[0] == filename), None)
+
+
+def read(rt: Runtime, agent: AgentRecord) -> Committed:
+    k = AgentKeys(agent.agent_id)
+    delivered, wake = rt.redis.mget([k.delivered_fp, k.wake_fp])
+    return Committed(_text(delivered), _text(wake))
+
+
+def swap(rt: Runtime, agent: AgentRecord, seen: Committed,
+         delivered: list[FpEntry], wake: list[FpEntry]) -> bool:
+    """Replace both if neither moved since ``seen`` (one script)."""
+    k = AgentKeys(agent.agent_id)
+    done = rt.scripts(
+        "fp_swap",
+        [k.delivered_fp, k.wake_fp],
+        [seen.delivered_text, compact(delivered), seen.wake_text, compact(wake)],
+    )
+    return bool(int(done))
+
+
+def _replace(fp: list[FpEntry], filename: str, entry: FpEntry | None) -> list[FpEntry]:
+    kept = [list(e) for e in fp if e[0] != filename]
+    if entry is not None:
+        kept.append(list(entry))
+    return sorted(kept, key=lambda e: str(e[0]))
+
+
+def patch(
+    rt: Runtime,
+    agent: AgentRecord,
+    filename: str,
+    raw_entry: FpEntry | None,
+    wake_entry: FpEntry | None,
+    delayed: str | None,
+) -> bool:
+    """C36: both fingerprints take ``filename``'s new entries (or lose them).
+
+    Other channels' entries stay as they were, so a concurrent producer's change
+    elsewhere still wakes the agent.
+    """
+    for _ in range(PATCH_ATTEMPTS):
+        seen = read(rt, agent)
+        delivered = _replace(seen.delivered, filename, raw_entry)
+        wake = _replace(seen.wake(agent.root, delayed), filename, wake_entry)
+        if swap(rt, agent, seen, delivered, wake):
+            return True
+    return False

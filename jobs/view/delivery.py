@@ -1,0 +1,177 @@
+"""Delivering notifications to the model: stamp and render (channels.md C23, C24).
+
+A delivery hands over one stable coherent read and commits, in Redis, both the
+*delivered* raw fingerprint (what the agent has seen, the base of dismissal's
+compare-and-swap) and the *wake* masked fingerprint (so the sync tick does not
+wake the agent for what it already has).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tidings.jobs.cap import lanes as cap
+from tidings.jobs.cap import ruler as cap_ruler
+from tidings.jobs.channels.names import DAEMON
+from tidings.jobs.limits import max_chars
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view.coherent import observe
+from tidings.jobs.view.read import FpEntry, Observation
+from tidings.store.jsonfmt import compact
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
+
+#: C45: the exact result of ``notification(action="check")``.
+CHECK_PLACEHOLDER: dict[str, Any] = {
+    "_notification_placeholder": True,
+    "message": (
+        "Voluntary notification(action=check) read. The live notification payload is "
+        "delivered under _meta.agent_meta.notifications.attention and "
+        "_meta.agent_meta.guidance.transient on this same result. If those keys are absent, "
+        "no notifications are active."
+    ),
+}
+
+#: C24: the instruction every stamp carries.
+STAMP_INSTRUCTION = "Only the latest agent_meta is current; older copies are historical traces."
+GUIDANCE_REF = "meta_guidance.notification_handling"
+
+
+def check_placeholder() -> dict[str, Any]:
+    return copy.deepcopy(CHECK_PLACEHOLDER)
+
+
+def is_placeholder(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("_notification_placeholder") is True
+
+
+def commit(
+    rt: Runtime, agent: AgentRecord, raw_fp: list[FpEntry], masked_fp: list[FpEntry]
+) -> None:
+    """C23: record what was delivered, in one atomic command."""
+    k = AgentKeys(agent.agent_id)
+    rt.redis.mset({k.delivered_fp: compact(raw_fp), k.wake_fp: compact(masked_fp)})
+
+
+def _without_guidance(payload: Any) -> Any:
+    if isinstance(payload, dict) and "notification_guidance" in payload:
+        return {k: v for k, v in payload.items() if k != "notification_guidance"}
+    return payload
+
+
+def attention_lane(
+    rt: Runtime,
+    agent: AgentRecord,
+    obs: Observation,
+    persistent: dict[str, Any] | None,
+    cap_chars: int | None = None,
+) -> dict[str, Any]:
+    """The capped attention map of ``obs`` (guidance keys removed, sanitised, capped).
+
+    Payloads are copied only when a guidance key must go, so the lane that is
+    measured holds the observation's own objects (B6).
+    """
+    from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
+    lane = cap.sanitise_attention(from_files, persistent)
+    if not lane:
+        return lane
+    return cap.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
+
+
+def _content_key(
+    obs: Observation, from_files: dict[str, Any], lane: dict[str, Any]
+) -> tuple[Any, ...] | None:
+    """What determines ``lane`` (block-cap.md B20): the raw fingerprint for channel
+    files, the ruler text of the entries it does not cover (the daemon aggregate,
+    sanitised pointers); ``None`` if those cannot be written."""
+    derived = {k: v for k, v in lane.items() if k == DAEMON or v is not from_files.get(k)}
+    try:
+        derived_text = cap_ruler.ruler_text(derived)
+    except cap_ruler.Unserialisable:
+        return None
+    return (tuple(tuple(entry) for entry in obs.raw_fp), derived_text)
+
+
+def notifications(
+    rt: Runtime, agent: AgentRecord, obs: Observation, persistent: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The ``notifications`` object of one stable observation (C24); one cap for both
+    lanes (block-cap.md B1)."""
+    cap_chars = max_chars(agent.root)
+    out: dict[str, Any] = {}
+    attention = attention_lane(rt, agent, obs, persistent, cap_chars)
+    if attention:
+        out["attention"] = attention
+    if persistent:
+        out["persistent"] = cap.cap_persistent(rt, agent, persistent, cap_chars)
+    return out
+
+
+def _sources(attention: dict[str, Any]) -> list[str]:
+    return [name for name in attention if name not in ("overflow", "comment")]
+
+
+def stamp_with(
+    rt: Runtime,
+    agent: AgentRecord,
+    obs: Observation,
+    result: dict[str, Any],
+    persistent: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The stamped copy of ``result`` from ``obs``, or ``None`` when it stays unchanged."""
+    if not obs.stable:
+        return None
+    notes = notifications(rt, agent, obs, persistent)
+    if not notes and not is_placeholder(result):
+        return None
+    stamped = copy.deepcopy(result)
+    existing = stamped.get("_meta")
+    meta: dict[str, Any] = existing if isinstance(existing, dict) else {}
+    attention = notes.get("attention", {})
+    guidance = (
+        {"transient": {"ref": GUIDANCE_REF, "sources": _sources(attention)}}
+        if attention
+        else {"transient": {}}
+    )
+    meta["agent_meta"] = {
+        "notifications": notes,
+        "guidance": guidance,
+        "instruction": STAMP_INSTRUCTION,
+    }
+    stamped["_meta"] = meta
+    return stamped
+
+
+def stamp(
+    rt: Runtime,
+    agent: AgentRecord,
+    result: dict[str, Any],
+    persistent: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """C24: ``result`` with ``_meta.agent_meta`` stamped from one stable read."""
+    obs = observe(rt, agent)
+    stamped = stamp_with(rt, agent, obs, result, persistent)
+    if stamped is None:
+        return result
+    commit(rt, agent, obs.raw_fp, obs.masked_fp)
+    return stamped
+
+
+def render(
+    rt: Runtime, agent: AgentRecord, persistent: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """C24: the capped ``notifications`` object (``{}`` when nothing is visible)."""
+    obs = observe(rt, agent)
+    if not obs.stable:
+        return cap_only(rt, agent, persistent)
+    notes = notifications(rt, agent, obs, persistent)
+    commit(rt, agent, obs.raw_fp, obs.masked_fp)
+    return notes
+
+
+def cap_only(
+    rt: Runtime, agent: AgentRecord, persistent: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What an unstable read can still deliver: the persistent block alone."""
+    return {"persistent": cap.cap_persistent(rt, agent, persistent)} if persistent else {}

@@ -1,0 +1,71 @@
+"""One agent's figures for ``tidings status``: its inbox backlog and its live delay.
+
+Strictly read-only: the delay state is read as any reader does, but nothing is
+reconciled (an overdue alarm is reported as ``alarm_overdue``, not published)
+and an invalid state is not logged; the inbox counts are sorted-set sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tidings.jobs.delay.alarm import owes_alarm
+from tidings.jobs.delay.state import read_state, structural_problem
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.jsonfmt import utc_stamp
+from tidings.store.models import AgentRecord
+
+#: Decimal places of ``remaining_seconds``.
+REMAINING_DIGITS = 3
+
+
+def delay_figure(request_id: str, deadline_epoch: float, now: float, *,
+                 target: str | None, source: str) -> dict[str, Any]:
+    """The ``live_delay`` object: what is delayed, until when, and who said so."""
+    return {"target": target, "request_id": request_id, "deadline_epoch": deadline_epoch,
+            "deadline_at": utc_stamp(deadline_epoch),
+            "remaining_seconds": round(max(deadline_epoch - now, 0.0), REMAINING_DIGITS),
+            "source": source}
+
+
+def delay_from_state(root: Path, now: float) -> tuple[dict[str, Any] | None, bool]:
+    """``(live_delay or None, alarm_overdue)`` from the workdir's delay state (D5, D8)."""
+    state = read_state(root).state
+    if state is None:
+        return None, False
+    if structural_problem(state, now) is not None or state["deadline_epoch"] <= now:
+        return None, owes_alarm(state, now)
+    live = delay_figure(state["request_id"], float(state["deadline_epoch"]), now,
+                        target=state["target"], source="state_file")
+    return live, False
+
+
+def inbox_counts(redis: Any, agent_ids: Sequence[str]) -> list[dict[str, int]]:
+    """Per agent (one round trip for all): ``pending`` (selectable: pending and deferred,
+    M44), ``processing`` (claimed by a turn) and ``open`` (every non-terminal item, M8)."""
+    with redis.pipeline(transaction=False) as pipe:
+        for agent_id in agent_ids:
+            k = InboxKeys(agent_id)
+            pipe.zcard(k.selectable)
+            pipe.zcard(k.running)
+            pipe.zcard(k.open)
+        replies = [int(v) for v in pipe.execute()]
+    return [{"pending": replies[i], "processing": replies[i + 1], "open": replies[i + 2]}
+            for i in range(0, len(replies), 3)]
+
+
+def agent_figures(redis: Any, agents: Sequence[AgentRecord], now: float) -> list[dict[str, Any]]:
+    """Per agent: ``agent_id``, ``host``, the inbox counts, ``live_delay`` and
+    ``alarm_overdue``; ``files_here`` says whether the workdir is on this machine (else
+    the delay is unknown here and the caller may ask the host's scheduler)."""
+    figures = []
+    counts = inbox_counts(redis, [agent.agent_id for agent in agents])
+    for agent, inbox in zip(agents, counts, strict=True):
+        here = agent.root.is_dir()
+        live, overdue = delay_from_state(agent.root, now) if here else (None, False)
+        figures.append({"agent_id": agent.agent_id, "host": agent.host,
+                        "workdir": agent.workdir, **inbox, "live_delay": live,
+                        "alarm_overdue": overdue, "files_here": here})
+    return figures

@@ -1,0 +1,1 @@
+"""Waking the agent (channels.md C27): the wake stream and the sync tick."""
