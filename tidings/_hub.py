@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from tidings._agent import Agent
 from tidings._status import status
 from tidings.jobs.channels.names import name_error
+from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import startup_all
 from tidings.scheduler.service import EventSink, SchedulerService
@@ -94,6 +95,7 @@ class Hub:
 
     # -- agents ---------------------------------------------------------------
 
+    @raising("agent")
     def agent(
         self,
         workdir: str | os.PathLike[str],
@@ -138,6 +140,7 @@ class Hub:
             self._ensure_local_worker()
         return Agent(self, record, inline=inline)
 
+    @raising("agents")
     def agents(self) -> list[dict[str, Any]]:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
         return [record.public for record in self.registry.all()]
