@@ -9,6 +9,7 @@ from typing import Any
 
 from dramatiq import Worker
 from pydantic import ValidationError
+from redis import Redis
 
 from tidings._agent import Agent
 from tidings._status import status
@@ -16,7 +17,7 @@ from tidings.jobs.channels.names import name_error
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import startup_all
 from tidings.scheduler.service import EventSink, SchedulerService
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.connection import client_for, ping
 from tidings.store.errors import TidingsError
@@ -38,7 +39,7 @@ MOVE_SETTLE_SECONDS = 30.0
 def connect(
     redis_url: str | None = None,
     *,
-    client: Any = None,
+    client: Redis | None = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
 ) -> Hub:
@@ -72,7 +73,7 @@ class Hub:
 
     def __init__(
         self,
-        client: Any,
+        client: Redis,
         settings: Settings | None = None,
         *,
         clock: Clock | None = None,
@@ -175,7 +176,7 @@ class Hub:
         in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host,
                                                             settle_seconds)
         for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
-            self.runtime.dispatch.flush_channel(record, raw.decode())
+            self.runtime.dispatch.flush_channel(record, replies.text(raw))
         return {**result, "moved": True, "settled": in_flight == 0, "in_flight": in_flight}
 
     def status(self) -> dict[str, Any]:
