@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-
 from dramatiq import Worker
 from redis import Redis
 
@@ -38,16 +35,3 @@ class HostWorker:
     def stop(self) -> None:
         self.worker.stop()
         self.broker.close()
-
-
-def run_forever(client: Redis, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
-    """Run until SIGINT/SIGTERM (``tidings worker``)."""
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    worker = HostWorker(client, settings, threads)
-    worker.start()
-    try:
-        stop.wait()
-    finally:
-        worker.stop()
