@@ -14,6 +14,7 @@ from redis import Redis
 from tidings._agent import Agent
 from tidings._status import status
 from tidings.jobs.channels.names import name_error
+from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import startup_all
 from tidings.scheduler.service import EventSink, SchedulerService
@@ -112,6 +113,7 @@ class Hub:
 
     # -- agents ---------------------------------------------------------------
 
+    @raising("agent")
     def agent(
         self,
         workdir: str | os.PathLike[str],
@@ -157,6 +159,7 @@ class Hub:
             self.registry.put(record)
         return Agent(self, record, inline=inline or self._inline_agents)
 
+    @raising("agents")
     def agents(self) -> list[dict[str, Any]]:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
         return [record.public for record in self.registry.all()]
