@@ -1,7 +1,7 @@
 """tidings: keeps long-running LLM agents informed.
 
     >>> import tidings
-    >>> hub = tidings.connect("embedded")
+    >>> hub = tidings.connect("embedded", background=True)
     >>> agent = hub.agent("/path/to/workdir", inline=True)
     >>> agent.publish_event("system", {"text": "hi"})
     {'status': 'ok', 'event_id': 'evt_...', 'flushed': True}

@@ -56,8 +56,10 @@ def memory_inbox(tour: Tour) -> None:
 
     tour.say("Then the host restarts: a new hub on the same store, whose orchestrator calls "
              "[bold]startup()[/] before its first turn.")
-    restarted = Hub(tour.hub.redis, tour.hub.settings, local_worker=True)
+    restarted = Hub(tour.hub.redis, tour.hub.settings)
     try:
+        restarted.start_worker()
+        restarted.start_scheduler()
         again = restarted.agent(tour.workdir)
         recovered = again.startup()
         tour.show("startup() after the restart", recovered)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import threading
 from typing import Any
 
 from dramatiq import Worker
@@ -39,15 +37,3 @@ class HostWorker:
         self.worker.stop()
         self.broker.close()
 
-
-def run_forever(client: Any, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
-    """Run until SIGINT/SIGTERM (``tidings worker``)."""
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    worker = HostWorker(client, settings, threads)
-    worker.start()
-    try:
-        stop.wait()
-    finally:
-        worker.stop()

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from tidings.jobs import metrics
-from tidings.jobs.ids import is_event_id, new_event_id
+from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
@@ -86,7 +86,7 @@ def admit(
         problem = error("invalid_wake", "wake must be true or false")
     if problem is not None:
         return problem
-    event_id = event_id or new_event_id()
+    event_id = event_id or new_uuid7()
     now = rt.clock.now()
     created_at = utc_stamp_ms(now)
     text = cap(summary)  # M3: cut as in M37

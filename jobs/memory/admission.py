@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidings.jobs import log, metrics
-from tidings.jobs.ids import new_event_id
+from tidings.jobs.ids import new_uuid7
 from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.memory import (
     Comparison,
@@ -153,7 +153,7 @@ def _commit(
     event_id, event = "", ""
     now = rt.clock.now()
     if content is not None:
-        event_id = new_event_id()
+        event_id = new_uuid7()
         summary, payload = content
         event = compact({"event_id": event_id, "source_kind": inbox.MEMORY_SOURCE_KIND,
                          "created_at": utc_stamp_ms(now), "observed_at": snapshot.observed_at,

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from tidings.jobs import log, metrics
-from tidings.jobs.ids import new_event_id
+from tidings.jobs.ids import new_uuid7
 from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.inbox.items import read_items
 from tidings.jobs.inbox.text import render_inbox_text
@@ -103,7 +103,7 @@ def prepare_turn(
     """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
     if kind not in KINDS:
         return error("invalid_kind", f"kind must be one of {', '.join(KINDS)}", kind=kind)
-    turn_id = new_event_id()
+    turn_id = new_uuid7()
     problem, lease_ms = _take_slot(rt, agent.agent_id, turn_id, kind)
     if problem is not None:
         return problem

@@ -57,11 +57,6 @@ def _decode(fields: dict[Any, Any]) -> Entry:
     return decoded
 
 
-def _id(text: str) -> tuple[int, int]:
-    ms, _, seq = text.partition("-")
-    return int(ms), int(seq or 0)
-
-
 def _choose(entries: list[tuple[str, Entry]]) -> tuple[str, Entry] | None:
     """The oldest unconsumed entry, skipping a notification that a newer one supersedes."""
     for position, (wake_id, entry) in enumerate(entries):

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidings.jobs import log
 from tidings.jobs.channels import allowlist
 from tidings.jobs.channels import blocked as scans
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
+from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery, wake_mask
 from tidings.jobs.view.coherent import observe
@@ -94,8 +94,9 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> b
     return bool(masked == committed.read(rt, agent).wake(agent.root, target))
 
 
+@answering("sync_agent")
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
-    """C27 for one agent."""
+    """C27 for one agent; an unexpected failure answers ``internal_error`` (C52)."""
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
@@ -133,12 +134,10 @@ def sync_host(rt: Runtime, host: str) -> Result:
     agents = AgentRegistry(rt.redis).on_host(host)
     try:
         for agent in agents:
-            try:
-                woke += bool(sync_agent(rt, agent).get("woke"))
-            except Exception as exc:  # a tick must survive any one agent's state
+            outcome = sync_agent(rt, agent)
+            woke += bool(outcome.get("woke"))
+            if outcome.get("status") != "ok":
                 failed.append(agent.agent_id)
-                log.event("notification_sync_failed", agent_id=agent.agent_id,
-                          error=f"{type(exc).__name__}: {exc}"[:300])
     finally:
         rt.redis.delete(keys.sync_running(host))
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}
