@@ -29,7 +29,7 @@ def event_content(
 def build_payload(
     comparison: Comparison, *, trigger: str, standing_files: Sequence[str]
 ) -> dict[str, Any]:
-    """M36."""
+    """The memory event's payload (M36): category, movements, capped change lists, persona flags."""
     c = comparison
     lists = {"commit": c.commit, "staged": c.staged, "worktree": c.worktree}
     persona = standing_changes(c, standing_files)

@@ -22,15 +22,6 @@ from tidings.jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> GitRepo:
-    repo = GitRepo.init(tmp_path / "memory")
-    repo.write("notes/plan.md", "plan\n")
-    repo.write("SOUL.md", "soul\n")
-    repo.commit("start")
-    return repo
-
-
-@pytest.fixture
 def hashed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
     """Names of the files the observation opened and hashed."""
     names: list[bytes] = []
@@ -211,12 +202,7 @@ def test_fifo_is_typed_not_opened(repo: GitRepo, hashed: list[bytes]) -> None:
 
 def test_conflict_records_every_stage(repo: GitRepo) -> None:
     """M17: a conflicted path keeps index entries of stages 1-3."""
-    repo.git("checkout", "-q", "-b", "other")
-    repo.write("SOUL.md", "theirs\n")
-    repo.commit("theirs")
-    repo.git("checkout", "-q", "main")
-    repo.write("SOUL.md", "ours\n")
-    repo.commit("ours")
+    repo.diverge("SOUL.md")
     repo.git("merge", "-q", "other", check=False)
     rec = repo.observe().paths[b"SOUL.md"]
     assert rec.flags & CONFLICTED and [e.stage for e in rec.index] == [1, 2, 3]
