@@ -9,7 +9,6 @@ import pygit2
 import pytest
 
 from tests.support.gitrepo import GitRepo
-from tidings.jobs.memory import head as head_module
 
 
 def test_root_commit_is_walked_once_per_head(
