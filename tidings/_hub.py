@@ -9,14 +9,16 @@ from typing import Any
 
 from dramatiq import Worker
 from pydantic import ValidationError
+from redis import Redis
 
 from tidings._agent import Agent
 from tidings._status import status
 from tidings.jobs.channels.names import name_error
+from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import startup_all
 from tidings.scheduler.service import EventSink, SchedulerService
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.connection import client_for, ping
 from tidings.store.errors import TidingsError
@@ -39,7 +41,7 @@ def connect(
     redis_url: str | None = None,
     *,
     background: bool = False,
-    client: Any = None,
+    client: Redis | None = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
 ) -> Hub:
@@ -87,7 +89,7 @@ class Hub:
 
     def __init__(
         self,
-        client: Any,
+        client: Redis,
         settings: Settings | None = None,
         *,
         clock: Clock | None = None,
@@ -111,6 +113,7 @@ class Hub:
 
     # -- agents ---------------------------------------------------------------
 
+    @raising("agent")
     def agent(
         self,
         workdir: str | os.PathLike[str],
@@ -156,6 +159,7 @@ class Hub:
             self.registry.put(record)
         return Agent(self, record, inline=inline or self._inline_agents)
 
+    @raising("agents")
     def agents(self) -> list[dict[str, Any]]:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
         return [record.public for record in self.registry.all()]
@@ -193,7 +197,7 @@ class Hub:
         in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host,
                                                             settle_seconds)
         for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
-            self.runtime.dispatch.flush_channel(record, raw.decode())
+            self.runtime.dispatch.flush_channel(record, replies.text(raw))
         return {**result, "moved": True, "settled": in_flight == 0, "in_flight": in_flight}
 
     def status(self) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from tidings.jobs.memory.model import (
     Unreadable,
     Worktree,
 )
+from tidings.store import replies
 
 FIELDS = (
     "format", "version", "identity", "head", "paths",
@@ -131,7 +132,7 @@ def decode_checkpoint(fields: Mapping[bytes | str, bytes | str] | None) -> Check
     """M21: ``None`` when there is no checkpoint, else a Snapshot, Unreadable or TooNew."""
     if not fields:
         return None
-    text = {_text(key): value for key, value in fields.items()}
+    text = {replies.text(key): value for key, value in fields.items()}
     key = text.get("identity", "")
     with _decoded_lock:
         kept = _decoded.get(key)
@@ -218,10 +219,6 @@ def _record(row: Any) -> tuple[bytes, PathRecord]:
         worktree=Worktree(*worktree),
         stat=stat,
     )
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _reason(exc: Exception) -> str:

@@ -13,7 +13,8 @@ import secrets
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+
+from redis import Redis
 
 from tidings.jobs import log
 from tidings.jobs.runtime import Runtime
@@ -51,7 +52,7 @@ class _Renewer(threading.Thread):
         self.join()
 
 
-def _take(redis: Any, key: str, token: str, lease_ms: int) -> bool:
+def _take(redis: Redis, key: str, token: str, lease_ms: int) -> bool:
     """SET NX; a refusal of a key that holds our own token means an earlier try of this
     same SET took the lock and only its reply was lost (the client re-sent it after a
     connection error), so the lock is ours rather than busy until its lease runs out."""
