@@ -9,7 +9,7 @@
 
 from tidings._agent import Agent
 from tidings._hub import Hub, connect
-from tidings._tool_schema import notification_tool_schema
+from tidings._tool_dialects import notification_tool_schema
 from tidings._turn import Turn
 from tidings.errors import (
     LockTimeout,
