@@ -12,7 +12,6 @@ no record is lost and none lands twice.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tidings.jobs import metrics
@@ -23,6 +22,7 @@ from tidings.store import faults, locks
 from tidings.store.errors import UnsafePathError
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact, sha256_hex
+from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -67,9 +67,9 @@ def settle_intent(rt: Runtime, agent: AgentRecord, channel: str) -> str | None:
     raw = rt.redis.get(k.intent(channel))
     if raw is None:
         return None
-    intent = json.loads(raw)
+    intent = loads_or(raw, None)
     sha, _ = _current_sha(agent, channel)
-    if sha == intent["post_sha256"]:
+    if isinstance(intent, dict) and sha == intent.get("post_sha256"):
         _commit(rt, agent, channel, int(intent["through_seq"]))
         return "committed"
     rt.redis.delete(k.intent(channel))

@@ -8,7 +8,6 @@ an invalid one is reported once per distinct content per process.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections import OrderedDict
@@ -24,6 +23,7 @@ from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.runtime import Runtime
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact_sorted, sha256_hex
+from tidings.store.jsonread import Malformed, parse
 from tidings.store.models import AgentRecord
 
 #: D5: the state file and its format version.
@@ -68,11 +68,10 @@ def read_state(root: Path) -> StateRead:
     if not outcome.ok:
         return StateRead("unreadable", digest=f"{outcome.kind}:{outcome.error}")
     digest = sha256_hex(outcome.data)
-    try:
-        value = json.loads(outcome.data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    parsed = parse(outcome.data)
+    if isinstance(parsed, Malformed):
         return StateRead("malformed", digest=digest)
-    return StateRead("ok", value, digest)
+    return StateRead("ok", parsed.value, digest)
 
 
 def write_state(root: Path, state: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ from tidings.jobs.memory.model import (
     Unreadable,
     Worktree,
 )
+from tidings.store.jsonread import MAX_DEPTH, too_deep
 
 FIELDS = (
     "format", "version", "identity", "head", "paths",
@@ -186,7 +187,10 @@ class _TooNew(Exception):
 def _parse(name: str, text: dict[str, bytes | str]) -> Any:
     if name not in text:
         raise ValueError(f"missing field {name}")
-    value = _FIELD_TYPES[name].validate_json(text[name], strict=True)
+    raw = text[name]
+    if too_deep(raw.encode("utf-8", "replace") if isinstance(raw, str) else raw):
+        raise ValueError(f"field {name} is nested deeper than {MAX_DEPTH} levels")  # C47
+    value = _FIELD_TYPES[name].validate_json(raw, strict=True)
     if name == "format":
         if value > CHECKPOINT_FORMAT:
             raise _TooNew(value)
