@@ -37,6 +37,11 @@ START_SKEW_SECONDS = 1.0
 #: D8: tolerance of the duration checks, in seconds.
 DURATION_TOLERANCE = 0.001
 
+#: The latest deadline a ``YYYY-MM-DDTHH:MM:SSZ`` stamp (and a ``datetime``) can hold:
+#: a huge delay cap must not let a request overflow ``gmtime`` (issue 11).
+LATEST_DEADLINE_EPOCH = 253_402_300_799
+LATEST_DEADLINE_AT = "9999-12-31T23:59:59Z"
+
 #: D7: the scope note attached to a retained event count.
 RETAINED_SCOPE = "current mirror entries; not asserted total"
 
@@ -104,6 +109,8 @@ def _time_problem(state: dict[str, Any], now: float) -> str | None:
         return "started_epoch and deadline_epoch must be finite numbers"
     if started > now + START_SKEW_SECONDS:
         return "started_epoch lies in the future"
+    if deadline > LATEST_DEADLINE_EPOCH or started < 0:
+        return "started_epoch or deadline_epoch is out of range"
     duration = deadline - started
     if duration < 0:
         return "deadline_epoch precedes started_epoch"
