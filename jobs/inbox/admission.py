@@ -14,6 +14,7 @@ from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_event_id
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
+from tidings.store import rates
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 
@@ -106,6 +107,8 @@ def admit(
     if outcome == "inbox_full":
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
     metrics.items_entered("pending")
+    if wake:
+        rates.count(rt.redis, rates.WAKES, 1, now)
     result: Result = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
     if text != summary:
         result["truncated"] = True

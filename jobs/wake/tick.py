@@ -23,7 +23,7 @@ from tidings.jobs.view import committed, delivery, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-from tidings.store import keys
+from tidings.store import keys, rates
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -117,6 +117,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
         return result
     wake_id = _signal(rt, agent, seen, obs)
     if wake_id is not None:
+        rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
         result.update(woke=True, wake_id=wake_id.decode() if isinstance(wake_id, bytes)
                       else str(wake_id))
     return result
@@ -140,5 +141,9 @@ def sync_host(rt: Runtime, host: str) -> Result:
                 log.event("notification_sync_failed", agent_id=agent.agent_id,
                           error=f"{type(exc).__name__}: {exc}"[:300])
     finally:
-        rt.redis.delete(keys.sync_running(host))
+        last = {"at": utc_stamp(rt.clock.now()), "agents": len(agents), "woke": woke}
+        with rt.redis.pipeline(transaction=False) as pipe:
+            pipe.set(keys.sync_last(host), compact(last))
+            pipe.delete(keys.sync_running(host))
+            pipe.execute()
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}
