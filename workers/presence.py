@@ -1,8 +1,9 @@
 """Worker presence: each running worker process says, every few seconds, that it is alive.
 
 A dramatiq middleware: when a worker boots it starts a heartbeat thread that writes
-``HSET tidings:workers "<host> <node>:<pid>:<n>" <epoch>``; at shutdown it removes its
-field. Readers (the web console) count the fields of a host seen within
+``HSET tidings:workers "<host> <node>:<pid>" <epoch>`` (a process that runs a second
+worker, e.g. ``tidings up`` with its scheduler's, counts once); at shutdown it removes
+its field. Readers (the web console) count the fields of a host seen within
 :data:`FRESH_SECONDS`; a killed process simply goes stale. Each heartbeat also drops
 fields older than :data:`FORGET_SECONDS`, so the hash stays as small as the fleet.
 """
@@ -10,7 +11,6 @@ fields older than :data:`FORGET_SECONDS`, so the hash stays as small as the flee
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import socket
 import threading
@@ -27,9 +27,6 @@ HEARTBEAT_SECONDS = 5.0
 FRESH_SECONDS = 3 * HEARTBEAT_SECONDS
 #: A field older than this is deleted by the next heartbeat of any worker.
 FORGET_SECONDS = 3600.0
-
-_serial = itertools.count(1)
-
 
 def worker_counts(fields: dict[Any, Any], now: float) -> dict[str, int]:
     """Fresh workers per host, from the raw ``tidings:workers`` hash."""
@@ -51,7 +48,7 @@ class Presence(Middleware):
 
     def __init__(self, client: Any, host: str) -> None:
         self.client = client
-        self.field = f"{host} {socket.gethostname()}:{os.getpid()}:{next(_serial)}"
+        self.field = f"{host} {socket.gethostname()}:{os.getpid()}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

@@ -60,6 +60,19 @@ def channel_rows(payloads: dict[str, Any], delayed: str | None) -> list[dict[str
     return rows
 
 
+def wake_about(entry: Any) -> str:
+    """What a wake was for: the channels a notification carried, or the inbox item."""
+    if not isinstance(entry, dict):
+        return ""
+    if isinstance(entry.get("event_id"), str):
+        return str(entry["event_id"])
+    try:
+        sources = entry["result"]["_meta"]["agent_meta"]["guidance"]["transient"]["sources"]
+    except (KeyError, TypeError):
+        return ""
+    return ", ".join(map(str, sources)) if isinstance(sources, list) else ""
+
+
 def wake_rows(reply: Any) -> list[dict[str, Any]]:
     rows = []
     for wake_id, fields in reply or []:
@@ -67,6 +80,7 @@ def wake_rows(reply: Any) -> list[dict[str, Any]]:
         entry = _loads(decoded.get("entry"))
         text = _text(wake_id)
         rows.append({"id": text, "at": stream_time(text), "kind": decoded.get("kind", "?"),
+                     "about": wake_about(entry),
                      "entry": entry if entry is not None else decoded})
     return rows
 
