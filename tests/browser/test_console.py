@@ -81,7 +81,7 @@ def text_of(browser: Any, css: str) -> str:
 
 def no_alert(browser: Any) -> bool:
     try:
-        browser.switch_to.alert
+        _ = browser.switch_to.alert
     except NoAlertPresentException:
         return True
     return False
