@@ -29,7 +29,7 @@ def _compose(ms: int, random: int) -> str:
     return f"{value:032x}"
 
 
-def new_event_id() -> str:
+def new_uuid7() -> str:
     """A fresh UUIDv7 as 32 hex digits, greater than every id this process made before."""
     global _last_ms, _last_random
     with _lock:

@@ -186,7 +186,7 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
             break
         published = delay_alarm.reconcile(rt, agent, step.overdue_id) or published
     if published:
-        tick.sync_agent(rt, agent)  # D14
+        tick.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
     if step.overdue:
         return _error("delay_expiry_recovery_pending",
                       "an overdue delay's alarm could not be published yet; try again",

@@ -25,7 +25,7 @@ def error(reason: str, message: str, **fields: Any) -> Result:
     return {"status": "error", "reason": reason, "message": message, **fields}
 
 
-def new_event_id(now: float) -> str:
+def new_channel_event_id(now: float) -> str:
     """``evt_<ms-epoch-hex>_<4 hex>``."""
     return f"evt_{int(now * 1000):x}_{secrets.token_hex(2)}"
 
@@ -98,7 +98,7 @@ def complete_event(
     """A copy with ``event_id`` and ``at`` set, and its dedup key (C11)."""
     completed = dict(event)
     caller_id = completed.get("event_id")
-    completed.setdefault("event_id", new_event_id(now))
+    completed.setdefault("event_id", new_channel_event_id(now))
     completed.setdefault("at", utc_stamp(now))
     if idempotency_key is not None:
         completed.setdefault("idempotency_key", idempotency_key)

@@ -19,7 +19,11 @@ from tidings.jobs import metrics
 from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
 from tidings.jobs.runtime import Runtime
+<<<<<<< HEAD
 from tidings.store import faults, locks, rates
+=======
+from tidings.store import faults, locks, replies
+>>>>>>> main
 from tidings.store.errors import UnsafePathError
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact, sha256_hex
@@ -88,7 +92,7 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
             [channel],
         )
         return None if int(released) else 0
-    records = [Record.decode(item) for item in raw]
+    records = [Record.decode(replies.data(item)) for item in raw]
     pre_sha, data = _current_sha(agent, channel)
     mirror = apply_batch(
         parse_mirror(data), records, channel, retained_bound(agent, channel), rt.clock.now()

@@ -11,10 +11,14 @@ import re
 from typing import Any
 
 from tidings.jobs import metrics
-from tidings.jobs.ids import is_event_id, new_event_id
+from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
+<<<<<<< HEAD
 from tidings.store import rates
+=======
+from tidings.store import replies
+>>>>>>> main
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 
@@ -42,10 +46,6 @@ def key_digest(key: str) -> str:
 
 def attributes_arg() -> str:
     return " ".join(ADMISSION_ATTRIBUTES)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def _check(source_kind: object, summary: object, payload: object, key: object) -> Result | None:
@@ -87,7 +87,7 @@ def admit(
         problem = error("invalid_wake", "wake must be true or false")
     if problem is not None:
         return problem
-    event_id = event_id or new_event_id()
+    event_id = event_id or new_uuid7()
     now = rt.clock.now()
     created_at = utc_stamp_ms(now)
     text = cap(summary)  # M3: cut as in M37
@@ -101,9 +101,9 @@ def admit(
         [event_id, compact(event), int(now * 1000), key_digest(key) if key else "", MAX_OPEN,
          "1" if wake else "0", compact(wake_entry)],
     )
-    outcome = _text(reply[0])
+    outcome = replies.text(reply[0])
     if outcome == "duplicate":
-        return {"status": "ok", "event_id": _text(reply[1]), "duplicate": True}
+        return {"status": "ok", "event_id": replies.text(reply[1]), "duplicate": True}
     if outcome == "inbox_full":
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
     metrics.items_entered("pending")
@@ -127,11 +127,11 @@ def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
         InboxKeys(agent_id).item_keys(),
         [event_id, utc_stamp_ms(now), int(now * 1000), MAX_TERMINAL, attributes_arg()],
     )
-    outcome = _text(reply[0])
+    outcome = replies.text(reply[0])
     if outcome == "not_found":
         return error("not_found", f"no retained item {event_id}", event_id=event_id)
     if outcome == "not_ignorable":
-        state = _text(reply[1])
+        state = replies.text(reply[1])
         return error("not_ignorable", f"a {state} item cannot be ignored", event_id=event_id)
     metrics.items_entered("ignored", int(outcome == "ok"))
     return {"status": "ok", "event_id": event_id, "state": "ignored",
@@ -149,11 +149,10 @@ def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> R
         [*k.item_keys(), k.turn_slot, k.turns],
         [mode, int(rt.clock.now() * 1000), expired_turn or ""],
     )
-    if _text(reply[0]) == "noop":
+    if replies.text(reply[0]) == "noop":
         return {"retryable": [], "needs_repair": [], "closed_turn": None}
-    closed = _text(reply[1])
-    retryable, needs_repair = _text(reply[2]).split(), _text(reply[3]).split()
+    closed = replies.text(reply[1])
+    retryable, needs_repair = replies.text(reply[2]).split(), replies.text(reply[3]).split()
     metrics.items_entered("deferred", len(retryable))
     metrics.items_entered("needs-repair", len(needs_repair))
     return {"retryable": retryable, "needs_repair": needs_repair, "closed_turn": closed or None}
-

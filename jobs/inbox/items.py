@@ -14,6 +14,7 @@ from typing import Any
 from tidings.jobs.ids import is_event_id
 from tidings.jobs.inbox.text import projection_summary
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.errors import TidingsError
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
 
@@ -34,10 +35,6 @@ STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignor
 _SCAN_BATCH = 200
 
 Item = dict[str, Any]
-
-
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def projection_state(admission: dict[str, str | None]) -> str:
@@ -64,7 +61,8 @@ def read_items(rt: Runtime, agent_id: str, ids: Sequence[str]) -> list[Item]:
             continue
         event = json.loads(raw)
         row = values[n * width:(n + 1) * width]
-        admission = {a: _text(v) for a, v in zip(ADMISSION_ATTRIBUTES, row, strict=True)}
+        admission = {a: replies.text_or_none(v)
+                     for a, v in zip(ADMISSION_ATTRIBUTES, row, strict=True)}
         items.append(_item(event, admission))
     return items
 
@@ -112,13 +110,13 @@ def projection(
     start = 0
     if before is not None:
         rank = rt.redis.zrevrank(k.listing, before)
-        if rank is None:
+        if not isinstance(rank, int):
             raise TidingsError(f"no retained item {before}", reason="invalid_before")
         start = rank + 1
     page: list[Item] = []
     while len(page) < limit:
         step = limit if state is None else _SCAN_BATCH
-        ids = [_text(i) or "" for i in rt.redis.zrevrange(k.listing, start, start + step - 1)]
+        ids = [replies.text(i) for i in rt.redis.zrevrange(k.listing, start, start + step - 1)]
         if not ids:
             break
         start += len(ids)

@@ -14,6 +14,7 @@ from typing import Any
 
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import wake_mask
+from tidings.store import replies
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -22,12 +23,6 @@ FpEntry = list[Any]
 
 #: How often a patch retries when a concurrent delivery moved a fingerprint.
 PATCH_ATTEMPTS = 20
-
-
-def _text(raw: Any) -> str:
-    if raw is None:
-        return ""
-    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
 
 
 @dataclass(frozen=True)
@@ -53,7 +48,7 @@ class Committed:
 def read(rt: Runtime, agent: AgentRecord) -> Committed:
     k = AgentKeys(agent.agent_id)
     delivered, wake = rt.redis.mget([k.delivered_fp, k.wake_fp])
-    return Committed(_text(delivered), _text(wake))
+    return Committed(replies.text_or_none(delivered) or "", replies.text_or_none(wake) or "")
 
 
 def swap(rt: Runtime, agent: AgentRecord, seen: Committed,
