@@ -19,11 +19,7 @@ from tidings.jobs import metrics
 from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
 from tidings.jobs.runtime import Runtime
-<<<<<<< HEAD
-from tidings.store import faults, locks, rates
-=======
-from tidings.store import faults, locks, replies
->>>>>>> main
+from tidings.store import faults, locks, rates, replies
 from tidings.store.errors import UnsafePathError
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact, sha256_hex

@@ -14,11 +14,7 @@ from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
-<<<<<<< HEAD
-from tidings.store import rates
-=======
-from tidings.store import replies
->>>>>>> main
+from tidings.store import rates, replies
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 

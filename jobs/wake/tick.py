@@ -23,11 +23,7 @@ from tidings.jobs.view import committed, delivery, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-<<<<<<< HEAD
-from tidings.store import keys, rates
-=======
-from tidings.store import keys, replies
->>>>>>> main
+from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -122,13 +118,8 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
         return result
     wake_id = _signal(rt, agent, seen, obs)
     if wake_id is not None:
-<<<<<<< HEAD
         rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
-        result.update(woke=True, wake_id=wake_id.decode() if isinstance(wake_id, bytes)
-                      else str(wake_id))
-=======
         result.update(woke=True, wake_id=replies.text(wake_id))
->>>>>>> main
     return result
 
 
