@@ -17,8 +17,11 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/tidings demo
 
+SCREENSHOTS := $(CURDIR)/build/screenshots
+
 test: venv lint
-	$(BIN)/python -m pytest -q
+	@echo "web console screenshots (browser tests): $(SCREENSHOTS)"
+	TIDINGS_SCREENSHOTS=$(SCREENSHOTS) $(BIN)/python -m pytest -q
 
 # mypy and import-linter read files, not imports: they run over the installed shape of the
 # package, laid out as links (the layer folders install as tidings.<layer>).

@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import (
+    NoAlertPresentException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
 from selenium.webdriver.common.by import By
 
 import tidings
@@ -50,6 +54,7 @@ class Stack:
 
     def close(self) -> None:
         self.hub.close()
+        self.hub.redis.connection_pool.disconnect()
         for proc in self.procs:
             proc.stop()
         self.procs.cleanup()
@@ -159,13 +164,20 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
                                      data=b"form_key=x", method="POST")
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
+    refused.value.close()
     assert refused.value.code == 403
     assert stack.agent.inbox(state="pending")[0]["event_id"] == event_id
 
     browser.get(stack.web_actions + page)
-    button = wait_until(lambda: browser.find_elements(
-        By.CSS_SELECTOR, f'[data-event="{event_id}"] form button'), timeout=5, what="button")
-    button[0].click()
+
+    def click() -> bool:  # a live update may replace the button between find and click
+        try:
+            browser.find_element(By.CSS_SELECTOR, f'[data-event="{event_id}"] form button').click()
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+        return True
+
+    wait_until(click, timeout=5, what="the ignore button clicked")
     alert = wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
                        what="the confirmation")
     alert.accept()

@@ -19,6 +19,7 @@ def status_code(url: str, headers: dict[str, str] | None = None) -> int:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return int(answer.status)
     except urllib.error.HTTPError as exc:
+        exc.close()
         return int(exc.code)
 
 

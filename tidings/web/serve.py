@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import sys
+import threading
 from typing import Any
 
 import uvicorn
@@ -64,3 +65,25 @@ def serve(hub: Any, host: str, port: int, allow_actions: bool) -> int:
     config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+class Background:
+    """The console served from a thread of this process (``tidings demo``, tests)."""
+
+    def __init__(self, hub: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = bind(host, port)
+        self.url = f"http://{host}:{self.sock.getsockname()[1]}/"
+        config = uvicorn.Config(build_app(hub, loopback=is_loopback(host)), log_level="warning",
+                                lifespan="off", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       name="tidings-web", daemon=True)
+
+    def __enter__(self) -> Background:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
