@@ -9,6 +9,7 @@ from typing import Any
 
 from dramatiq import Worker
 from pydantic import ValidationError
+from redis import Redis
 
 from tidings._agent import Agent
 from tidings._status import status
@@ -17,7 +18,7 @@ from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import startup_all
 from tidings.scheduler.service import EventSink, SchedulerService
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.connection import client_for, ping
 from tidings.store.errors import TidingsError
@@ -40,7 +41,7 @@ def connect(
     redis_url: str | None = None,
     *,
     background: bool = False,
-    client: Any = None,
+    client: Redis | None = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
 ) -> Hub:
@@ -88,7 +89,7 @@ class Hub:
 
     def __init__(
         self,
-        client: Any,
+        client: Redis,
         settings: Settings | None = None,
         *,
         clock: Clock | None = None,
@@ -141,6 +142,12 @@ class Hub:
             if name_error(channel) is not None:
                 raise TidingsError(f"max_events: bad channel {channel!r}", reason="invalid_agent")
         repo = os.path.realpath(memory_repo) if memory_repo is not None else None
+        for name, path in (("workdir", real), ("memory_repo", repo)):
+            if path is not None and not _is_text(path):
+                raise TidingsError(
+                    f"{name} {os.fsencode(path)!r} is not valid UTF-8 (agent records keep "
+                    "their paths as JSON text)", reason=f"invalid_{name}",
+                )
         if repo is None and existing is not None:
             repo = existing.memory_repo
         try:
@@ -196,7 +203,7 @@ class Hub:
         in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host,
                                                             settle_seconds)
         for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
-            self.runtime.dispatch.flush_channel(record, raw.decode())
+            self.runtime.dispatch.flush_channel(record, replies.text(raw))
         return {**result, "moved": True, "settled": in_flight == 0, "in_flight": in_flight}
 
     def status(self) -> dict[str, Any]:
@@ -258,3 +265,12 @@ class Hub:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_text(path: str) -> bool:
+    """True when ``path`` (undecodable bytes as lone surrogates) is valid UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -23,7 +23,7 @@ from tidings.jobs.view import committed, delivery, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -43,7 +43,7 @@ def enqueue_stranded(rt: Runtime, agent: AgentRecord) -> list[str]:
     k = AgentKeys(agent.agent_id)
     started: list[str] = []
     for member in rt.redis.smembers(k.buffered_channels):
-        channel = member.decode("utf-8") if isinstance(member, bytes) else str(member)
+        channel = replies.text(member)
         claimed = rt.scripts(
             "flush_claim_stranded",
             [k.buffer(channel), k.flush_flag(channel), k.buffered_channels],
@@ -118,8 +118,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
         return result
     wake_id = _signal(rt, agent, seen, obs)
     if wake_id is not None:
-        result.update(woke=True, wake_id=wake_id.decode() if isinstance(wake_id, bytes)
-                      else str(wake_id))
+        result.update(woke=True, wake_id=replies.text(wake_id))
     return result
 
 
