@@ -17,9 +17,9 @@ from tidings.jobs.wake.stream import (
     _check_timeout,
     _choose,
     _decode,
-    _text,
 )
 from tidings.store.keys import AgentKeys
+from tidings.store.replies import text as _text
 from tidings.store.scripts import Scripts
 
 
