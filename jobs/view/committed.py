@@ -7,7 +7,6 @@ wakes the agent (C27). Both are compact JSON lists of ``[filename, size, sha]``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import wake_mask
 from tidings.store import replies
 from tidings.store.jsonfmt import compact
+from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -34,11 +34,13 @@ class Committed:
 
     @property
     def delivered(self) -> list[FpEntry]:
-        return list(json.loads(self.delivered_text)) if self.delivered_text else []
+        value = loads_or(self.delivered_text or None, [])
+        return list(value) if isinstance(value, list) else []
 
     def wake(self, root: Path, delayed: str | None) -> list[FpEntry]:
-        if self.wake_text:
-            return list(json.loads(self.wake_text))
+        value = loads_or(self.wake_text or None, None)
+        if isinstance(value, list):
+            return list(value)
         return wake_mask.baseline(root, delayed)
 
     def delivered_entry(self, filename: str) -> FpEntry | None:
@@ -54,12 +56,14 @@ def read(rt: Runtime, agent: AgentRecord) -> Committed:
 def swap(rt: Runtime, agent: AgentRecord, seen: Committed,
          delivered: list[FpEntry], wake: list[FpEntry]) -> bool:
     """Replace both if neither moved since ``seen`` (one script)."""
+    return _swap_texts(rt, agent, seen, compact(delivered), compact(wake))
+
+
+def _swap_texts(rt: Runtime, agent: AgentRecord, seen: Committed, delivered: str,
+                wake: str) -> bool:
     k = AgentKeys(agent.agent_id)
-    done = rt.scripts(
-        "fp_swap",
-        [k.delivered_fp, k.wake_fp],
-        [seen.delivered_text, compact(delivered), seen.wake_text, compact(wake)],
-    )
+    done = rt.scripts("fp_swap", [k.delivered_fp, k.wake_fp],
+                      [seen.delivered_text, delivered, seen.wake_text, wake])
     return bool(int(done))
 
 
@@ -88,5 +92,20 @@ def patch(
         delivered = _replace(seen.delivered, filename, raw_entry)
         wake = _replace(seen.wake(agent.root, delayed), filename, wake_entry)
         if swap(rt, agent, seen, delivered, wake):
+            return True
+    return False
+
+
+def patch_wake(
+    rt: Runtime, agent: AgentRecord, entries: dict[str, FpEntry | None], delayed: str | None
+) -> bool:
+    """C23: the wake fingerprint takes each ``filename -> entry`` (``None``: loses it);
+    the delivered one and every other entry stay, so other channels' news still wakes."""
+    for _ in range(PATCH_ATTEMPTS):
+        seen = read(rt, agent)
+        wake = seen.wake(agent.root, delayed)
+        for filename, entry in entries.items():
+            wake = _replace(wake, filename, entry)
+        if _swap_texts(rt, agent, seen, seen.delivered_text, compact(wake)):
             return True
     return False
