@@ -9,5 +9,9 @@ logger = logging.getLogger("tidings")
 
 
 def event(name: str, level: int = logging.WARNING, **fields: Any) -> None:
-    """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``)."""
-    logger.log(level, "%s %s", name, fields, extra={"event": name, "fields": fields})
+    """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``).
+
+    The message is the bare name: formatters write the fields as values (JSON
+    object, or ``key=value``), never as a dict's repr inside the message.
+    """
+    logger.log(level, "%s", name, extra={"event": name, "fields": fields})
