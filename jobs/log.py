@@ -8,10 +8,14 @@ from typing import Any
 logger = logging.getLogger("tidings")
 
 
-def event(name: str, level: int = logging.WARNING, **fields: Any) -> None:
-    """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``).
+def event(
+    name: str, level: int = logging.WARNING, *, exc_info: BaseException | None = None,
+    **fields: Any,
+) -> None:
+    """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``);
+    ``exc_info`` adds that exception's traceback.
 
     The message is the bare name: formatters write the fields as values (JSON
     object, or ``key=value``), never as a dict's repr inside the message.
     """
-    logger.log(level, "%s", name, extra={"event": name, "fields": fields})
+    logger.log(level, "%s", name, exc_info=exc_info, extra={"event": name, "fields": fields})

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from dramatiq import Broker
+from redis import Redis
 
 from tidings.store.keys import sync_running
 from tidings.workers.dispatch import send
@@ -27,7 +28,7 @@ def flag_ttl(interval: float) -> int:
     return max(MIN_FLAG_TTL_SECONDS, math.ceil(3 * interval))
 
 
-def tick(redis: Any, broker: Broker, host: str, interval: float) -> bool:
+def tick(redis: Redis, broker: Broker, host: str, interval: float) -> bool:
     """Enqueue ``sync_host(host)`` unless one is still pending; ``True`` if enqueued."""
     if not redis.set(sync_running(host), "1", nx=True, ex=flag_ttl(interval)):
         return False
@@ -35,7 +36,7 @@ def tick(redis: Any, broker: Broker, host: str, interval: float) -> bool:
     return True
 
 
-def add_tick_job(scheduler: Any, redis: Any, broker: Broker, host: str, interval: float,
+def add_tick_job(scheduler: Any, redis: Redis, broker: Broker, host: str, interval: float,
                  jobstore: str) -> None:
     scheduler.add_job(
         tick, "interval", seconds=interval, args=[redis, broker, host, interval],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from redis import Redis
 
 from tidings.store import keys
 from tidings.store.errors import UnknownAgentError
@@ -10,7 +10,7 @@ from tidings.store.models import AgentRecord
 
 
 class AgentRegistry:
-    def __init__(self, redis: Any) -> None:
+    def __init__(self, redis: Redis) -> None:
         self._redis = redis
 
     def get(self, agent_id: str) -> AgentRecord | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tidings._agent import Agent
     from tidings._hub import Hub, connect
-    from tidings._tool_schema import notification_tool_schema
+    from tidings._tool_dialects import notification_tool_schema
     from tidings._turn import Turn
     from tidings.errors import (
         LockTimeout,
@@ -50,7 +50,7 @@ _EXPORTS = {
     "UnknownAgentError": "tidings.errors",
     "UnsafePathError": "tidings.errors",
     "connect": "tidings._hub",
-    "notification_tool_schema": "tidings._tool_schema",
+    "notification_tool_schema": "tidings._tool_dialects",
 }
 
 __all__ = [

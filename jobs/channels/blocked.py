@@ -15,6 +15,7 @@ from tidings.jobs import log
 from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.files import MAX_READ_BYTES, list_dir
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -84,7 +85,7 @@ def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: 
     present_big: set[str] = set()
     if registry_loaded:
         for member in rt.redis.smembers(k.blocked):
-            channel = member.decode() if isinstance(member, bytes) else str(member)
+            channel = replies.text(member)
             if allow.allows(channel):
                 rt.redis.srem(k.blocked, channel)
     for entry in list_dir(agent.root, NOTIFICATION_DIR) or []:
@@ -103,7 +104,7 @@ def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: 
                           "oversized_channel", oversized_body(stem)):
                 found.oversized.append(stem)
     for member in rt.redis.smembers(k.oversized):
-        channel = member.decode() if isinstance(member, bytes) else str(member)
+        channel = replies.text(member)
         if channel not in present_big:
             rt.redis.srem(k.oversized, channel)
     return found

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidings.jobs import log
 from tidings.jobs.channels import allowlist
 from tidings.jobs.channels import blocked as scans
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
+from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -43,7 +43,7 @@ def enqueue_stranded(rt: Runtime, agent: AgentRecord) -> list[str]:
     k = AgentKeys(agent.agent_id)
     started: list[str] = []
     for member in rt.redis.smembers(k.buffered_channels):
-        channel = member.decode("utf-8") if isinstance(member, bytes) else str(member)
+        channel = replies.text(member)
         claimed = rt.scripts(
             "flush_claim_stranded",
             [k.buffer(channel), k.flush_flag(channel), k.buffered_channels],
@@ -94,8 +94,9 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> b
     return bool(masked == committed.read(rt, agent).wake(agent.root, target))
 
 
+@answering("sync_agent")
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
-    """C27 for one agent."""
+    """C27 for one agent; an unexpected failure answers ``internal_error`` (C52)."""
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
@@ -117,8 +118,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
         return result
     wake_id = _signal(rt, agent, seen, obs)
     if wake_id is not None:
-        result.update(woke=True, wake_id=wake_id.decode() if isinstance(wake_id, bytes)
-                      else str(wake_id))
+        result.update(woke=True, wake_id=replies.text(wake_id))
     return result
 
 
@@ -133,12 +133,10 @@ def sync_host(rt: Runtime, host: str) -> Result:
     agents = AgentRegistry(rt.redis).on_host(host)
     try:
         for agent in agents:
-            try:
-                woke += bool(sync_agent(rt, agent).get("woke"))
-            except Exception as exc:  # a tick must survive any one agent's state
+            outcome = sync_agent(rt, agent)
+            woke += bool(outcome.get("woke"))
+            if outcome.get("status") != "ok":
                 failed.append(agent.agent_id)
-                log.event("notification_sync_failed", agent_id=agent.agent_id,
-                          error=f"{type(exc).__name__}: {exc}"[:300])
     finally:
         rt.redis.delete(keys.sync_running(host))
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}

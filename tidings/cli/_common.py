@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from tidings.store import jsonread
+
 if TYPE_CHECKING:
     from tidings._agent import Agent
     from tidings._hub import Hub
@@ -142,8 +144,10 @@ def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
     return agent
 
 
-def parse_json(text: str, what: str) -> Any:
-    """``text`` as JSON; ``-`` reads standard input, ``@PATH`` reads the file PATH."""
+def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -> Any:
+    """A JSON option's value through the bounded reader (C47); ``-`` reads standard
+    input, ``@PATH`` the file PATH. Too deep answers the call's own invalid-input
+    reason, anything else unreadable ``invalid_json``."""
     if text == "-":
         text = sys.stdin.read()
     elif text.startswith("@"):
@@ -152,10 +156,12 @@ def parse_json(text: str, what: str) -> Any:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{what}: cannot read {text[1:]!r}: {exc}",
                              reason="unreadable_file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what} is not valid JSON: {exc}", reason="invalid_json") from None
+    parsed = jsonread.parse(text)
+    if isinstance(parsed, jsonread.Malformed):
+        if parsed.reason == "too_deep":
+            raise UsageError(f"{what}: {parsed.message}", reason=too_deep_reason)
+        raise UsageError(f"{what} is not valid JSON: {parsed.message}", reason="invalid_json")
+    return parsed.value
 
 
 def emit(args: argparse.Namespace, result: Any) -> int:

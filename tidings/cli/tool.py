@@ -31,7 +31,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def notification(args: argparse.Namespace) -> int:
     """The tool's result exactly as the tool returns it (api.md, More CLI rules; C45)."""
-    payload = parse_json(args.input, "--input") if args.input is not None else None
+    payload = None
+    if args.input is not None:
+        payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")
     with open_hub(args) as hub:
         return emit(args, open_agent(args, hub).notification(args.action, payload))
 
