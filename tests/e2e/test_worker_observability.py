@@ -6,6 +6,7 @@ gauges, scraped from a real worker."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -163,10 +164,13 @@ def test_worker_gauges_follow_tidings_status(
         hub.redis.close()
     queue = host_queue(host)
     with server.client() as client:
-        client.zadd(f"tidings:{queue}.XQ", {"dead-message-id": 1.0})
+        # Scored now (ms), as dramatiq does: the broker's maintenance drops old dead letters.
+        client.zadd(f"tidings:{queue}.XQ", {"dead-message-id": time.time() * 1000})
         procs.start("scheduler", env=env).wait_ready()
 
-        def figures() -> tuple[float, ...] | None:
+        seen: list[tuple[float | None, ...]] = []
+
+        def figures() -> tuple[float | None, ...] | None:
             m = scrape(port)
             values = (
                 m["tidings_status_read_ok"][("tidings_status_read_ok", ())],
@@ -177,9 +181,14 @@ def test_worker_gauges_follow_tidings_status(
                                               (("host", host), ("state", "pending")))),
                 m["tidings_live_delays"].get(("tidings_live_delays", (("host", host),))),
             )
+            seen[:] = [values]
             return values if values == (1, 1, 1, 1, 1) else None
 
-        wait_until(figures, timeout=30, what="gauges matching the status reads")
+        try:
+            wait_until(figures, timeout=30, what="gauges matching the status reads")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last (ok, dead, leader, pending, delays): {seen}") \
+                from None
         status = json.loads(run_cli(["status", "--json"], env).stdout)
         assert [q["dead"] for q in status["queues"] if q["name"] == queue] == [1]
     build = scrape(port)["tidings_build_info"]
