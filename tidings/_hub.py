@@ -22,6 +22,7 @@ from tidings.store.models import AgentRecord, default_agent_id
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings.workers import dead_letters
 from tidings.workers.broker import make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
@@ -239,6 +240,16 @@ class Hub:
         from tidings._status import status  # noqa: PLC0415 - loads the scheduler's job store
 
         return status(self.redis, self.clock)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """Messages that ran out of retries: ``message_id``, ``queue``, ``actor``, ``error``,
+        ``traceback``, ``died_at``, ``args``; newest first; reads only."""
+        return dead_letters.dead_letters(self.redis)
+
+    def requeue_dead(self, message_id: str) -> dict[str, Any]:
+        """Enqueue dead letter ``message_id`` again with fresh retries (``not_found`` if
+        there is none by that id)."""
+        return dead_letters.requeue(self.broker, message_id)
 
     def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
         """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins."""

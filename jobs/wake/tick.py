@@ -19,11 +19,11 @@ from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
 from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import committed, delivery, wake_mask
+from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-from tidings.store import keys, replies
+from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -69,16 +69,18 @@ def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> dict[str, A
     }
 
 
-def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation) -> Any:
+def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation,
+            generation: str) -> Any:
+    """Append the signal unless a delivery or an own act of the agent (C53) came between."""
     entry = wake_entry(rt, agent, obs)
     if entry is None:
         return None
     k = AgentKeys(agent.agent_id)
     return rt.scripts(
         "wake_signal",
-        [k.wake_fp, k.delivered_fp, k.wake_stream],
+        [k.wake_fp, k.delivered_fp, k.wake_stream, k.act_generation, k.acts_in_flight],
         [seen.wake_text, compact(obs.masked_fp), compact(obs.raw_fp), NOTIFICATION_KIND,
-         compact(entry), STREAM_MAXLEN],
+         compact(entry), STREAM_MAXLEN, generation, rt.clock.now()],
     )
 
 
@@ -97,6 +99,7 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> b
 @answering("sync_agent")
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     """C27 for one agent; an unexpected failure answers ``internal_error`` (C52)."""
+    generation = own_acts.generation(rt, agent)  # C53: taken before anything is read
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
@@ -116,8 +119,9 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     if not obs.payloads:
         committed.swap(rt, agent, seen, seen.delivered, obs.masked_fp)
         return result
-    wake_id = _signal(rt, agent, seen, obs)
+    wake_id = _signal(rt, agent, seen, obs, generation)
     if wake_id is not None:
+        rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
         result.update(woke=True, wake_id=replies.text(wake_id))
     return result
 
@@ -138,5 +142,9 @@ def sync_host(rt: Runtime, host: str) -> Result:
             if outcome.get("status") != "ok":
                 failed.append(agent.agent_id)
     finally:
-        rt.redis.delete(keys.sync_running(host))
+        last = {"at": utc_stamp(rt.clock.now()), "agents": len(agents), "woke": woke}
+        with rt.redis.pipeline(transaction=False) as pipe:
+            pipe.set(keys.sync_last(host), compact(last))
+            pipe.delete(keys.sync_running(host))
+            pipe.execute()
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}
