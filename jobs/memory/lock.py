@@ -19,6 +19,7 @@ from redis import Redis
 from tidings.jobs import log
 from tidings.jobs.runtime import Runtime
 from tidings.store.inbox_keys import InboxKeys
+from tidings.store.scripts import memory as memory_scripts
 
 #: M52: how long a waiter tries before answering ``observation_busy``.
 WAIT_SECONDS = 30.0
@@ -31,15 +32,17 @@ class ObservationBusy(Exception):
 
 
 class _Renewer(threading.Thread):
-    def __init__(self, rt: Runtime, key: str, token: str, lease_ms: int) -> None:
-        super().__init__(name=f"observe-lock-renew {key}", daemon=True)
-        self._rt, self._key, self._token, self._lease_ms = rt, key, token, lease_ms
+    def __init__(self, rt: Runtime, agent_id: str, token: str, lease_ms: int) -> None:
+        self._key = InboxKeys(agent_id).observe_lock
+        super().__init__(name=f"observe-lock-renew {self._key}", daemon=True)
+        self._rt, self._agent_id, self._token, self._lease_ms = rt, agent_id, token, lease_ms
         self._done = threading.Event()
 
     def run(self) -> None:
         while not self._done.wait(self._lease_ms / 3000):
             try:
-                held = self._rt.scripts("lock_renew", [self._key], [self._token, self._lease_ms])
+                held = memory_scripts.renew_observe_lock(
+                    self._rt.scripts, self._agent_id, token=self._token, lease_ms=self._lease_ms)
             except Exception as exc:  # a failed renewal must not kill the observation
                 log.event("observe_lock_renew_failed", key=self._key, error=type(exc).__name__)
                 continue
@@ -75,10 +78,10 @@ def observe_lock(rt: Runtime, agent_id: str) -> Iterator[None]:
             raise ObservationBusy(f"the observation lock of {agent_id} stayed busy")
         rt.clock.sleep(pause)
         pause = min(pause * 2, _MAX_PAUSE)
-    renewer = _Renewer(rt, key, token, lease_ms)
+    renewer = _Renewer(rt, agent_id, token, lease_ms)
     renewer.start()
     try:
         yield
     finally:
         renewer.stop()
-        rt.scripts("lock_release", [key], [token])
+        memory_scripts.release_observe_lock(rt.scripts, agent_id, token=token)

@@ -18,6 +18,7 @@ from tidings.store import replies
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import wake as wake_scripts
 
 FpEntry = list[Any]
 
@@ -54,13 +55,10 @@ def read(rt: Runtime, agent: AgentRecord) -> Committed:
 def swap(rt: Runtime, agent: AgentRecord, seen: Committed,
          delivered: list[FpEntry], wake: list[FpEntry]) -> bool:
     """Replace both if neither moved since ``seen`` (one script)."""
-    k = AgentKeys(agent.agent_id)
-    done = rt.scripts(
-        "fp_swap",
-        [k.delivered_fp, k.wake_fp],
-        [seen.delivered_text, compact(delivered), seen.wake_text, compact(wake)],
+    return wake_scripts.swap_fingerprints(
+        rt.scripts, agent.agent_id, expected_delivered=seen.delivered_text,
+        delivered=compact(delivered), expected_wake=seen.wake_text, wake=compact(wake),
     )
-    return bool(int(done))
 
 
 def _replace(fp: list[FpEntry], filename: str, entry: FpEntry | None) -> list[FpEntry]:
