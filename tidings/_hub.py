@@ -142,6 +142,12 @@ class Hub:
             if name_error(channel) is not None:
                 raise TidingsError(f"max_events: bad channel {channel!r}", reason="invalid_agent")
         repo = os.path.realpath(memory_repo) if memory_repo is not None else None
+        for name, path in (("workdir", real), ("memory_repo", repo)):
+            if path is not None and not _is_text(path):
+                raise TidingsError(
+                    f"{name} {os.fsencode(path)!r} is not valid UTF-8 (agent records keep "
+                    "their paths as JSON text)", reason=f"invalid_{name}",
+                )
         if repo is None and existing is not None:
             repo = existing.memory_repo
         try:
@@ -259,3 +265,12 @@ class Hub:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_text(path: str) -> bool:
+    """True when ``path`` (undecodable bytes as lone surrogates) is valid UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

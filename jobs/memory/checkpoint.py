@@ -85,6 +85,12 @@ _FIELD_TYPES: dict[str, TypeAdapter[Any]] = {
 }
 
 
+#: Fields that may hold names Git keeps as raw bytes (a branch, the work tree's path):
+#: undecodable bytes travel as lone-surrogate escapes, which the standard JSON parser
+#: reads back and pydantic's own JSON parser refuses (M26).
+_TEXT_FIELDS = frozenset({"identity", "head"})
+
+
 def _dumps(value: Any) -> str:
     # ASCII escapes keep odd branch names (lone surrogates) encodable for Redis.
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
@@ -187,13 +193,23 @@ class _TooNew(Exception):
 def _parse(name: str, text: dict[str, bytes | str]) -> Any:
     if name not in text:
         raise ValueError(f"missing field {name}")
-    value = _FIELD_TYPES[name].validate_json(text[name], strict=True)
+    if name in _TEXT_FIELDS:
+        value = _FIELD_TYPES[name].validate_python(_loads(text[name]), strict=True)
+    else:
+        value = _FIELD_TYPES[name].validate_json(text[name], strict=True)
     if name == "format":
         if value > CHECKPOINT_FORMAT:
             raise _TooNew(value)
         if value < CHECKPOINT_FORMAT:
             raise ValueError(f"unknown format {value}")
     return value
+
+
+def _loads(value: bytes | str) -> Any:
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
 
 
 def _paths(rows: list[Any]) -> dict[bytes, PathRecord]:
