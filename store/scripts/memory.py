@@ -50,6 +50,15 @@ def renew_observe_lock(scripts: Scripts, agent_id: str, *, token: str, lease_ms:
     return number("lock_renew", scripts("lock_renew", [key], [token, lease_ms])) == 1
 
 
+def take_over_observe_lock(scripts: Scripts, agent_id: str, *, gone_token: str, token: str,
+                           lease_ms: int) -> bool:
+    """M52: take the observation lock over from a holder known to be gone, only if the
+    lock still holds that holder's token."""
+    key = InboxKeys(agent_id).observe_lock
+    return number("lock_takeover", scripts("lock_takeover", [key],
+                                           [gone_token, token, lease_ms])) == 1
+
+
 def release_observe_lock(scripts: Scripts, agent_id: str, *, token: str) -> bool:
     """M52: delete the observation lock if ``token`` still holds it."""
     key = InboxKeys(agent_id).observe_lock
