@@ -13,7 +13,7 @@ import threading
 import time
 
 #: An inbox event id.
-EVENT_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+EVENT_ID_RE = re.compile(r"[0-9a-f]{32}")
 
 _RANDOM_BITS = 74
 _MAX_STEP = 1 << 32
@@ -46,4 +46,4 @@ def new_uuid7() -> str:
 
 
 def is_event_id(value: object) -> bool:
-    return isinstance(value, str) and EVENT_ID_RE.match(value) is not None
+    return isinstance(value, str) and EVENT_ID_RE.fullmatch(value) is not None

@@ -15,6 +15,7 @@ from tidings.jobs.channels import hooks
 from tidings.jobs.channels import settings as settings_show
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
+from tidings.store.jsonread import input_problem
 from tidings.store.models import AgentRecord
 
 Result = dict[str, Any]
@@ -183,6 +184,9 @@ def call_tool(agent: Agent, arguments: object) -> Result:
     """C44: validate raw arguments before any I/O, then run the action."""
     if not isinstance(arguments, dict):
         return invalid_argument("arguments must be an object")
+    shape = input_problem(arguments, "arguments")  # C47, C48
+    if shape is not None:
+        return invalid_argument(shape.message)
     arguments = {k: v for k, v in arguments.items()
                  if not (k in NULLABLE_ROOT_KEYS and v is None)}
     problem = _root_problem(arguments)

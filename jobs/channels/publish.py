@@ -8,12 +8,12 @@ once, under load records wait behind one flush run.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tidings.jobs import metrics
 from tidings.jobs.channels import allowlist, names
 from tidings.jobs.channels.envelope import check_event, complete_envelope, complete_event, error
+from tidings.jobs.channels.mirror import Record
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.files import is_symlink
@@ -176,4 +176,4 @@ def _wait_applied(rt: Runtime, agent: AgentRecord, channel: str, seq: int) -> bo
 def buffered_records(rt: Runtime, agent: AgentRecord, channel: str) -> list[dict[str, Any]]:
     """The records still waiting in a channel's buffer (for status and tests)."""
     raw = rt.redis.lrange(AgentKeys(agent.agent_id).buffer(channel), 0, -1)
-    return [json.loads(replies.data(item).split(b":", 1)[1]) for item in raw]
+    return [Record.decode(replies.data(item)).body for item in raw]

@@ -15,6 +15,7 @@ from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
 from tidings.store.jsonfmt import compact, utc_stamp_ms
+from tidings.store.jsonread import encodable, input_problem
 from tidings.store.scripts import inbox as inbox_scripts
 
 #: M8: open (non-terminal) items per agent, and terminal items retained.
@@ -25,7 +26,7 @@ MAX_PAYLOAD_BYTES = 65_536
 #: M3: the longest idempotency key.
 MAX_KEY_CHARS = 200
 #: M3: what a ``source_kind`` looks like; the memory kind is tidings' own.
-SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+SOURCE_KIND_RE = re.compile(r"[a-z][a-z0-9._-]{0,63}")
 MEMORY_SOURCE_KIND = "memory-change"
 
 Result = dict[str, Any]
@@ -40,24 +41,25 @@ def key_digest(key: str) -> str:
 
 
 def _check(source_kind: object, summary: object, payload: object, key: object) -> Result | None:
-    if not isinstance(source_kind, str) or not SOURCE_KIND_RE.match(source_kind):
+    if not isinstance(source_kind, str) or not SOURCE_KIND_RE.fullmatch(source_kind):
         return error("invalid_source_kind", "source_kind must match ^[a-z][a-z0-9._-]{0,63}$")
     if source_kind == MEMORY_SOURCE_KIND:
         return error("reserved_source_kind", "memory-change events are admitted by tidings only")
     if not isinstance(summary, str) or not summary:
         return error("invalid_summary", "summary must be a non-empty string")
+    if not encodable(summary):
+        return error("invalid_summary", "not valid Unicode")
     if payload is not None:
         if not isinstance(payload, dict):
             return error("invalid_payload", "payload must be null or a JSON object")
-        try:
-            size = len(compact(payload).encode("utf-8"))
-        except (TypeError, ValueError) as exc:
-            return error("invalid_payload", f"payload is not JSON: {exc}")
-        if size > MAX_PAYLOAD_BYTES:
-            return error("payload_too_large",
-                         f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+        problem = input_problem(payload, "payload", max_bytes=MAX_PAYLOAD_BYTES)
+        if problem is not None:
+            reason = "payload_too_large" if problem.reason == "too_large" else "invalid_payload"
+            return error(reason, problem.message)
     if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS):
         return error("invalid_key", "key must be a non-empty string of at most 200 characters")
+    if key is not None and not encodable(key):
+        return error("invalid_key", "not valid Unicode")
     return None
 
 

@@ -36,6 +36,7 @@ from tidings.jobs.memory.model import (
     Worktree,
 )
 from tidings.store import replies
+from tidings.store.jsonread import MAX_DEPTH, too_deep
 
 FIELDS = (
     "format", "version", "identity", "head", "paths",
@@ -193,10 +194,13 @@ class _TooNew(Exception):
 def _parse(name: str, text: dict[str, bytes | str]) -> Any:
     if name not in text:
         raise ValueError(f"missing field {name}")
+    raw = text[name]
+    if too_deep(raw.encode("utf-8", "replace") if isinstance(raw, str) else raw):
+        raise ValueError(f"field {name} is nested deeper than {MAX_DEPTH} levels")  # C47
     if name in _TEXT_FIELDS:
-        value = _FIELD_TYPES[name].validate_python(_loads(text[name]), strict=True)
+        value = _FIELD_TYPES[name].validate_python(_loads(raw), strict=True)
     else:
-        value = _FIELD_TYPES[name].validate_json(text[name], strict=True)
+        value = _FIELD_TYPES[name].validate_json(raw, strict=True)
     if name == "format":
         if value > CHECKPOINT_FORMAT:
             raise _TooNew(value)

@@ -8,7 +8,6 @@ in between leaves items running (recovered later) and own changes absorbed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,6 +20,7 @@ from tidings.jobs.turns.prepare import OBSERVING_KINDS, error
 from tidings.store import faults, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
+from tidings.store.jsonread import loads_or
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import inbox as inbox_scripts
 from tidings.store.scripts import turns as turn_scripts
@@ -73,8 +73,9 @@ def _gone(rt: Runtime, record: dict[str, str | None], turn_id: str) -> Result | 
     if record["state"] is None:
         return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
     if record["state"] == "done" and record["result"]:
-        stored: Result = json.loads(record["result"])
-        return stored
+        stored = loads_or(record["result"], None)
+        if isinstance(stored, dict):
+            return stored
     if record["state"] != "open" or int(record["lease_ms"] or 0) <= rt.clock.now() * 1000:
         return error("turn_expired", "the turn's lease passed; its items were recovered",
                      turn_id=turn_id)
@@ -129,7 +130,9 @@ def _settle(
     if finished.outcome == "turn_expired":
         return error("turn_expired", "the turn's lease passed; its items were recovered",
                      turn_id=turn_id)
-    settled: Result = json.loads(finished.result_json or "{}")
+    settled = loads_or(finished.result_json or None, {})
+    if not isinstance(settled, dict):
+        settled = {}
     for state, field in SETTLED_STATES:
         metrics.items_entered(state, len(settled.get(field) or ()))
     return settled

@@ -7,7 +7,6 @@ wakes the agent (C27). Both are compact JSON lists of ``[filename, size, sha]``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import wake_mask
 from tidings.store import replies
 from tidings.store.jsonfmt import compact
+from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import wake as wake_scripts
@@ -35,11 +35,13 @@ class Committed:
 
     @property
     def delivered(self) -> list[FpEntry]:
-        return list(json.loads(self.delivered_text)) if self.delivered_text else []
+        value = loads_or(self.delivered_text or None, [])
+        return list(value) if isinstance(value, list) else []
 
     def wake(self, root: Path, delayed: str | None) -> list[FpEntry]:
-        if self.wake_text:
-            return list(json.loads(self.wake_text))
+        value = loads_or(self.wake_text or None, None)
+        if isinstance(value, list):
+            return list(value)
         return wake_mask.baseline(root, delayed)
 
     def delivered_entry(self, filename: str) -> FpEntry | None:

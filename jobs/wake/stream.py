@@ -9,7 +9,6 @@ two fields from their own scripts.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import Any, cast
@@ -18,6 +17,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.errors import TidingsError
 from tidings.store.jsonfmt import compact
+from tidings.store.jsonread import MAX_DEPTH, loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import wake as wake_scripts
@@ -27,6 +27,8 @@ STREAM_MAXLEN = 1000
 NOTIFICATION_KIND = "notification"
 #: The longest single blocking read; clients have a 30 s socket timeout.
 BLOCK_SLICE_MS = 10_000
+#: C26: a wake entry holds payloads (each within C47's depth) under ~8 levels of its own.
+ENTRY_DEPTH = MAX_DEPTH + 16
 
 Entry = dict[str, Any]
 
@@ -46,12 +48,10 @@ def append(rt: Runtime, agent: AgentRecord, entry: Entry) -> str:
 def _decode(fields: dict[Any, Any]) -> Entry:
     decoded = {replies.text(k): replies.text(v) for k, v in fields.items()}
     if "entry" in decoded:
-        try:
-            value = json.loads(decoded["entry"])
-            if isinstance(value, dict):
-                return value
-        except ValueError:
-            pass
+        # A wake entry nests a stamped result several levels deep: bound it loosely.
+        value = loads_or(decoded["entry"], None, max_depth=ENTRY_DEPTH)
+        if isinstance(value, dict):
+            return value
     return decoded
 
 
