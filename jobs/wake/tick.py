@@ -19,7 +19,7 @@ from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
 from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import committed, delivery, wake_mask
+from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
@@ -67,16 +67,17 @@ def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> dict[str, A
     }
 
 
-def _signal(
-    rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation,
-) -> str | None:
+def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation,
+            generation: str) -> str | None:
+    """Append the signal unless a delivery or an own act of the agent (C53) came between."""
     entry = wake_entry(rt, agent, obs)
     if entry is None:
         return None
     return wake_scripts.signal(
         rt.scripts, agent.agent_id, expected_wake=seen.wake_text,
         wake=compact(obs.masked_fp), delivered=compact(obs.raw_fp), kind=NOTIFICATION_KIND,
-        entry_json=compact(entry), stream_length=STREAM_MAXLEN,
+        entry_json=compact(entry), stream_length=STREAM_MAXLEN, act_generation=generation,
+        now=rt.clock.now(),
     )
 
 
@@ -95,6 +96,7 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> b
 @answering("sync_agent")
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     """C27 for one agent; an unexpected failure answers ``internal_error`` (C52)."""
+    generation = own_acts.generation(rt, agent)  # C53: taken before anything is read
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
@@ -114,7 +116,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     if not obs.payloads:
         committed.swap(rt, agent, seen, seen.delivered, obs.masked_fp)
         return result
-    wake_id = _signal(rt, agent, seen, obs)
+    wake_id = _signal(rt, agent, seen, obs, generation)
     if wake_id is not None:
         result.update(woke=True, wake_id=wake_id)
     return result

@@ -14,7 +14,8 @@ from importlib import resources
 from typing import TypeVar
 
 from redis import Redis
-from redis.commands.core import Script
+from redis.asyncio import Redis as AsyncRedis
+from redis.commands.core import AsyncScript, Script
 
 from tidings.store import replies
 
@@ -80,3 +81,17 @@ class Scripts:
         if script is None:
             script = self._bound[name] = self._redis.register_script(source(name))
         return script(keys=list(keys), args=list(args))
+
+
+class AsyncScripts:
+    """:class:`Scripts` on a ``redis.asyncio`` client (``tidings.aio``)."""
+
+    def __init__(self, redis: AsyncRedis) -> None:
+        self._redis = redis
+        self._bound: dict[str, AsyncScript] = {}
+
+    async def __call__(self, name: str, keys: Sequence[str], args: Sequence[Arg]) -> object:
+        script = self._bound.get(name)
+        if script is None:
+            script = self._bound[name] = self._redis.register_script(source(name))
+        return await script(keys=list(keys), args=list(args))
