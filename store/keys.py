@@ -40,6 +40,15 @@ def sync_running(host: str) -> str:
     return f"{host_tag(host)}:sync:running"
 
 
+def sync_last(host: str) -> str:
+    """JSON ``{"at", "agents", "woke"}`` of the host's last finished sync tick."""
+    return f"{host_tag(host)}:sync:last"
+
+
+#: Hash of ``<host> <worker id>`` -> epoch of that worker process's last heartbeat.
+WORKERS = f"{NAMESPACE}:workers"
+
+
 class AgentKeys:
     """Key builder for one agent."""
 
@@ -93,8 +102,23 @@ class AgentKeys:
         return self._k("wake", "cursor")
 
     @property
+    def act_generation(self) -> str:
+        """Bumped when an own act of the agent starts and ends (channels.md C53)."""
+        return self._k("acts", "gen")
+
+    @property
+    def acts_in_flight(self) -> str:
+        """Sorted set: token of each own act under way -> its expiry epoch (C53)."""
+        return self._k("acts", "live")
+
+    @property
     def blocked(self) -> str:
         return self._k("blocked")
+
+    @property
+    def blocked_overflow(self) -> str:
+        """How many blocked channels the overflow warning last named (channels.md C50)."""
+        return self._k("blocked", "overflow")
 
     @property
     def oversized(self) -> str:

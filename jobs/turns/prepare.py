@@ -9,7 +9,9 @@ claims and renders the inbox. Turns are never started by tidings itself (M4).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tidings.jobs import log, metrics
@@ -21,10 +23,10 @@ from tidings.jobs.memory import render_memory_entry
 from tidings.jobs.memory.admission import observe_memory, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.render import render_attention
-from tidings.store import replies
-from tidings.store.inbox_keys import TURN_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import utc_stamp_ms
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import inbox as inbox_scripts
+from tidings.store.scripts import turns as turn_scripts
 
 #: M11: turn kinds; the first two observe memory.
 OBSERVING_KINDS = ("ordinary", "scheduled")
@@ -61,9 +63,18 @@ def safe_attention(rt: Runtime, agent: AgentRecord) -> Result:
 
 
 def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
-    """The in-process :class:`PreTurn` (``inline=True`` agents and unit tests)."""
-    memory = observe_memory(rt, agent, "pre_turn") if observe else skipped("pre_turn")
-    return memory, safe_attention(rt, agent)
+    """The in-process :class:`PreTurn` (``inline=True`` agents and unit tests): the
+    attention render runs on a thread of its own while this one observes, so the turn
+    waits for the longer of the two, not their sum (as the worker group does)."""
+    if not observe:
+        return skipped("pre_turn"), safe_attention(rt, agent)
+    attention: list[Result] = []
+    render = threading.Thread(target=lambda: attention.append(safe_attention(rt, agent)),
+                              name=f"pre-turn-render {agent.agent_id}", daemon=True)
+    render.start()
+    memory = observe_memory(rt, agent, "pre_turn")
+    render.join()
+    return memory, attention[0] if attention else {}
 
 
 def error(reason: str, message: str, **fields: Any) -> Result:
@@ -72,19 +83,16 @@ def error(reason: str, message: str, **fields: Any) -> Result:
 
 def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Result | None, int]:
     """M43 step 1; an expired holder is recovered first (M51). Returns (error, lease ms)."""
-    k = InboxKeys(agent_id)
     for _ in range(_SLOT_ATTEMPTS):
         now = rt.clock.now()
         lease_ms = int((now + rt.settings.turn_lease_seconds) * 1000)
-        reply = rt.scripts(
-            "turn_begin", [k.turn_slot, k.turns, k.turn_order],
-            [turn_id, kind, int(now * 1000), lease_ms, KEPT_TURNS, " ".join(TURN_ATTRIBUTES)],
-        )
-        outcome = replies.text(reply[0])
-        if outcome == "ok":
+        began = turn_scripts.begin(rt.scripts, agent_id, turn_id=turn_id, kind=kind,
+                                   now_ms=int(now * 1000), lease_ms=lease_ms,
+                                   turns_kept=KEPT_TURNS)
+        if began.outcome == "ok":
             return None, lease_ms
-        holder = replies.text(reply[1])
-        if outcome == "busy":
+        holder = began.holder
+        if began.outcome == "busy":
             break
         recovered = inbox.recover(rt, agent_id, expired_turn=holder)
         log.event("turn_expired_recovered", agent_id=agent_id, turn_id=holder,
@@ -93,41 +101,67 @@ def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Res
                  turn_id=holder), 0
 
 
-def prepare_turn(
-    rt: Runtime, agent: AgentRecord, kind: str = "ordinary",
-    pre_turn: PreTurn = inline_pre_turn,
-) -> Result:
-    """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
+@dataclass(frozen=True)
+class Begun:
+    """A turn that holds the slot and waits for its pre-turn work (M43 step 1)."""
+
+    turn_id: str
+    kind: str
+    lease_ms: int
+
+    @property
+    def observing(self) -> bool:
+        return self.kind in OBSERVING_KINDS
+
+
+def begin_turn(rt: Runtime, agent: AgentRecord, kind: str) -> Begun | Result:
+    """M43 step 1: check the kind and take the slot; an error dict when refused."""
     if kind not in KINDS:
         return error("invalid_kind", f"kind must be one of {', '.join(KINDS)}", kind=kind)
     turn_id = new_uuid7()
     problem, lease_ms = _take_slot(rt, agent.agent_id, turn_id, kind)
     if problem is not None:
         return problem
-    observing = kind in OBSERVING_KINDS
-    memory, attention = pre_turn(rt, agent, observing)
+    return Begun(turn_id, kind, lease_ms)
+
+
+def claim_turn(
+    rt: Runtime, agent: AgentRecord, begun: Begun, memory: Result, attention: Result
+) -> Result:
+    """M43 after the pre-turn work: claim ≤ 20 items and render the turn."""
     version = memory.get("checkpoint_version")
-    k = InboxKeys(agent.agent_id)
-    reply = rt.scripts(
-        "inbox_claim", [*k.item_keys(), k.turn_slot, k.turns],
-        [turn_id, utc_stamp_ms(rt.clock.now()), "1" if observing else "0", MAX_CLAIM,
-         memory.get("status", "error"), "" if version is None else version],
+    claimed = inbox_scripts.claim(
+        rt.scripts, agent.agent_id, turn_id=begun.turn_id,
+        now_iso=utc_stamp_ms(rt.clock.now()), observing=begun.observing, limit=MAX_CLAIM,
+        memory_status=memory.get("status", "error"), memory_version=version,
     )
-    if replies.text(reply[0]) == "lost":
+    if claimed.lost:
         return error("turn_expired", "the turn was recovered before it claimed its items",
-                     turn_id=turn_id)
-    metrics.items_entered("processing", len(reply) - 1)
-    items = read_items(rt, agent.agent_id, [replies.text(i) for i in reply[1:]])
+                     turn_id=begun.turn_id)
+    metrics.items_entered("processing", len(claimed.event_ids))
+    items = read_items(rt, agent.agent_id, claimed.event_ids)
     return {
         "status": "ok",
-        "turn_id": turn_id,
-        "kind": kind,
+        "turn_id": begun.turn_id,
+        "kind": begun.kind,
         "inbox": items,
         "inbox_text": inbox_text(items),
         "attention": attention,
         "memory": memory,
-        "lease_expires_at": utc_stamp_ms(lease_ms / 1000),
+        "lease_expires_at": utc_stamp_ms(begun.lease_ms / 1000),
     }
+
+
+def prepare_turn(
+    rt: Runtime, agent: AgentRecord, kind: str = "ordinary",
+    pre_turn: PreTurn = inline_pre_turn,
+) -> Result:
+    """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
+    begun = begin_turn(rt, agent, kind)
+    if not isinstance(begun, Begun):
+        return begun
+    memory, attention = pre_turn(rt, agent, begun.observing)
+    return claim_turn(rt, agent, begun, memory, attention)
 
 
 def inbox_text(items: list[Result]) -> str:
