@@ -38,11 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import pygit2
+from _redis import redis_server
 
 import tidings
 from tidings.store.settings import Settings
-
-from _redis import redis_server
 
 #: Repository sizes in files (``TIDINGS_BENCH_SIZES=10000`` for a quicker run).
 SIZES = tuple(int(n) for n in os.environ.get("TIDINGS_BENCH_SIZES", "10000,100000").split(","))
