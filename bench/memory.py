@@ -41,6 +41,8 @@ import pygit2
 from _redis import redis_server
 
 import tidings
+from tidings.jobs.memory import Snapshot, decode_checkpoint, observe
+from tidings.store.inbox_keys import InboxKeys
 from tidings.store.settings import Settings
 
 #: Repository sizes in files (``TIDINGS_BENCH_SIZES=10000`` for a quicker run).
@@ -143,6 +145,14 @@ def observation(agent: Any) -> None:
         raise RuntimeError(f"observation failed: {result}")
 
 
+def snapshot(root: Path, agent: Any, threads: int) -> None:
+    previous = decode_checkpoint(agent.hub.redis.hgetall(InboxKeys(agent.agent_id).checkpoint))
+    assert isinstance(previous, Snapshot)
+    result = observe(str(root), previous, now=time.time(), threads=threads)
+    if result.status != "ok":
+        raise RuntimeError(f"observation failed: {result}")
+
+
 def measure(root: Path, agent: Any, rounds: int) -> dict[str, Any]:
     """Median wall seconds of each contender over ``rounds`` interleaved rounds, and
     under ``cpu`` the median CPU seconds."""
@@ -150,6 +160,10 @@ def measure(root: Path, agent: Any, rounds: int) -> dict[str, Any]:
         "observe_s": lambda: observation(agent),
         "git_status_s": lambda: git_status(root),
         "libgit2_status_pass_s": lambda: libgit2_status(root),
+        # the observation's snapshot alone (no Redis), on one thread and split over two
+        # (memory_observe_threads): which partition wins on this host
+        "snapshot_1_thread_s": lambda: snapshot(root, agent, 1),
+        "snapshot_2_threads_s": lambda: snapshot(root, agent, 2),
     }
     for action in contenders.values():
         action()  # warm caches once
@@ -172,6 +186,12 @@ def ratio(figures: dict[str, Any], baseline: dict[str, Any], name: str, goal: fl
     return {"ratio": round(wall, 3), "goal": goal, "met": wall <= goal,
             "cpu_ratio": round(figures["cpu"]["observe_s"] / baseline["cpu"][key], 3),
             "baseline": name}
+
+
+def threads_ratio(figures: dict[str, Any]) -> dict[str, float]:
+    return {"wall": round(figures["snapshot_2_threads_s"] / figures["snapshot_1_thread_s"], 3),
+            "cpu": round(figures["cpu"]["snapshot_2_threads_s"]
+                         / figures["cpu"]["snapshot_1_thread_s"], 3)}
 
 
 def touch_all(root: Path) -> None:
@@ -201,6 +221,7 @@ def bench_size(hub: Any, scratch: Path, files: int) -> dict[str, Any]:
                                          GOALS["no_change_vs_git_status"], "git_status_s"),
         "no_change_vs_libgit2_pass": ratio(no_change, no_change, "libgit2_status_pass_s",
                                            1.0, "libgit2_status_pass_s"),
+        "snapshot_2_threads_vs_1": threads_ratio(no_change),
     }
     if files <= 10_000:
         touched = bench_touched(root, agent, rounds, no_change)
