@@ -1,0 +1,113 @@
+"""The agents page: registry ids, filtered and paged, then the page's figures in one pipeline.
+
+Two Redis round trips per render whatever the fleet's size: the registry's field names
+(agent ids), then for each agent of the page its record, pending inbox count, newest wake
+entry and blocked channels. A search matches agent ids; ``host:NAME`` or a text with a
+``/`` (part of a workdir) matches the records instead, which reads every record.
+Live delays come from the delay state files of the page's agents.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tidings.jobs.view.status import delay_from_state
+from tidings.store import keys
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.jsonfmt import utc_stamp
+
+#: Agents per page.
+PAGE_SIZE = 50
+#: The longest search text taken (characters).
+MAX_QUERY = 200
+
+
+@dataclass(frozen=True)
+class Listed:
+    agent_id: str
+    host: str
+    workdir: str
+
+
+def _text(raw: Any) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+#: A search with this prefix matches host names exactly.
+HOST_PREFIX = "host:"
+
+
+def _record(raw: Any) -> Listed | None:
+    try:
+        record = json.loads(raw)
+        return Listed(str(record["agent_id"]), str(record["host"]), str(record["workdir"]))
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def matching_ids(redis: Any, needle: str) -> list[str]:
+    """Agent ids, sorted, that the search ``needle`` (casefolded) selects."""
+    if needle.startswith(HOST_PREFIX) or "/" in needle:
+        host = needle.removeprefix(HOST_PREFIX) if needle.startswith(HOST_PREFIX) else None
+        rows = [r for r in map(_record, redis.hvals(keys.AGENTS)) if r is not None]
+        found = [r.agent_id for r in rows
+                 if (r.host.casefold() == host if host is not None
+                     else needle in r.workdir.casefold())]
+        return sorted(found)
+    ids = sorted(map(_text, redis.hkeys(keys.AGENTS)))
+    return [i for i in ids if needle in i.casefold()] if needle else ids
+
+
+def stream_time(wake_id: str) -> str | None:
+    """The UTC time a stream id was appended at (its milliseconds part)."""
+    ms, _, _ = wake_id.partition("-")
+    return utc_stamp(int(ms) / 1000) if ms.isdigit() else None
+
+
+def last_wake(reply: Any) -> dict[str, Any] | None:
+    """``{"id", "at", "kind"}`` of an ``XREVRANGE ... COUNT 1`` reply."""
+    if not reply:
+        return None
+    wake_id, fields = reply[0]
+    decoded = {_text(k): _text(v) for k, v in fields.items()}
+    text = _text(wake_id)
+    return {"id": text, "at": stream_time(text), "kind": decoded.get("kind", "?")}
+
+
+def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]:
+    """The columns of the agents table for ``ids`` (one pipelined round trip)."""
+    with redis.pipeline(transaction=False) as pipe:
+        pipe.hmget(keys.AGENTS, ids or ["-"])
+        for agent_id in ids:
+            agent_keys = keys.AgentKeys(agent_id)
+            pipe.zcard(InboxKeys(agent_id).selectable)
+            pipe.xrevrange(agent_keys.wake_stream, count=1)
+            pipe.smembers(agent_keys.blocked)
+        records, *replies = pipe.execute()
+    out = []
+    for i, raw in enumerate(records[: len(ids)]):
+        row = _record(raw)
+        if row is None:  # removed since the id listing, or unreadable
+            continue
+        pending, wake, blocked = replies[3 * i: 3 * i + 3]
+        root = Path(row.workdir)
+        live, overdue = delay_from_state(root, now) if root.is_dir() else (None, False)
+        out.append({"agent_id": row.agent_id, "host": row.host, "workdir": row.workdir,
+                    "pending": int(pending), "live_delay": live, "alarm_overdue": overdue,
+                    "last_wake": last_wake(wake), "blocked": sorted(map(_text, blocked))})
+    return out
+
+
+def agents_page(redis: Any, now: float, query: str = "", page: int = 1) -> dict[str, Any]:
+    """One page of the agents list, filtered by ``query`` (see the module docstring)."""
+    needle = query.strip()[:MAX_QUERY].casefold()
+    ids = matching_ids(redis, needle)
+    pages = max(1, math.ceil(len(ids) / PAGE_SIZE))
+    page = min(max(page, 1), pages)
+    shown = ids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    return {"agents": page_figures(redis, shown, now), "total": len(ids), "page": page,
+            "pages": pages, "q": query.strip()[:MAX_QUERY]}
