@@ -7,6 +7,7 @@ them read on every action, so a changed value is honoured without a restart.
 from __future__ import annotations
 
 import socket
+from typing import Literal
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,6 +79,9 @@ class Settings(BaseSettings):
     host: str = Field(default_factory=socket.gethostname)
     #: Seconds between sync ticks.
     sync_interval: float = Field(default=1.0, gt=0)
+    #: With a filesystem watcher, the longest time between full visits of every agent by
+    #: the sync tick (channels.md C27).
+    full_scan_seconds: float = Field(default=30.0, gt=0)
     #: Seconds before a stranded flush flag expires (channels.md C13).
     flush_flag_ttl: int = Field(default=30, ge=1)
     #: dramatiq's Redis heartbeat timeout in ms.
@@ -97,6 +101,8 @@ class Settings(BaseSettings):
     worker_poll_ms: int = Field(default=20, ge=1, le=1000)
     #: Port of the Prometheus exposition server; ``None`` disables it.
     metrics_port: int | None = None
+    #: Level of the long-running commands' logs; routine per-tick lines are DEBUG.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     #: Emit logs as JSON lines.
     log_json: bool = True
 

@@ -20,8 +20,6 @@ from dramatiq.middleware import CurrentMessage
 
 from tidings.store.settings import Settings
 
-#: Level of every logger in a long-running process.
-LOG_LEVEL = logging.INFO
 #: Plain-text layout when JSON is off.
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
@@ -99,4 +97,4 @@ def configure(settings: Settings) -> None:
     handler = _ProcessHandler(sys.stderr)
     handler.setFormatter(JsonFormatter(settings.host) if settings.log_json else TextFormatter())
     root.addHandler(handler)
-    root.setLevel(LOG_LEVEL)
+    root.setLevel(settings.log_level)

@@ -77,14 +77,25 @@ def _warn_once(
     return True
 
 
-def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: bool) -> ScanResult:
-    """C28 for one agent: warn about new blocked and oversized files, forget resolved ones."""
+def _members(rt: Runtime, key: str, known: frozenset[str] | None) -> frozenset[str]:
+    if known is not None:
+        return known
+    return frozenset(m.decode() if isinstance(m, bytes) else str(m)
+                     for m in rt.redis.smembers(key))
+
+
+def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: bool,
+         known: tuple[frozenset[str], frozenset[str]] | None = None) -> ScanResult:
+    """C28 for one agent: warn about new blocked and oversized files, forget resolved ones.
+
+    ``known``: the blocked and oversized sets as the sync tick read them for many
+    agents at once (C27); else they are read here.
+    """
     k = AgentKeys(agent.agent_id)
     found = ScanResult()
     present_big: set[str] = set()
     if registry_loaded:
-        for member in rt.redis.smembers(k.blocked):
-            channel = member.decode() if isinstance(member, bytes) else str(member)
+        for channel in _members(rt, k.blocked, known[0] if known else None):
             if allow.allows(channel):
                 rt.redis.srem(k.blocked, channel)
     for entry in list_dir(agent.root, NOTIFICATION_DIR) or []:
@@ -102,8 +113,7 @@ def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: 
             if _warn_once(rt, agent, k.oversized, stem, "notification_store",
                           "oversized_channel", oversized_body(stem)):
                 found.oversized.append(stem)
-    for member in rt.redis.smembers(k.oversized):
-        channel = member.decode() if isinstance(member, bytes) else str(member)
+    for channel in _members(rt, k.oversized, known[1] if known else None):
         if channel not in present_big:
             rt.redis.srem(k.oversized, channel)
     return found

@@ -6,13 +6,25 @@ stranded flushes, runs the delay backstop, takes a coherent read, warns about
 blocked and oversized files, and — when the masked fingerprint moved — appends a
 wake signal carrying the stamped ``check`` result, in one script that first
 checks no other delivery committed in between.
+
+A tick visits either every agent of the host (a full scan) or the agents the
+scheduler names: those a filesystem watcher saw change, those with a due delay and
+those a previous tick asked to see again (C27). The Redis reads of all visited
+agents (committed fingerprints, blocked and oversized sets, buffered channels) go
+out in one pipeline per :data:`PREFETCH_BATCH` agents; what each agent needs next
+time goes back in one pipeline to the host's *due* set.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-from tidings.jobs import log
+from tidings.jobs import log, metrics
 from tidings.jobs.channels import allowlist
 from tidings.jobs.channels import blocked as scans
 from tidings.jobs.channels.names import DAEMON
@@ -31,6 +43,49 @@ from tidings.store.registry import AgentRegistry
 
 Result = dict[str, Any]
 
+#: Agents whose Redis state one pipeline reads (bounds the tick's memory and the
+#: staleness of what it read; every write that depends on it is compare-and-set).
+PREFETCH_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class Known:
+    """One agent's Redis state, read for a batch of agents in one pipeline."""
+
+    committed: committed.Committed
+    blocked: frozenset[str]
+    oversized: frozenset[str]
+    buffered: tuple[str, ...]
+
+
+#: The batch's :class:`Known` state by agent id, while :func:`sync_host` runs.
+_known: ContextVar[dict[str, Known]] = ContextVar("tidings_sync_known")
+
+
+def _text(raw: Any) -> str:
+    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+
+
+def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
+    """The Redis state :func:`sync_agent` reads, for all ``agents`` in one round trip."""
+    pipe = rt.redis.pipeline(transaction=False)
+    for agent in agents:
+        k = AgentKeys(agent.agent_id)
+        pipe.mget([k.delivered_fp, k.wake_fp])
+        pipe.smembers(k.blocked)
+        pipe.smembers(k.oversized)
+        pipe.smembers(k.buffered_channels)
+    replies = pipe.execute()
+    known: dict[str, Known] = {}
+    for n, agent in enumerate(agents):
+        fps, blocked, oversized, buffered = replies[4 * n: 4 * n + 4]
+        known[agent.agent_id] = Known(
+            committed.Committed(*("" if v is None else _text(v) for v in fps)),
+            frozenset(map(_text, blocked)), frozenset(map(_text, oversized)),
+            tuple(sorted(map(_text, buffered))),
+        )
+    return known
+
 #: C26: the synthetic call the orchestrator injects with a notification wake.
 WAKE_CALL: dict[str, Any] = {
     "name": "notification",
@@ -38,12 +93,14 @@ WAKE_CALL: dict[str, Any] = {
 }
 
 
-def enqueue_stranded(rt: Runtime, agent: AgentRecord) -> list[str]:
+def enqueue_stranded(rt: Runtime, agent: AgentRecord,
+                     buffered: Sequence[str] | None = None) -> list[str]:
     """C15: start a flush for every non-empty buffer whose flag lapsed."""
     k = AgentKeys(agent.agent_id)
     started: list[str] = []
-    for member in rt.redis.smembers(k.buffered_channels):
-        channel = member.decode("utf-8") if isinstance(member, bytes) else str(member)
+    if buffered is None:
+        buffered = sorted(map(_text, rt.redis.smembers(k.buffered_channels)))
+    for channel in buffered:
         claimed = rt.scripts(
             "flush_claim_stranded",
             [k.buffer(channel), k.flush_flag(channel), k.buffered_channels],
@@ -82,7 +139,8 @@ def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Obs
     )
 
 
-def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> bool:
+def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist,
+               seen: committed.Committed) -> bool:
     """Whether one fingerprint pass already equals the committed wake fingerprint.
 
     Most agents are quiet most ticks: then the outcome of C27 is "stop" whatever a
@@ -91,54 +149,126 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> b
     target = delay_state.live_target(rt, agent, allow)
     raw = fingerprint(agent.root, allow, target if target != DAEMON else None)
     masked = wake_mask.masked_fingerprint(agent.root, raw, target)
-    return bool(masked == committed.read(rt, agent).wake(agent.root, target))
+    return bool(masked == seen.wake(agent.root, target))
 
 
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
-    """C27 for one agent."""
+    """C27 for one agent (with the Redis state :func:`sync_host` read beforehand, if any).
+
+    ``retry: True`` asks for a visit at the next tick even if nothing changes on disk:
+    an unstable read, a signal that could not be stamped, or a commit that lost its
+    compare-and-set.
+    """
+    known = _known.get({}).pop(agent.agent_id, None)
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
-    result: Result = {"status": "ok", "agent_id": agent.agent_id,
-                      "flushes": enqueue_stranded(rt, agent), "woke": False}
+    flushes = enqueue_stranded(rt, agent, known.buffered if known else None)
+    result: Result = {"status": "ok", "agent_id": agent.agent_id, "flushes": flushes,
+                      "woke": False}
     delay_alarm.reconcile(rt, agent)
-    if _unchanged(rt, agent, allow):
-        found = scans.scan(rt, agent, allow, registry_loaded=state.loaded)
+    sets = (known.blocked, known.oversized) if known else None
+    if _unchanged(rt, agent, allow, known.committed if known else committed.read(rt, agent)):
+        found = scans.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
     obs = observe(rt, agent)
     if not obs.stable:
-        return {**result, "stable": False}
-    found = scans.scan(rt, agent, allow, registry_loaded=state.loaded)
+        return {**result, "stable": False, "retry": True}
+    found = scans.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
     result.update(stable=True, blocked=found.blocked, oversized=found.oversized)
     seen = committed.read(rt, agent)
     if obs.masked_fp == seen.wake(agent.root, obs.delayed):
         return result
     if not obs.payloads:
-        committed.swap(rt, agent, seen, seen.delivered, obs.masked_fp)
+        if not committed.swap(rt, agent, seen, seen.delivered, obs.masked_fp):
+            result["retry"] = True
         return result
     wake_id = _signal(rt, agent, seen, obs)
-    if wake_id is not None:
-        result.update(woke=True, wake_id=wake_id.decode() if isinstance(wake_id, bytes)
-                      else str(wake_id))
+    if wake_id is None:
+        result["retry"] = True
+    else:
+        result.update(woke=True, wake_id=_text(wake_id))
     return result
 
 
-def sync_host(rt: Runtime, host: str) -> Result:
-    """C27 for every agent registered on ``host``; one agent's failure never stops the rest.
+def _batches(agents: Sequence[AgentRecord]) -> Iterator[Sequence[AgentRecord]]:
+    for start in range(0, len(agents), PREFETCH_BATCH):
+        yield agents[start:start + PREFETCH_BATCH]
 
-    Clears the host's ``sync:running`` marker at the end, which the scheduler sets
-    before it enqueues a tick so that ticks never pile up.
+
+def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
+             gone: list[str]) -> list[AgentRecord]:
+    registry = AgentRegistry(rt.redis)
+    if agent_ids is None:
+        return registry.on_host(host)
+    wanted = sorted(set(agent_ids))
+    agents: list[AgentRecord] = []
+    for agent_id, record in zip(wanted, registry.get_many(wanted), strict=True):
+        if record is None or record.host != host:
+            gone.append(agent_id)  # removed or moved: nothing more to visit here
+        else:
+            agents.append(record)
+    return agents
+
+
+def next_visit(outcome: Result | None, agent: AgentRecord) -> float | None:
+    """When this agent must be visited again whatever its files do (Unix s; ``0`` = at
+    the next tick), or ``None``: a failed or unfinished visit, else a live delay (D9)."""
+    if outcome is None or outcome.get("status") != "ok" or outcome.get("retry"):
+        return 0.0
+    return delay_state.wake_deadline(agent.root)
+
+
+def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) -> Result:
+    """C27 for the agents of ``host`` (``agent_ids``; ``None``: every one, a full scan);
+    one agent's failure never stops the rest.
+
+    Clears the host's ``sync:running`` marker of this kind of tick at the end, which
+    the scheduler sets before it enqueues a tick so that ticks never pile up.
     """
+    started = time.perf_counter()
+    full = agent_ids is None
     woke = 0
     failed: list[str] = []
-    agents = AgentRegistry(rt.redis).on_host(host)
+    gone: list[str] = []
+    due: dict[str, float | None] = {}
+    agents: list[AgentRecord] = []
     try:
-        for agent in agents:
+        agents = _visited(rt, host, agent_ids, gone)
+        for batch in _batches(agents):
+            token = _known.set(prefetch(rt, batch))
             try:
-                woke += bool(sync_agent(rt, agent).get("woke"))
-            except Exception as exc:  # a tick must survive any one agent's state
-                failed.append(agent.agent_id)
-                log.event("notification_sync_failed", agent_id=agent.agent_id,
-                          error=f"{type(exc).__name__}: {exc}"[:300])
+                for agent in batch:
+                    outcome: Result | None = None
+                    try:
+                        outcome = sync_agent(rt, agent)
+                        woke += bool(outcome.get("woke"))
+                    except Exception as exc:  # a tick must survive any one agent's state
+                        failed.append(agent.agent_id)
+                        log.event("notification_sync_failed", agent_id=agent.agent_id,
+                                  error=f"{type(exc).__name__}: {exc}"[:300])
+                    due[agent.agent_id] = next_visit(outcome, agent)
+            finally:
+                _known.reset(token)
     finally:
-        rt.redis.delete(keys.sync_running(host))
+        _finish(rt, host, full, due, gone)
+    scan = "full" if full else "changed"
+    metrics.SYNC_TICKS.labels(scan).inc()
+    metrics.SYNC_AGENTS_VISITED.labels(scan).inc(len(agents))
+    log.event("notification_sync_tick", logging.DEBUG, host=host, scan=scan,
+              visited=len(agents), woke=woke, failed=len(failed),
+              ms=round((time.perf_counter() - started) * 1000, 1))
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}
+
+
+def _finish(rt: Runtime, host: str, full: bool, due: dict[str, float | None],
+            gone: list[str]) -> None:
+    """One pipeline: what each visited agent needs next time, and the marker cleared."""
+    pipe = rt.redis.pipeline(transaction=False)
+    at = {agent_id: when for agent_id, when in due.items() if when is not None}
+    if at:
+        pipe.zadd(keys.sync_due(host), at)
+    done = [agent_id for agent_id, when in due.items() if when is None] + gone
+    if done:
+        pipe.zrem(keys.sync_due(host), *done)
+    pipe.delete(keys.sync_running(host, changed=not full))
+    pipe.execute()
