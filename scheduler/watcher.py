@@ -13,8 +13,10 @@ Per agent up to three watches: the workdir (only ``.notification`` and
 ``.notification/daemon/`` (mini-files, C30). A workdir that does not exist yet is
 found through a watch on its parent. An agent with no watch (limit reached, no
 parent, any other refusal) is *unwatched*: the tick visits it every time, and the
-watcher retries it at every full scan. A newly watched agent counts as changed
-once, which covers writes made before its watch existed.
+watcher retries it at every full scan. Reaching the watch limit also asks for one
+full scan at once (events of agents being re-watched may be lost). A newly
+watched agent counts as changed once, which covers writes made before its watch
+existed.
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ class Watcher:
             self._unwatched.add(agent_id)
             if exc.errno == errno.ENOSPC and not self._limit_warned:
                 self._limit_warned = True
+                self._full_reason = self._full_reason or "watch_limit"
                 log.event("notification_watch_limit", watches=len(self._owners),
                           detail="fs.inotify.max_user_watches reached; agents left over "
                                  "are scanned every tick")

@@ -198,22 +198,6 @@ def live_target(rt: Runtime, agent: AgentRecord, allow: Allowlist) -> str | None
     return target
 
 
-def wake_deadline(root: Path) -> float | None:
-    """D9: when a tick must next reconcile this agent's delay (Unix s; ``0`` = now), or
-    ``None`` when no state could ask for it: a tick that skips unchanged agents (C27)
-    still visits this one once the deadline is due."""
-    state = read_state(root).state
-    if state is None:
-        return None
-    if state.get("status") == EXPIRING:
-        return 0.0
-    deadline = state.get("deadline_epoch")
-    if (state.get("status") != ACTIVE or isinstance(deadline, bool)
-            or not isinstance(deadline, int | float) or not math.isfinite(deadline)):
-        return None
-    return float(deadline)
-
-
 def stats(root: Path, channel: str) -> dict[str, Any]:
     """D7: the target statistics object of ``channel`` (``daemon``: the aggregate)."""
     if channel == DAEMON:

@@ -210,12 +210,12 @@ def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
     return agents
 
 
-def next_visit(outcome: Result | None, agent: AgentRecord) -> float | None:
+def next_visit(rt: Runtime, outcome: Result | None, agent: AgentRecord) -> float | None:
     """When this agent must be visited again whatever its files do (Unix s; ``0`` = at
     the next tick), or ``None``: a failed or unfinished visit, else a live delay (D9)."""
     if outcome is None or outcome.get("status") != "ok" or outcome.get("retry"):
         return 0.0
-    return delay_state.wake_deadline(agent.root)
+    return delay_alarm.wake_deadline(agent.root, rt.clock.now())
 
 
 def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) -> Result:
@@ -246,7 +246,7 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
                         failed.append(agent.agent_id)
                         log.event("notification_sync_failed", agent_id=agent.agent_id,
                                   error=f"{type(exc).__name__}: {exc}"[:300])
-                    due[agent.agent_id] = next_visit(outcome, agent)
+                    due[agent.agent_id] = next_visit(rt, outcome, agent)
             finally:
                 _known.reset(token)
     finally:
