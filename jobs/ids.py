@@ -13,7 +13,7 @@ import threading
 import time
 
 #: An inbox event id.
-EVENT_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+EVENT_ID_RE = re.compile(r"[0-9a-f]{32}")
 
 _RANDOM_BITS = 74
 _MAX_STEP = 1 << 32
@@ -29,7 +29,7 @@ def _compose(ms: int, random: int) -> str:
     return f"{value:032x}"
 
 
-def new_event_id() -> str:
+def new_uuid7() -> str:
     """A fresh UUIDv7 as 32 hex digits, greater than every id this process made before."""
     global _last_ms, _last_random
     with _lock:
@@ -46,4 +46,4 @@ def new_event_id() -> str:
 
 
 def is_event_id(value: object) -> bool:
-    return isinstance(value, str) and EVENT_ID_RE.match(value) is not None
+    return isinstance(value, str) and EVENT_ID_RE.fullmatch(value) is not None

@@ -17,6 +17,7 @@ from typing import Any
 
 from tidings.jobs import log
 from tidings.store.files import safe_read
+from tidings.store.jsonread import too_deep
 
 DELAY_CAP_ENV = "LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS"
 #: D2: the cap when the variable is unset or invalid.
@@ -126,7 +127,7 @@ SYSTEM_V2_FIELDS: dict[str, Any] = {
 def system_v2_max_chars(root: Path) -> int | None:
     """B2: ``notification_max_chars`` of a wholly valid ``settings/system.json``."""
     outcome = safe_read(root, SYSTEM_SETTINGS_FILE)
-    if not outcome.ok:
+    if not outcome.ok or too_deep(outcome.data):  # C47
         return None
     try:
         doc = json.loads(

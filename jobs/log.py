@@ -8,6 +8,11 @@ from typing import Any
 logger = logging.getLogger("tidings")
 
 
-def event(name: str, level: int = logging.WARNING, **fields: Any) -> None:
-    """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``)."""
-    logger.log(level, "%s %s", name, fields, extra={"event": name, "fields": fields})
+def event(
+    name: str, level: int = logging.WARNING, *, exc_info: BaseException | None = None,
+    **fields: Any,
+) -> None:
+    """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``);
+    ``exc_info`` adds that exception's traceback."""
+    logger.log(level, "%s %s", name, fields, exc_info=exc_info,
+               extra={"event": name, "fields": fields})

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from redis import Redis
+
 from tidings.store.clock import Clock
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import Scripts
@@ -34,7 +36,7 @@ class Dispatcher(Protocol):
 class Runtime:
     """The ports a job uses. Build one per process (or per test)."""
 
-    redis: Any
+    redis: Redis
     clock: Clock
     settings: Settings
     dispatch: Dispatcher

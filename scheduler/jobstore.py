@@ -21,9 +21,10 @@ from apscheduler.jobstores.base import BaseJobStore, ConflictingIdError, JobLook
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.util import check_callable_args, datetime_to_utc_timestamp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from redis import Redis
 
 from tidings.jobs import log
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.scripts import Scripts
 
 #: Longest job id and argument accepted from the store.
@@ -54,14 +55,10 @@ def _utc(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def _text(raw: bytes | str) -> str:
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-
-
 class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
     """Jobs of one host under ``{h:<host>}:aps.jobs`` / ``{h:<host>}:aps.run_times``."""
 
-    def __init__(self, redis: Any, host: str,
+    def __init__(self, redis: Redis, host: str,
                  callables: Mapping[str, Callable[..., Any]]) -> None:
         super().__init__()
         self.redis = redis
@@ -100,7 +97,7 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
             stored = StoredJob.model_validate_json(raw)
         except ValidationError:
             return self._reject(job_id, "not_a_json_job")
-        if stored.id != _text(job_id):
+        if stored.id != replies.text(job_id):
             return self._reject(job_id, "id_mismatch")
         func = self._callables.get(stored.func)
         if func is None:
@@ -134,8 +131,8 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
 
     def _reject(self, job_id: bytes | str, reason: str) -> Job | None:
         """Remove and report an entry that is not a job of ours; it never runs."""
-        log.event("scheduler_job_rejected", host=self.host, job_id=_text(job_id)[:MAX_ID_CHARS],
-                  reason=reason)
+        log.event("scheduler_job_rejected", host=self.host,
+                  job_id=replies.text(job_id)[:MAX_ID_CHARS], reason=reason)
         self._scripts("scheduler_job_remove", [self.jobs_key, self.run_times_key], [job_id])
         return None
 
@@ -150,14 +147,15 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
         return self._decode(job_id, raw) if raw is not None else None
 
     def get_due_jobs(self, now: datetime) -> list[Job]:
-        ids = self.redis.zrangebyscore(self.run_times_key, 0, datetime_to_utc_timestamp(now))
+        due = self.redis.zrangebyscore(self.run_times_key, 0, datetime_to_utc_timestamp(now))
+        ids = [replies.text(job_id) for job_id in due]
         if not ids:
             return []
         return self._decode_all(zip(ids, self.redis.hmget(self.jobs_key, ids), strict=True))
 
     def get_next_run_time(self) -> datetime | None:
         first = self.redis.zrange(self.run_times_key, 0, 0, withscores=True)
-        return _utc(first[0][1]) if first else None
+        return _utc(float(first[0][1])) if first else None
 
     def get_all_jobs(self) -> list[Job]:
         jobs = self._decode_all(self.redis.hgetall(self.jobs_key).items())
@@ -191,7 +189,7 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
         return f"<{type(self).__name__} host={self.host}>"
 
 
-def stored_alarms(redis: Any, host: str) -> dict[str, tuple[str, float]]:
+def stored_alarms(redis: Redis, host: str) -> dict[str, tuple[str, float]]:
     """``{agent_id: (request_id, run_date)}`` of the host's stored alarm jobs, read only
     (``tidings status``); entries that are not well-formed jobs are skipped, not removed."""
     alarms: dict[str, tuple[str, float]] = {}

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from redis import Redis
 
 from tidings.store import keys
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
@@ -54,7 +55,7 @@ def holder_name() -> str:
 class LeaderLease:
     """Acquire, renew and release one host's leader lease."""
 
-    def __init__(self, redis: Any, host: str, holder: str, settings: LeaseSettings) -> None:
+    def __init__(self, redis: Redis, host: str, holder: str, settings: LeaseSettings) -> None:
         self.redis = redis
         self.key = keys.scheduler_leader(host)
         self.holder = holder
@@ -88,7 +89,7 @@ class LeaderLease:
             self._scripts("scheduler_lease_release", [self.key], [value])
 
 
-def leader_hosts(redis: Any) -> set[str]:
+def leader_hosts(redis: Redis) -> set[str]:
     """Every host whose leader key exists (``tidings status``)."""
     prefix, suffix = keys.scheduler_leader("\0").split("\0")
     found = set()
@@ -99,7 +100,7 @@ def leader_hosts(redis: Any) -> set[str]:
     return found
 
 
-def current_leader(redis: Any, host: str) -> dict[str, Any] | None:
+def current_leader(redis: Redis, host: str) -> dict[str, Any] | None:
     """``{"leader", "since"}`` of the host's active scheduler, or ``None`` (``tidings status``)."""
     raw = redis.get(keys.scheduler_leader(host))
     if raw is None:

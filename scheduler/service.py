@@ -23,6 +23,7 @@ from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.base import STATE_STOPPED
 from apscheduler.schedulers.blocking import BlockingScheduler
 from dramatiq import Worker
+from redis import Redis
 from redis.exceptions import RedisError
 
 from tidings.jobs import log
@@ -49,7 +50,7 @@ EventSink = Callable[[dict[str, Any]], None]
 class Activation:
     """Everything that runs while this process leads its host."""
 
-    def __init__(self, redis: Any, settings: Settings, clock: Clock,
+    def __init__(self, redis: Redis, settings: Settings, clock: Clock,
                  on_failure: Callable[[], None]) -> None:
         self.host = settings.host
         self._on_failure = on_failure
@@ -121,7 +122,7 @@ class SchedulerService:
 
     def __init__(
         self,
-        redis: Any,
+        redis: Redis,
         settings: Settings,
         *,
         clock: Clock | None = None,

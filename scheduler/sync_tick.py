@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dramatiq import Broker
+from redis import Redis
 
 from tidings.jobs import log, metrics
 from tidings.scheduler.watcher import Watcher
@@ -49,7 +50,7 @@ def flag_ttl(interval: float) -> int:
     return max(MIN_FLAG_TTL_SECONDS, math.ceil(3 * interval))
 
 
-def tick(redis: Any, broker: Broker, host: str, interval: float) -> bool:
+def tick(redis: Redis, broker: Broker, host: str, interval: float) -> bool:
     """A full scan: enqueue ``sync_host(host)`` unless one is still pending; ``True`` if
     enqueued."""
     if not redis.set(keys.sync_running(host), "1", nx=True, ex=flag_ttl(interval)):
@@ -70,7 +71,7 @@ def broker_sender(broker: Broker, host: str) -> Sender:
 class SyncTicker:
     """The tick job of one host's scheduler, over a :class:`Watcher` (or none)."""
 
-    def __init__(self, redis: Any, host: str, interval: float, full_scan_seconds: float,
+    def __init__(self, redis: Redis, host: str, interval: float, full_scan_seconds: float,
                  sender: Sender, watcher: Watcher | None,
                  wall: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic) -> None:

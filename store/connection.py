@@ -98,7 +98,7 @@ class SentinelFailoverSSLConnection(SentinelFailoverConnection, SSLConnection):
     pass
 
 
-def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECONDS) -> Any:
+def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECONDS) -> redis.Redis:
     """A redis-py client (bytes responses, RESP2) for ``config`` that rides out failovers."""
     retrying: dict[str, Any] = {
         "retry": FailoverRetry(retry_seconds),
@@ -118,7 +118,8 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
             sentinel_kwargs["password"] = config.password
         sentinel = Sentinel(list(config.sentinels), sentinel_kwargs=sentinel_kwargs)
         tls = config.scheme.startswith("rediss")
-        return sentinel.master_for(
+        # master_for builds a plain redis.Redis over a Sentinel-managed pool.
+        master: redis.Redis = sentinel.master_for(
             config.service_name or "mymaster",
             db=config.db,
             username=config.username,
@@ -126,6 +127,7 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
             connection_class=SentinelFailoverSSLConnection if tls else SentinelFailoverConnection,
             **retrying,
         )
+        return master
     return redis.Redis.from_url(config.url, **retrying)
 
 
@@ -139,7 +141,7 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
-def ping(client: Any, url: str) -> None:
+def ping(client: redis.Redis, url: str) -> None:
     """Raise :class:`NoStoreError` naming both fixes if nothing answers.
 
     Answers at once: the failover retry is for a store that answered before, not

@@ -46,6 +46,8 @@ def _armed() -> dict[str, int]:
 
 def reach(point: str) -> None:
     """Exit the process here if a test armed ``point``."""
+    if point not in POINTS:
+        raise ValueError(f"unknown fault point {point!r}; known: {sorted(POINTS)}")
     armed = _armed()
     if point not in armed:
         return

@@ -36,6 +36,8 @@ class ReadOutcome:
     data: bytes = b""
     stat: os.stat_result | None = None
     error: str | None = None
+    #: For ``not_regular``: what is there instead (``is a FIFO``, C51).
+    what: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -45,6 +47,22 @@ class ReadOutcome:
 def stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
     """The identity tuple that lets a cached content hash be reused (C20)."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def describe(mode: int) -> str:
+    """C51: what a non-regular file is, for warnings (``is a FIFO``, ``is a directory``)."""
+    for test, text in (
+        (stat.S_ISLNK, "is a symlink"), (stat.S_ISDIR, "is a directory"),
+        (stat.S_ISFIFO, "is a FIFO"), (stat.S_ISSOCK, "is a socket"),
+        (stat.S_ISCHR, "is a character device"), (stat.S_ISBLK, "is a block device"),
+    ):
+        if test(mode):
+            return text
+    return "is not a regular file" if not stat.S_ISREG(mode) else "is a regular file"
+
+
+def _not_regular(mode: int) -> ReadOutcome:
+    return ReadOutcome("not_regular", error="not_regular_file", what=describe(mode))
 
 
 def _split(rel: str) -> list[str]:
@@ -195,7 +213,7 @@ def safe_read(root: Path, rel: str, limit: int = MAX_READ_BYTES) -> ReadOutcome:
     except (FileNotFoundError, NotADirectoryError):
         return ReadOutcome("absent")
     except UnsafePathError:
-        return ReadOutcome("not_regular", error="not_regular_file")
+        return ReadOutcome("not_regular", error="not_regular_file", what="is under a symlink")
     except OSError as exc:
         return ReadOutcome("unreadable", error=type(exc).__name__)
 
@@ -208,7 +226,7 @@ def _read_at(
     if before is None:
         return ReadOutcome("absent")
     if not stat.S_ISREG(before.st_mode):
-        return ReadOutcome("not_regular", error="not_regular_file")
+        return _not_regular(before.st_mode)
     if before.st_size > limit:
         return ReadOutcome("too_large", error="too_large")
     try:
@@ -220,7 +238,7 @@ def _read_at(
     try:
         handle = os.fstat(fd)
         if not stat.S_ISREG(handle.st_mode):
-            return ReadOutcome("not_regular", error="not_regular_file")
+            return _not_regular(handle.st_mode)
         chunks: list[bytes] = []
         remaining = limit + 1
         while remaining > 0:

@@ -13,20 +13,23 @@ import fcntl
 import hashlib
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from tidings.store.errors import LockTimeout
-from tidings.store.files import open_dir
+from tidings.store.errors import LockTimeout, UnsafePathError
+from tidings.store.files import describe, open_dir
 
 #: How long a mutation waits for its locks before answering ``lock_timeout``.
 LOCK_WAIT_SECONDS = 10.0
 
 #: Where lock files live, relative to the workdir.
 LOCK_DIR = ".notification/.locks"
+
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 _LABEL_JUNK = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -69,12 +72,32 @@ class _FileLock:
                 os.close(fd)
         self._mutex.release()
 
+    def _open(self) -> int:
+        """The lock file, opened without following links and without blocking.
+
+        C51: a ``.locks`` that is a symlink or a lock file that is not a regular file
+        raises :class:`UnsafePathError` naming what is there, never a bare OSError.
+        """
+        try:
+            with open_dir(self._root, LOCK_DIR.split("/"), create=True) as dir_fd:
+                try:
+                    fd = os.open(self._name, _LOCK_FLAGS, 0o644, dir_fd=dir_fd)
+                except OSError:
+                    st = os.stat(self._name, dir_fd=dir_fd, follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode):
+                        raise  # a plain I/O failure, not something in the way
+                    raise UnsafePathError(f"{LOCK_DIR}/{self._name} {describe(st.st_mode)}") \
+                        from None
+        except NotADirectoryError:
+            raise UnsafePathError(f"{LOCK_DIR} is not a directory") from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise UnsafePathError(f"{LOCK_DIR}/{self._name} {describe(mode)}")
+        return fd
+
     def _flock(self, deadline: float) -> int:
-        with open_dir(self._root, LOCK_DIR.split("/"), create=True) as dir_fd:
-            fd = os.open(
-                self._name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                dir_fd=dir_fd,
-            )
+        fd = self._open()
         pause = 0.001
         while True:
             try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -96,5 +95,3 @@ class Event(BaseModel):
     event_id: CallerKey | None = None
     idempotency_key: CallerKey | None = None
 
-
-EVENT_ID_RE = re.compile(r"^evt_[0-9a-f]+_[0-9a-f]{4}$")

@@ -12,8 +12,10 @@ So once a move has settled, the old host writes nothing more for the agent.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
+from redis import Redis
+
+from tidings.store import replies
 from tidings.store.clock import Clock
 from tidings.store.keys import AgentKeys
 
@@ -29,7 +31,7 @@ def running_key(agent_id: str) -> str:
 
 
 class RunFence:
-    def __init__(self, redis: Any, clock: Clock) -> None:
+    def __init__(self, redis: Redis, clock: Clock) -> None:
         self._redis = redis
         self._clock = clock
 
@@ -46,8 +48,9 @@ class RunFence:
         """Live runs of ``agent_id`` on ``host`` (expired leases are dropped)."""
         key = running_key(agent_id)
         self._redis.zremrangebyscore(key, "-inf", self._clock.now())
-        prefix = f"{host}:".encode()
-        return sum(1 for member in self._redis.zrange(key, 0, -1) if member.startswith(prefix))
+        prefix = f"{host}:"
+        members = self._redis.zrange(key, 0, -1)
+        return len([m for m in members if replies.text(m).startswith(prefix)])
 
     def settle(self, agent_id: str, host: str, timeout: float) -> int:
         """Wait up to ``timeout`` seconds for the runs on ``host`` to end; returns

@@ -7,7 +7,8 @@ registration or removal with one small read per tick (channels.md C27).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from redis import Redis
 
 from tidings.store import keys
 from tidings.store.errors import UnknownAgentError
@@ -15,7 +16,7 @@ from tidings.store.models import AgentRecord
 
 
 class AgentRegistry:
-    def __init__(self, redis: Any) -> None:
+    def __init__(self, redis: Redis) -> None:
         self._redis = redis
 
     def get(self, agent_id: str) -> AgentRecord | None:

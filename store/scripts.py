@@ -10,6 +10,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from redis import Redis
+
 
 @cache
 def source(name: str) -> str:
@@ -20,7 +22,7 @@ def source(name: str) -> str:
 class Scripts:
     """Scripts bound to one client; redis-py handles EVALSHA and reloading."""
 
-    def __init__(self, redis: Any) -> None:
+    def __init__(self, redis: Redis) -> None:
         self._redis = redis
         self._bound: dict[str, Any] = {}
 

@@ -1,7 +1,7 @@
 """tidings: keeps long-running LLM agents informed.
 
     >>> import tidings
-    >>> hub = tidings.connect("embedded")
+    >>> hub = tidings.connect("embedded", background=True)
     >>> agent = hub.agent("/path/to/workdir", inline=True)
     >>> agent.publish_event("system", {"text": "hi"})
     {'status': 'ok', 'event_id': 'evt_...', 'flushed': True}
@@ -9,7 +9,7 @@
 
 from tidings._agent import Agent
 from tidings._hub import Hub, connect
-from tidings._tool_schema import notification_tool_schema
+from tidings._tool_dialects import notification_tool_schema
 from tidings._turn import Turn
 from tidings.errors import (
     LockTimeout,

@@ -19,6 +19,7 @@ from tidings.jobs.actions import publish as producer
 from tidings.jobs.cap import lanes as cap
 from tidings.jobs.channels import publish as publishing
 from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.guard import answering, raising
 from tidings.jobs.inbox import admission as inboxes
 from tidings.jobs.inbox import items as inbox_items
 from tidings.jobs.memory import admission as memory_admission
@@ -33,6 +34,11 @@ from tidings.workers.dispatch import InlineDispatcher
 from tidings.workers.turn_group import GroupPreTurn
 
 Result = dict[str, Any]
+
+
+def _unstamped(agent: Agent, result: Any, persistent: Any = None) -> Any:
+    """C24, C52: a stamp that cannot be made leaves the tool's result as it was."""
+    return dict(result) if isinstance(result, dict) else result
 
 
 def _invalid_persistent() -> Result:
@@ -74,10 +80,12 @@ class Agent:
 
     # -- producers (channels.md C10, C11, C30) ----------------------------------
 
+    @answering("publish")
     def publish(self, channel: str, envelope: dict[str, Any], wait: bool = False) -> Result:
         """Replace the whole mirror of ``channel`` (C10)."""
         return publishing.publish(self.runtime, self.record, channel, envelope, wait=wait)
 
+    @answering("publish_event")
     def publish_event(
         self,
         channel: str,
@@ -92,6 +100,7 @@ class Agent:
             idempotency_key=idempotency_key, wait=wait,
         )
 
+    @answering("publish_daemon_event")
     def publish_daemon_event(
         self,
         daemon_id: str,
@@ -106,22 +115,26 @@ class Agent:
 
     # -- consumer reads (channels.md C21-C24) ------------------------------------
 
+    @raising("snapshot")
     def snapshot(self) -> dict[str, Any]:
         """A coherent read of the visible channels ``{channel: envelope}``; commits nothing."""
         return reading.coherent_read(self.runtime, self.record).payloads
 
+    @answering("stamp", fail_open=_unstamped)
     def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None) -> Result:
         """``result`` with ``_meta.agent_meta`` stamped from one stable read (C24)."""
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
         return delivery.stamp(self.runtime, self.record, result, persistent)
 
+    @answering("render")
     def render(self, persistent: dict[str, Any] | None = None) -> Result:
         """The capped ``notifications`` object; commits the delivered version (C24)."""
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
         return delivery.render(self.runtime, self.record, persistent)
 
+    @answering("cap_persistent")
     def cap_persistent(self, block: dict[str, Any]) -> Result:
         """A caller's email/IM block within the block cap, spilled to ``logs/`` if cut
         (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
@@ -131,20 +144,24 @@ class Agent:
 
     # -- the agent-facing tool (channels.md C44) ----------------------------------
 
+    @answering("notification")
     def notification(self, action: str, input: dict[str, Any] | None = None) -> Result:
         """Run one action of the ``notification`` tool; ``None`` input means ``{}``."""
         return tool.notification(self, action, input)
 
+    @answering("call_tool")
     def call_tool(self, arguments: dict[str, Any]) -> Result:
         """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
         return tool.call_tool(self, arguments)
 
     # -- the orchestrator's turn loop (memory-inbox.md M3-M7, M43-M51) -------------
 
+    @answering("startup")
     def startup(self) -> Result:
         """Inbox recovery, then the ``startup`` memory observation (M51); never wakes."""
         return turns.startup(self.runtime, self.record)
 
+    @answering("prepare_turn")
     def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
         """Take the turn slot, observe (ordinary/scheduled), claim and render (M43).
 
@@ -154,10 +171,12 @@ class Agent:
         result = turns.prepare_turn(self.runtime, self.record, kind, pre_turn)
         return Turn.from_result(result) if result["status"] == "ok" else result
 
+    @answering("mark_side_effect")
     def mark_side_effect(self, turn: Turn | str) -> Result:
         """Call before the turn's first externally visible action (M47)."""
         return turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
 
+    @answering("finish_turn")
     def finish_turn(
         self,
         turn: Turn | str,
@@ -170,16 +189,19 @@ class Agent:
         return turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
                                        side_effects, ignored, owned)
 
+    @raising("inbox")
     def inbox(
         self, limit: int = 30, state: str | None = None, before: str | None = None
     ) -> list[dict[str, Any]]:
         """The projection, newest first (M7); bad input raises ``TidingsError``."""
         return inbox_items.projection(self.runtime, self.agent_id, limit, state, before)
 
+    @answering("ignore")
     def ignore(self, event_id: str) -> Result:
         """Move a pending, deferred or processing item to ``ignored`` (M6)."""
         return inboxes.ignore(self.runtime, self.agent_id, event_id)
 
+    @answering("admit")
     def admit(
         self,
         source_kind: str,
@@ -192,6 +214,7 @@ class Agent:
         return inboxes.admit(self.runtime, self.agent_id, source_kind, summary, payload,
                              wake, key)
 
+    @answering("observe_memory")
     def observe_memory(self, reason: str = "manual") -> Result:
         """Observe the memory repository now (M10); the result's trigger is ``reason``."""
         if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
@@ -201,6 +224,7 @@ class Agent:
 
     # -- wake signals (channels.md C26) -------------------------------------------
 
+    @raising("wait_for_wake")
     def wait_for_wake(self, timeout: float) -> dict[str, Any] | None:
         """Block up to ``timeout`` seconds for the oldest unconsumed wake signal.
 

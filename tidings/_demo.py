@@ -74,7 +74,8 @@ def run() -> int:
     console = Console()
     console.print(Panel.fit("[bold]tidings[/] — a tour on the embedded (in-memory, not durable) "
                             "store", border_style="cyan"))
-    with tempfile.TemporaryDirectory(prefix="tidings-demo-") as tmp, connect("embedded") as hub:
+    with (tempfile.TemporaryDirectory(prefix="tidings-demo-") as tmp,
+          connect("embedded", background=True) as hub):
         workdir = Path(tmp)
         tour = Tour(hub, hub.agent(workdir), workdir, console)
         try:

@@ -9,6 +9,7 @@ import pygit2
 from tidings._demo_tour import Tour
 from tidings._hub import Hub
 from tidings._turn import Turn
+from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
 
 _SIGNATURE = pygit2.Signature("demo", "demo@example.invalid")
@@ -28,14 +29,14 @@ def _memory_repo(path: Path) -> None:
 
 def _last_id(tour: Tour, stream: str) -> bytes:
     newest = tour.hub.redis.xrevrange(stream, count=1)
-    return bytes(newest[0][0]) if newest else b"0-0"
+    return replies.data(newest[0][0]) if newest else b"0-0"
 
 
 def _inbox_wakes_after(tour: Tour, stream: str, after: bytes) -> int:
     """Inbox wake entries since ``after`` (notification wakes from the sync tick of
     earlier chapters may come and go meanwhile)."""
-    entries = tour.hub.redis.xrange(stream, min=b"(" + after)
-    return sum(1 for _, fields in entries if fields.get(b"kind") == b"inbox")
+    entries = tour.hub.redis.xrange(stream, min=b"(" + after) or []
+    return len([1 for _, fields in entries if fields and fields.get(b"kind") == b"inbox"])
 
 
 def memory_inbox(tour: Tour) -> None:
@@ -56,8 +57,10 @@ def memory_inbox(tour: Tour) -> None:
 
     tour.say("Then the host restarts: a new hub on the same store, whose orchestrator calls "
              "[bold]startup()[/] before its first turn.")
-    restarted = Hub(tour.hub.redis, tour.hub.settings, local_worker=True)
+    restarted = Hub(tour.hub.redis, tour.hub.settings)
     try:
+        restarted.start_worker()
+        restarted.start_scheduler()
         again = restarted.agent(tour.workdir)
         recovered = again.startup()
         tour.show("startup() after the restart", recovered)

@@ -9,14 +9,16 @@ from typing import Any
 
 from dramatiq import Worker
 from pydantic import ValidationError
+from redis import Redis
 
 from tidings._agent import Agent
 from tidings._status import status
 from tidings.jobs.channels.names import name_error
+from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import startup_all
 from tidings.scheduler.service import EventSink, SchedulerService
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.connection import client_for, ping
 from tidings.store.errors import TidingsError
@@ -38,33 +40,48 @@ MOVE_SETTLE_SECONDS = 30.0
 def connect(
     redis_url: str | None = None,
     *,
-    client: Any = None,
+    background: bool = False,
+    client: Redis | None = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
 ) -> Hub:
     """Open a hub.
 
     ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the embedded default
-    address that ``tidings up`` serves; ``"embedded"`` keeps everything in this
-    process (an in-process store and worker threads: tests and demos). A
-    ready-made redis-py compatible ``client`` may be passed instead of a URL.
+    address that ``tidings up`` serves; ``"embedded"`` keeps the store in this
+    process (tests and demos). A ready-made redis-py compatible ``client`` may be
+    passed instead of a URL; the hub then leaves closing it to the caller.
+
+    ``background=True`` also runs this host's worker and scheduler here, stopped
+    by :meth:`Hub.close`. Without it no call of the hub starts a thread, and an
+    embedded hub's agents run inline, since no worker would serve their queue.
     """
     settings = settings or Settings()
     if client is not None:
-        return Hub(client, settings, clock=clock, url="client")
-    if redis_url == "embedded":
+        hub = Hub(client, settings, clock=clock, url="client")
+    elif redis_url == "embedded":
         import fakeredis  # noqa: PLC0415 - the embedded store only; a real Redis never loads it
 
         store = fakeredis.FakeRedis(server=fakeredis.FakeServer(), version=(7,))
-        return Hub(store, settings, clock=clock, url="embedded", local_worker=True)
-    url = redis_url or settings.redis_url or EMBEDDED_DEFAULT_URL
-    try:
-        config = RedisConfig.from_url(url)
-    except ValueError as exc:
-        raise TidingsError(str(exc), reason="invalid_redis_url") from None
-    redis_client = client_for(config)
-    ping(redis_client, url)
-    return Hub(redis_client, settings, clock=clock, url=url)
+        hub = Hub(store, settings, clock=clock, url="embedded", owns_client=True,
+                  inline_agents=not background)
+    else:
+        url = redis_url or settings.redis_url or EMBEDDED_DEFAULT_URL
+        try:
+            config = RedisConfig.from_url(url)
+        except ValueError as exc:
+            raise TidingsError(str(exc), reason="invalid_redis_url") from None
+        redis_client = client_for(config)
+        try:
+            ping(redis_client, url)
+        except BaseException:
+            redis_client.close()
+            raise
+        hub = Hub(redis_client, settings, clock=clock, url=url, owns_client=True)
+    if background:
+        hub.start_worker()
+        hub.start_scheduler()
+    return hub
 
 
 class Hub:
@@ -72,12 +89,13 @@ class Hub:
 
     def __init__(
         self,
-        client: Any,
+        client: Redis,
         settings: Settings | None = None,
         *,
         clock: Clock | None = None,
         url: str = "",
-        local_worker: bool = False,
+        owns_client: bool = False,
+        inline_agents: bool = False,
     ) -> None:
         self.redis = client
         self.url = url
@@ -87,13 +105,15 @@ class Hub:
         self.runtime = Runtime(client, self.clock, self.settings, BrokerDispatcher(self.broker))
         declare_actors(self.broker, self.runtime)
         self.registry = AgentRegistry(client)
-        self._wants_local_worker = local_worker
+        self._owns_client = owns_client
+        self._inline_agents = inline_agents
         self._worker: Worker | None = None
         self._scheduler: SchedulerService | None = None
         self._worker_lock = threading.Lock()
 
     # -- agents ---------------------------------------------------------------
 
+    @raising("agent")
     def agent(
         self,
         workdir: str | os.PathLike[str],
@@ -103,7 +123,10 @@ class Hub:
         max_events: Mapping[str, int] | None = None,
         inline: bool = False,
     ) -> Agent:
-        """Register (idempotently) and return the agent of ``workdir``."""
+        """Register (idempotently) and return the agent of ``workdir``; starts nothing.
+
+        On an embedded hub without a background worker every agent runs inline.
+        """
         real = os.path.realpath(workdir)
         if not os.path.isdir(real):
             raise TidingsError(f"workdir {str(workdir)!r} is not a directory",
@@ -119,6 +142,12 @@ class Hub:
             if name_error(channel) is not None:
                 raise TidingsError(f"max_events: bad channel {channel!r}", reason="invalid_agent")
         repo = os.path.realpath(memory_repo) if memory_repo is not None else None
+        for name, path in (("workdir", real), ("memory_repo", repo)):
+            if path is not None and not _is_text(path):
+                raise TidingsError(
+                    f"{name} {os.fsencode(path)!r} is not valid UTF-8 (agent records keep "
+                    "their paths as JSON text)", reason=f"invalid_{name}",
+                )
         if repo is None and existing is not None:
             repo = existing.memory_repo
         try:
@@ -134,10 +163,9 @@ class Hub:
             raise TidingsError(str(exc.errors()[0]["msg"]), reason="invalid_agent") from None
         if record != existing:
             self.registry.put(record)
-        if not inline:
-            self._ensure_local_worker()
-        return Agent(self, record, inline=inline)
+        return Agent(self, record, inline=inline or self._inline_agents)
 
+    @raising("agents")
     def agents(self) -> list[dict[str, Any]]:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
         return [record.public for record in self.registry.all()]
@@ -175,7 +203,7 @@ class Hub:
         in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host,
                                                             settle_seconds)
         for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
-            self.runtime.dispatch.flush_channel(record, raw.decode())
+            self.runtime.dispatch.flush_channel(record, replies.text(raw))
         return {**result, "moved": True, "settled": in_flight == 0, "in_flight": in_flight}
 
     def status(self) -> dict[str, Any]:
@@ -219,12 +247,8 @@ class Hub:
                 self._scheduler.start()
             return self._scheduler
 
-    def _ensure_local_worker(self) -> None:
-        if self._wants_local_worker:
-            self.start_worker()
-            self.start_scheduler()
-
     def close(self) -> None:
+        """Stop what this hub started and close the client that :func:`connect` built."""
         with self._worker_lock:
             if self._scheduler is not None:
                 self._scheduler.stop()
@@ -233,9 +257,20 @@ class Hub:
                 self._worker.stop()
                 self._worker = None
         self.broker.close()
+        if self._owns_client:
+            self.redis.close()
 
     def __enter__(self) -> Hub:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_text(path: str) -> bool:
+    """True when ``path`` (undecodable bytes as lone surrogates) is valid UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis import Redis
+
 from tidings.jobs.view.status import agent_figures, delay_figure
 from tidings.scheduler.jobstore import stored_alarms
 from tidings.scheduler.lease import current_leader, leader_hosts
@@ -26,7 +28,7 @@ from tidings.workers.routing import host_queue, scheduler_queue
 NO_LEADER: dict[str, Any] = {"leader": None, "since": None}
 
 
-def _scheduled_delays(redis: Any, figures: list[dict[str, Any]], now: float) -> None:
+def _scheduled_delays(redis: Redis, figures: list[dict[str, Any]], now: float) -> None:
     """Fill ``live_delay`` of agents whose files are elsewhere from their host's jobs."""
     by_host: dict[str, dict[str, tuple[str, float]]] = {}
     for figure in figures:
@@ -41,7 +43,7 @@ def _scheduled_delays(redis: Any, figures: list[dict[str, Any]], now: float) -> 
                                                 source="scheduler")
 
 
-def status(redis: Any, clock: Clock) -> dict[str, Any]:
+def status(redis: Redis, clock: Clock) -> dict[str, Any]:
     """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``)."""
     now = clock.now()
     records = AgentRegistry(redis).all()

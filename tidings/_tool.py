@@ -15,6 +15,7 @@ from tidings.jobs.channels import hooks
 from tidings.jobs.channels import settings as settings_show
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
+from tidings.store.jsonread import input_problem
 from tidings.store.models import AgentRecord
 
 Result = dict[str, Any]
@@ -34,6 +35,10 @@ Handler = Callable[[Agent, dict[str, Any]], Result]
 
 #: C44: keys allowed at the root of the raw arguments.
 ROOT_KEYS = frozenset({"action", "input", "reasoning", "summarize", "_tc_id"})
+#: C44: root keys where null means absent (strict tool schemas send every key).
+NULLABLE_ROOT_KEYS = frozenset({"reasoning", "summarize", "_tc_id"})
+#: The tool-call id some harnesses add to the arguments: ignored at the root and in ``input``.
+TOOL_CALL_ID = "_tc_id"
 #: C44: input fields that must be strings when present.
 TEXT_FIELDS = frozenset({
     "channel", "reason", "event_id", "ref_id", "name", "version", "source", "description",
@@ -116,6 +121,10 @@ ACTIONS: dict[str, tuple[frozenset[str], Handler]] = {
 }
 
 
+#: Every input key some action lists (what a strict schema sends, null where unset).
+ALL_INPUT_KEYS = frozenset(key for keys, _ in ACTIONS.values() for key in keys)
+
+
 def notification(agent: Agent, action: str, input: dict[str, Any] | None = None) -> Result:
     arguments: dict[str, Any] = {"action": action, "input": {} if input is None else input}
     return call_tool(agent, arguments)
@@ -156,10 +165,30 @@ def _input_problem(action: str, payload: dict[str, Any], allowed: frozenset[str]
     return None
 
 
+def _present(action: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The input fields that count: a null field is absent (C44), ``_tc_id`` is ignored.
+
+    ``settings`` takes exactly ``{}`` (C42): there only the nulls of keys that some
+    action lists are absent (a strict schema sends them all), so ``{"x": null}`` stays
+    an unknown key.
+    """
+    absent_if_null = ALL_INPUT_KEYS if action == "settings" else None
+    return {
+        k: v for k, v in payload.items()
+        if k != TOOL_CALL_ID
+        and not (v is None and (absent_if_null is None or k in absent_if_null))
+    }
+
+
 def call_tool(agent: Agent, arguments: object) -> Result:
     """C44: validate raw arguments before any I/O, then run the action."""
     if not isinstance(arguments, dict):
         return invalid_argument("arguments must be an object")
+    shape = input_problem(arguments, "arguments")  # C47, C48
+    if shape is not None:
+        return invalid_argument(shape.message)
+    arguments = {k: v for k, v in arguments.items()
+                 if not (k in NULLABLE_ROOT_KEYS and v is None)}
     problem = _root_problem(arguments)
     if problem is not None:
         return problem
@@ -168,9 +197,7 @@ def call_tool(agent: Agent, arguments: object) -> Result:
         return {"status": "error", "message": f"Unknown notification action: {action}"}
     if "input" in arguments and arguments["input"] is None and action == "settings":
         return invalid_argument("settings takes exactly {} as input")
-    payload: dict[str, Any] = arguments.get("input") or {}
-    if action != "settings":  # C42: settings takes exactly {}; elsewhere null is absent (C44)
-        payload = {k: v for k, v in payload.items() if v is not None}
+    payload = _present(action, arguments.get("input") or {})
     allowed, handler = ACTIONS[action]
     problem = _input_problem(action, payload, allowed)
     if problem is not None:

@@ -1,7 +1,8 @@
 """The JSON schema of the ``notification`` tool for an LLM (channels.md C44, delay.md D3).
 
 Built from the tool's own action table, so the schema and the validation can
-never disagree about which input keys an action takes.
+never disagree about which input keys an action takes. The provider dialects
+(:mod:`tidings._tool_dialects`) are built from the same pieces.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def _action_rule(action: str, keys: frozenset[str]) -> dict[str, Any]:
     }
 
 
-def notification_tool_schema() -> dict[str, Any]:
-    """The tool's argument schema (JSON Schema 2020-12), with name and description."""
+def argument_schema() -> dict[str, Any]:
+    """The ``"json-schema"`` dialect: the arguments' JSON Schema (2020-12), with the
+    input keys of each action as conditional rules."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": TOOL_NAME,

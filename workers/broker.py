@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dramatiq.brokers.redis import MAINTENANCE_SCALE, RedisBroker
 from dramatiq.middleware import (
     AgeLimit,
@@ -16,6 +14,7 @@ from dramatiq.middleware import (
 )
 from dramatiq.results import Results
 from dramatiq.results.backends.redis import RedisBackend
+from redis import Redis
 
 from tidings.store.keys import NAMESPACE
 from tidings.store.settings import DEFAULT_HEARTBEAT_MS, Settings
@@ -28,7 +27,7 @@ RETRY_MAX_BACKOFF_MS = 60_000
 RESULT_TTL_MS = 10 * 60 * 1000
 
 
-def make_broker(client: Any, settings: Settings) -> RedisBroker:
+def make_broker(client: Redis, settings: Settings) -> RedisBroker:
     """A broker in namespace ``tidings`` whose heartbeat follows the settings.
 
     With a heartbeat below dramatiq's default, queue maintenance (which moves a

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from typing import Any
-
 from dramatiq import Worker
+from redis import Redis
 
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
@@ -23,7 +20,7 @@ DEFAULT_THREADS = 8
 class HostWorker:
     """A started dramatiq worker consuming ``tidings.host.<host>``."""
 
-    def __init__(self, client: Any, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(self, client: Redis, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
         self.broker = make_broker(client, settings)
         self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker))
         declare_actors(self.broker, self.runtime)
@@ -38,16 +35,3 @@ class HostWorker:
     def stop(self) -> None:
         self.worker.stop()
         self.broker.close()
-
-
-def run_forever(client: Any, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
-    """Run until SIGINT/SIGTERM (``tidings worker``)."""
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    worker = HostWorker(client, settings, threads)
-    worker.start()
-    try:
-        stop.wait()
-    finally:
-        worker.stop()

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from redis import Redis
+
 from tidings.store.keys import NAMESPACE
 from tidings.workers.routing import QUEUE_PREFIX
 
@@ -40,7 +42,7 @@ def queue_of(key: bytes | str) -> str | None:
     return name
 
 
-def existing_queues(redis: Any) -> set[str]:
+def existing_queues(redis: Redis) -> set[str]:
     """Every tidings queue that has a key in Redis."""
     found = set()
     for key in redis.scan_iter(match=_key(f"{QUEUE_PREFIX}*"), count=SCAN_COUNT):
@@ -50,7 +52,7 @@ def existing_queues(redis: Any) -> set[str]:
     return found
 
 
-def queue_figures(redis: Any, expected: Iterable[str] = ()) -> list[dict[str, Any]]:
+def queue_figures(redis: Redis, expected: Iterable[str] = ()) -> list[dict[str, Any]]:
     """``{"name", "depth", "delayed", "dead", "in_flight"}`` per queue, by name.
 
     ``depth``: messages waiting; ``in_flight``: fetched by a worker and not yet

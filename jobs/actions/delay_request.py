@@ -22,6 +22,8 @@ from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay.state import (
     ACTIVE,
     CANCELLED,
+    LATEST_DEADLINE_AT,
+    LATEST_DEADLINE_EPOCH,
     STATE_VERSION,
     is_int,
     read_state,
@@ -48,7 +50,9 @@ def _error(reason: str, message: str, **fields: Any) -> Result:
     return {"status": "error", "reason": reason, **fields, "message": message}
 
 
-def _invalid(channel: object, seconds: object, cap: int, allow: Allowlist) -> str | None:
+def _invalid(
+    channel: object, seconds: object, cap: int, allow: Allowlist, now: float
+) -> str | None:
     """D3 step 2, in order: the message of ``invalid_delay``, or ``None``."""
     if not allow.allows(channel):
         problem = name_error(channel)
@@ -60,6 +64,9 @@ def _invalid(channel: object, seconds: object, cap: int, allow: Allowlist) -> st
     assert isinstance(seconds, int)
     if not 0 <= seconds <= cap:
         return f"seconds must be between 0 and {cap}"
+    if now + seconds > LATEST_DEADLINE_EPOCH:
+        return (f"seconds is too large: the deadline would fall after {LATEST_DEADLINE_AT}, "
+                "the latest time a timestamp can hold")
     return None
 
 
@@ -172,7 +179,7 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
                       f"delay needs the agent's workdir; {agent.workdir} is not a directory")
     cap = limits.delay_cap(log_invalid=True)
     allow = allowlist(rt, agent)
-    problem = _invalid(channel, seconds, cap, allow)
+    problem = _invalid(channel, seconds, cap, allow, rt.clock.now())
     if problem is not None:
         return _error("invalid_delay", problem,
                       channel=channel if isinstance(channel, str) else None)
@@ -186,7 +193,7 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
             break
         published = delay_alarm.reconcile(rt, agent, step.overdue_id) or published
     if published:
-        tick.sync_agent(rt, agent)  # D14
+        tick.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
     if step.overdue:
         return _error("delay_expiry_recovery_pending",
                       "an overdue delay's alarm could not be published yet; try again",

@@ -25,7 +25,7 @@ from tidings.jobs.delay.state import live_target
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed
 from tidings.jobs.view.wake_mask import masked_fingerprint
-from tidings.store import keys, locks
+from tidings.store import keys, locks, replies
 from tidings.store.errors import LockTimeout, UnsafePathError
 from tidings.store.files import ReadOutcome, atomic_write, remove_file, safe_read
 from tidings.store.jsonfmt import compact, sha256_hex
@@ -48,7 +48,7 @@ def guard_for(rt: Runtime, channel: str) -> str | None:
     """C37: the suggested verb guarding ``channel``, if any (hub-wide, last set wins)."""
     raw = rt.redis.hget(keys.DISMISS_GUARDS, channel)
     if raw is not None:
-        return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+        return replies.text(raw)
     return DEFAULT_GUARDS.get(channel)
 
 

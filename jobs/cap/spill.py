@@ -9,7 +9,6 @@ unchanged oversized lane costs one ``lstat`` instead of a read.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import threading
@@ -24,6 +23,7 @@ from tidings.jobs import log, metrics
 from tidings.jobs.cap import ruler as cap_ruler
 from tidings.store.errors import TidingsError
 from tidings.store.files import exclusive_create, lstat_file, safe_read, stat_key
+from tidings.store.jsonread import Malformed, parse
 
 #: B8: the spill directory, relative to the workdir.
 LOGS_DIR = "logs"
@@ -31,8 +31,6 @@ LOGS_DIR = "logs"
 MAX_SUFFIX = 100
 #: B10: the attention spill stem; the name is ``<stem><digest8>[-N].json``.
 ATTENTION_STEM = "notification-attention-overflow-"
-#: The most bytes read when checking an existing spill (bounded like every read).
-MAX_SPILL_READ = 256 * 1024 * 1024
 #: Verified spill files remembered per process.
 VERIFIED_CACHE_SIZE = 4096
 
@@ -91,9 +89,12 @@ _verified = _Verified(VERIFIED_CACHE_SIZE)
 
 
 def _canonical_of(data: bytes) -> str | None:
+    parsed = parse(data)
+    if isinstance(parsed, Malformed):
+        return None
     try:
-        return cap_ruler.canonical_text(json.loads(data.decode("utf-8")))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        return cap_ruler.canonical_text(parsed.value)
+    except (ValueError, RecursionError):  # Unserialisable is a ValueError
         return None
 
 
@@ -116,11 +117,14 @@ def holds(root: Path, name: str, request: SpillRequest) -> bool:
     key = (str(root), name)
     if _verified.matches(key, stat_key(st), request.digest):
         return True
-    rel = f"{LOGS_DIR}/{name}"
-    outcome = safe_read(root, rel, limit=min(max(st.st_size, 1), MAX_SPILL_READ))
+    # C51: a name held by something else is read at most up to this spill's own size.
+    size = len(request.content)
+    if st.st_size > size:
+        return False
+    outcome = safe_read(root, f"{LOGS_DIR}/{name}", limit=size)
     if not outcome.ok or outcome.stat is None:
         return False
-    if _canonical_of(outcome.data) != request.canonical:
+    if outcome.data != request.content and _canonical_of(outcome.data) != request.canonical:
         return False
     _verified.put(key, stat_key(outcome.stat), request.digest)
     return True

@@ -20,6 +20,7 @@ from tidings.jobs import log
 from tidings.jobs.channels.names import BUILTIN_CHANNELS, MCP_PREFIX, RESERVED_STEMS, name_error
 from tidings.jobs.runtime import Runtime
 from tidings.store.files import safe_read, stat_key
+from tidings.store.jsonread import Malformed, loads_or, parse
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -41,10 +42,10 @@ def load_registry(root: Path) -> RegistryLoad:
         return RegistryLoad()
     if not outcome.ok:
         return RegistryLoad(error=f"hooks.json is unreadable ({outcome.error})")
-    try:
-        value = json.loads(outcome.data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return RegistryLoad(error=f"{type(exc).__name__}: {exc}")
+    parsed = parse(outcome.data)
+    if isinstance(parsed, Malformed):
+        return RegistryLoad(error=parsed.message)
+    value = parsed.value
     if not isinstance(value, list):
         return RegistryLoad()
     return RegistryLoad(tuple(item for item in value if isinstance(item, dict)))
@@ -118,7 +119,9 @@ def registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
         # Logged once per registry state; the last good set stands in meanwhile.
         log.event("notification_hook_registry_error", agent_id=agent.agent_id, error=loaded.error)
         raw = rt.redis.get(redis_key)
-        state = RegistryState(frozenset(json.loads(raw)) if raw else frozenset(), loaded=False)
+        last = loads_or(raw, [])
+        kept = frozenset(c for c in last if isinstance(c, str)) if isinstance(last, list) else None
+        state = RegistryState(kept or frozenset(), loaded=False)
     else:
         channels = frozenset(c for c in map(_hook_channel, loaded.manifests) if c is not None)
         encoded = json.dumps(sorted(channels))

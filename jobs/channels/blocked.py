@@ -15,6 +15,7 @@ from tidings.jobs import log
 from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.files import MAX_READ_BYTES, list_dir
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -80,8 +81,7 @@ def _warn_once(
 def _members(rt: Runtime, key: str, known: frozenset[str] | None) -> frozenset[str]:
     if known is not None:
         return known
-    return frozenset(m.decode() if isinstance(m, bytes) else str(m)
-                     for m in rt.redis.smembers(key))
+    return frozenset(map(replies.text, rt.redis.smembers(key)))
 
 
 def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: bool,

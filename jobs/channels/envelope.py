@@ -8,12 +8,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from tidings.store.jsonfmt import compact, utc_stamp
+from tidings.store.jsonread import MAX_DEPTH, encodable, input_problem
 from tidings.store.models import Envelope, Event
 
 #: C10: the largest whole envelope, serialised.
 MAX_ENVELOPE_BYTES = 1_048_576
 #: C11: the largest event, serialised.
 MAX_EVENT_BYTES = 262_144
+#: C47: the deepest event accepted. An event is stored three levels down in its
+#: mirror (envelope → data → events), which must itself stay within the reader's 64.
+MAX_EVENT_DEPTH = MAX_DEPTH - 3
 #: C8: the icon of an envelope that has none.
 DEFAULT_ICON = "🔔"
 PRIORITIES = ("low", "normal", "high")
@@ -25,7 +29,7 @@ def error(reason: str, message: str, **fields: Any) -> Result:
     return {"status": "error", "reason": reason, "message": message, **fields}
 
 
-def new_event_id(now: float) -> str:
+def new_channel_event_id(now: float) -> str:
     """``evt_<ms-epoch-hex>_<4 hex>``."""
     return f"evt_{int(now * 1000):x}_{secrets.token_hex(2)}"
 
@@ -44,6 +48,9 @@ def complete_envelope(value: object, now: float) -> Result | dict[str, Any]:
     """
     if not isinstance(value, dict):
         return error("invalid_envelope", "envelope must be a JSON object")
+    shape = input_problem(value, "envelope")
+    if shape is not None:
+        return error("invalid_envelope", shape.message)
     try:
         Envelope.model_validate(value)
     except ValidationError as exc:
@@ -67,12 +74,11 @@ def check_event(
     """C11's event checks in order; ``None`` when the event may be buffered."""
     if not isinstance(event, dict):
         return error("invalid_event", "event must be a JSON object")
-    try:
-        size = len(compact(event).encode("utf-8"))
-    except (TypeError, ValueError) as exc:
-        return error("invalid_event", f"event is not JSON: {exc}")
-    if size > MAX_EVENT_BYTES:
-        return error("event_too_large", f"event is {size} bytes; the limit is 256 KiB")
+    shape = input_problem(event, "event", max_depth=MAX_EVENT_DEPTH, max_bytes=MAX_EVENT_BYTES)
+    if shape is not None and shape.reason == "too_large":
+        return error("event_too_large", f"{shape.message} (256 KiB)")
+    if shape is not None:
+        return error("invalid_event", shape.message)
     if priority is not None and priority not in PRIORITIES:
         return error("invalid_priority", "priority must be null, 'low', 'normal' or 'high'")
     try:
@@ -82,6 +88,8 @@ def check_event(
             "invalid_event_id", "event_id must be a non-empty string of at most 200 characters"
         )
     key = idempotency_key if idempotency_key is not None else event.get("idempotency_key")
+    if isinstance(key, str) and not encodable(key):
+        return error("invalid_idempotency_key", "not valid Unicode")
     try:
         Event.model_validate({"idempotency_key": key})
     except ValidationError:
@@ -98,7 +106,8 @@ def complete_event(
     """A copy with ``event_id`` and ``at`` set, and its dedup key (C11)."""
     completed = dict(event)
     caller_id = completed.get("event_id")
-    completed.setdefault("event_id", new_event_id(now))
+    if caller_id is None:  # C11: a null event_id counts as absent
+        completed["event_id"] = new_channel_event_id(now)
     completed.setdefault("at", utc_stamp(now))
     if idempotency_key is not None:
         completed.setdefault("idempotency_key", idempotency_key)

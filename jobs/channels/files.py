@@ -6,12 +6,12 @@ above (the coherent read, delay statistics) compose them.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tidings.store.files import safe_read
 from tidings.store.jsonfmt import sha256_hex
+from tidings.store.jsonread import Parsed, parse
 
 #: The folder of channel files inside a workdir.
 NOTIFICATION_DIR = ".notification"
@@ -20,11 +20,12 @@ FpEntry = list[Any]  # [filename, byte_size, sha256_hex]
 
 
 def parse_payload(data: bytes) -> Any | None:
-    """C8/C21: an object as is, another JSON value as ``{"data": value}``, else ``None``."""
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    """C8/C21: an object as is, another JSON value as ``{"data": value}``, else ``None``
+    (malformed, C47 too deep included; lone surrogates read as U+FFFD, C48)."""
+    parsed = parse(data)
+    if not isinstance(parsed, Parsed):
         return None
+    value = parsed.value
     return value if isinstance(value, dict) else {"data": value}
 
 

@@ -12,17 +12,17 @@ no record is lost and none lands twice.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tidings.jobs import metrics
 from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
 from tidings.jobs.runtime import Runtime
-from tidings.store import faults, locks
+from tidings.store import faults, locks, replies
 from tidings.store.errors import UnsafePathError
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact, sha256_hex
+from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -43,7 +43,7 @@ def _current_sha(agent: AgentRecord, channel: str) -> tuple[str, bytes | None]:
     if outcome.kind == "absent":
         return "absent", None
     if outcome.kind == "not_regular":
-        raise UnsafePathError(f"{channel_file(channel)} is not a regular file")
+        raise UnsafePathError(f"{channel_file(channel)} {outcome.what or 'is not a regular file'}")
     if not outcome.ok:
         # Unreadable or over 1 MiB: the mirror starts empty (C12), and the sha
         # recorded in the intent can never match, so a crash discards it.
@@ -67,9 +67,9 @@ def settle_intent(rt: Runtime, agent: AgentRecord, channel: str) -> str | None:
     raw = rt.redis.get(k.intent(channel))
     if raw is None:
         return None
-    intent = json.loads(raw)
+    intent = loads_or(raw, None)
     sha, _ = _current_sha(agent, channel)
-    if sha == intent["post_sha256"]:
+    if isinstance(intent, dict) and sha == intent.get("post_sha256"):
         _commit(rt, agent, channel, int(intent["through_seq"]))
         return "committed"
     rt.redis.delete(k.intent(channel))
@@ -88,7 +88,7 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
             [channel],
         )
         return None if int(released) else 0
-    records = [Record.decode(item) for item in raw]
+    records = [Record.decode(replies.data(item)) for item in raw]
     pre_sha, data = _current_sha(agent, channel)
     mirror = apply_batch(
         parse_mirror(data), records, channel, retained_bound(agent, channel), rt.clock.now()
@@ -117,8 +117,8 @@ def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
         try:
             with locks.hold(agent.root, f"channel:{channel}"):
                 count = _flush_batch(rt, agent, channel)
-        except UnsafePathError:
-            _warn_unsafe(rt, agent, channel)
+        except UnsafePathError as exc:
+            _warn_unsafe(rt, agent, channel, exc.message)
             return {"status": "error", "reason": "unsafe_path", "channel": channel,
                     "applied": applied}
         if count is None:
@@ -128,8 +128,8 @@ def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
     return {"status": "ok", "channel": channel, "applied": applied, "requeued": True}
 
 
-def _warn_unsafe(rt: Runtime, agent: AgentRecord, channel: str) -> None:
-    """C16: the records stay buffered; the agent hears about it once."""
+def _warn_unsafe(rt: Runtime, agent: AgentRecord, channel: str, problem: str) -> None:
+    """C16, C51: the records stay buffered; the agent hears once what is in the way."""
     if channel == names.SYSTEM:
         return
     system_events.notify(
@@ -138,8 +138,8 @@ def _warn_unsafe(rt: Runtime, agent: AgentRecord, channel: str) -> None:
         source="notification_store",
         ref_id=f"unsafe_channel:{channel}",
         body=(
-            f"Channel '{channel}' cannot be written: .notification/{channel}.json is a symlink. "
-            "Its notifications stay buffered until the link is removed."
+            f"Channel '{channel}' cannot be written: {problem}. "
+            "Its notifications stay buffered until that is removed."
         ),
         idempotency_key=f"unsafe_channel:{channel}",
     )

@@ -18,6 +18,7 @@ from tidings.store import locks
 from tidings.store.errors import LockTimeout, UnsafePathError
 from tidings.store.files import atomic_write, remove_file
 from tidings.store.jsonfmt import compact
+from tidings.store.jsonread import encodable, input_problem
 from tidings.store.keys import AgentKeys
 from tidings.store.models import MAX_RETAINED, MIN_RETAINED, AgentRecord
 
@@ -33,6 +34,11 @@ MANIFEST_FIELDS = frozenset({*REQUIRED, "version", "instructions", "max_events"}
 DEFAULT_VERSION = "1.0.0"
 #: C41: how much of a load error the result quotes.
 LOAD_ERROR_CHARS = 300
+#: C49: the largest manifest, serialised, and the largest registry file, in bytes.
+#: The registry limit sits under the reader's 1 MiB (C19), so the agent can always
+#: load, edit and drop what it added.
+MAX_MANIFEST_BYTES = 16 * 1024
+MAX_REGISTRY_BYTES = 1_048_576
 
 
 class _Invalid(Exception):
@@ -60,13 +66,18 @@ def normalise(fields: dict[str, Any]) -> dict[str, Any]:
     """C39: the manifest to store, or :class:`_Invalid` with the first problem."""
     unknown = set(fields) - MANIFEST_FIELDS
     if unknown:
-        raise _Invalid(f"unknown manifest field(s): {', '.join(sorted(unknown))}")
+        raise _Invalid(f"unknown manifest field(s): {', '.join(sorted(map(str, unknown)))}")
+    shape = input_problem(fields, "manifest", max_bytes=MAX_MANIFEST_BYTES)  # C47-C49
+    if shape is not None:
+        raise _Invalid(shape.message)
     manifest: dict[str, Any] = {}
     for key in REQUIRED:
         value = fields.get(key)
         if not isinstance(value, str) or not value.strip():
             raise _Invalid(f"{key} must be a non-empty string")
         manifest[key] = value
+    if len(manifest["name"]) > names.MAX_NAME_CHARS:  # C46
+        raise _Invalid(f"name must be at most {names.MAX_NAME_CHARS} characters")
     problem = _channel_problem(manifest["channel"])
     if problem is not None:
         raise _Invalid(problem)
@@ -103,9 +114,16 @@ def _index(manifests: list[dict[str, Any]], name: str) -> int | None:
     return next((i for i, m in enumerate(manifests) if m.get("name") == name), None)
 
 
+class _Full(Exception):
+    pass
+
+
 def _write(agent: AgentRecord, manifests: list[dict[str, Any]]) -> None:
     if manifests:
-        atomic_write(agent.root, allowlist.HOOKS_FILE, compact(manifests).encode("utf-8"))
+        data = compact(manifests).encode("utf-8")
+        if len(data) > MAX_REGISTRY_BYTES:
+            raise _Full(f"hooks.json would be {len(data)} bytes; the limit is 1 MiB")
+        atomic_write(agent.root, allowlist.HOOKS_FILE, data)
     else:  # C38: an empty registry deletes the file
         remove_file(agent.root, allowlist.HOOKS_FILE)
 
@@ -126,11 +144,16 @@ def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> Result:
                 return result
             try:
                 _write(agent, manifests)
+            except _Full as exc:
+                return error("hook_registry_full", str(exc))
             except (OSError, UnsafePathError) as exc:
                 return error("hook_registry_write_failed",
                              f"could not write hooks.json: {type(exc).__name__}: {exc}")
     except LockTimeout as exc:
         return exc.as_result()
+    except (OSError, UnsafePathError) as exc:  # C51: the lock itself could not be taken
+        return error("hook_registry_write_failed",
+                     f"could not lock the hook registry: {type(exc).__name__}: {exc}")
     allowlist.invalidate(agent)
     allowlist.registry_state(rt, agent)  # refresh the last-loaded set in Redis (C41)
     return result
@@ -175,6 +198,10 @@ def list_hooks(rt: Runtime, agent: AgentRecord) -> Result:
 def _name_problem(name: object) -> Result | None:
     if not isinstance(name, str) or not name:
         return error("invalid_manifest", "name must be a non-empty string")
+    if len(name) > names.MAX_NAME_CHARS:  # C46
+        return error("invalid_manifest", f"name must be at most {names.MAX_NAME_CHARS} characters")
+    if not encodable(name):  # C48
+        return error("invalid_manifest", "not valid Unicode")
     return None
 
 

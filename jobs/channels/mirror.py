@@ -6,7 +6,7 @@ new mirror. The flush job around them does the locking, I/O and bookkeeping.
 
 from __future__ import annotations
 
-import json
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,10 +14,13 @@ from tidings.jobs.channels.allowlist import load_registry
 from tidings.jobs.channels.envelope import DEFAULT_ICON, MAX_ENVELOPE_BYTES
 from tidings.jobs.channels.names import SYSTEM
 from tidings.store.jsonfmt import compact, utc_stamp
+from tidings.store.jsonread import MAX_DEPTH, loads_or
 from tidings.store.models import MAX_RETAINED, MIN_RETAINED, AgentRecord
 
 #: C12: the retained-event bound when nothing else sets one.
 DEFAULT_RETAINED = 20
+#: A buffered record wraps an envelope (checked to C47's depth) in one more object.
+RECORD_DEPTH = MAX_DEPTH + 1
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Record:
     @classmethod
     def decode(cls, raw: bytes) -> Record:
         seq, _, body = raw.partition(b":")
-        return cls(int(seq), json.loads(body))
+        return cls(int(seq), loads_or(body, {}, max_depth=RECORD_DEPTH))
 
 
 def retained_bound(agent: AgentRecord, channel: str) -> int:
@@ -47,12 +50,7 @@ def retained_bound(agent: AgentRecord, channel: str) -> int:
 
 def parse_mirror(data: bytes | None) -> dict[str, Any]:
     """The current mirror as an object; missing or malformed starts empty (C12)."""
-    if data is None:
-        return {}
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return {}
+    value = loads_or(data, {})
     return value if isinstance(value, dict) else {}
 
 
@@ -74,17 +72,19 @@ def apply_batch(
     current: dict[str, Any], records: list[Record], channel: str, bound: int, now: float
 ) -> dict[str, Any]:
     """The mirror after ``records``, in order (C12, C14)."""
-    envelope: dict[str, Any] = json.loads(compact(current))  # a deep copy: never mutate input
+    envelope: dict[str, Any] = copy.deepcopy(current)  # never mutate input
     appended = False
     asked_high = False
     for record in records:
         body = record.body
-        if body.get("op") == "replace":
-            envelope = dict(json.loads(compact(body["envelope"])))
+        if body.get("op") == "replace" and isinstance(body.get("envelope"), dict):
+            envelope = copy.deepcopy(body["envelope"])
             continue
-        event = body["event"]
+        event = body.get("event")
+        if body.get("op") != "append" or not isinstance(event, dict):
+            continue  # a record that cannot be read back (never written by tidings)
         events = _events_of(envelope)
-        ref = event.get("ref_id") if isinstance(event, dict) else None
+        ref = event.get("ref_id")
         if body.get("skip_if_ref_exists") and ref is not None and any(
             isinstance(e, dict) and e.get("ref_id") == ref for e in events
         ):

@@ -7,6 +7,9 @@ import re
 #: C2: the full-match syntax of a channel name (and of a daemon run id).
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 NAME_PATTERN_TEXT = "^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+#: C46: the longest channel name, daemon id or hook name, in characters. With it,
+#: every file name tidings makes from a name stays under the 255-byte limit.
+MAX_NAME_CHARS = 200
 
 #: C3: the built-in channels.
 BUILTIN_CHANNELS = frozenset(
@@ -38,6 +41,8 @@ def name_error(name: object, what: str = "channel") -> str | None:
         return f"{what} must not contain '..'"
     if not NAME_RE.fullmatch(name):
         return f"{what} must match {NAME_PATTERN_TEXT}"
+    if len(name) > MAX_NAME_CHARS:
+        return f"{what} must be at most {MAX_NAME_CHARS} characters"
     return None
 
 

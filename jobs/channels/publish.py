@@ -8,13 +8,14 @@ once, under load records wait behind one flush run.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tidings.jobs import metrics
 from tidings.jobs.channels import allowlist, names
 from tidings.jobs.channels.envelope import check_event, complete_envelope, complete_event, error
+from tidings.jobs.channels.mirror import Record
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.files import is_symlink
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
@@ -129,7 +130,7 @@ def _push(
         [compact(record), rt.settings.flush_flag_ttl, "1" if dedup_key else "0", event_id,
          DEDUP_SECONDS, channel],
     )
-    pushed = [part.decode() if isinstance(part, bytes) else str(part) for part in reply]
+    pushed = [replies.text(part) for part in reply]
     metrics.EVENTS_PUBLISHED.labels(op=record["op"], outcome=pushed[0]).inc()
     return pushed
 
@@ -178,4 +179,4 @@ def _wait_applied(rt: Runtime, agent: AgentRecord, channel: str, seq: int) -> bo
 def buffered_records(rt: Runtime, agent: AgentRecord, channel: str) -> list[dict[str, Any]]:
     """The records still waiting in a channel's buffer (for status and tests)."""
     raw = rt.redis.lrange(AgentKeys(agent.agent_id).buffer(channel), 0, -1)
-    return [json.loads(item.split(b":", 1)[1]) for item in raw]
+    return [Record.decode(replies.data(item)).body for item in raw]

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tidings.store.errors import TidingsError
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact_sorted, sha256_hex
+from tidings.store.jsonread import Malformed, parse
 
 DAEMON_DIR = ".notification/daemon"
 CONTROL_FILE = f"{DAEMON_DIR}/.tombstone"
@@ -79,9 +80,12 @@ def read_control(root: Path) -> Control:
         return Control()
     if not outcome.ok:
         raise DaemonControlError(f"control record is unreadable ({outcome.error})")
+    parsed = parse(outcome.data)
+    if isinstance(parsed, Malformed):
+        raise DaemonControlError(f"control record is invalid: {parsed.message}"[:240])
     try:
-        return Control.model_validate(json.loads(outcome.data.decode("utf-8")))
-    except (UnicodeDecodeError, ValueError, ValidationError) as exc:
+        return Control.model_validate(parsed.value)
+    except ValidationError as exc:
         first = str(exc).splitlines()[0][:200]
         raise DaemonControlError(f"control record is invalid: {first}") from None
 

@@ -7,7 +7,6 @@ It is never a channel file (C7).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from tidings.jobs import log
 from tidings.jobs.daemon.view import DaemonView
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact
+from tidings.store.jsonread import loads_or
 
 REPORT_FILE = ".notification/daemon.json"
 REPORT_KIND = "daemon_report"
@@ -72,10 +72,7 @@ def _may_overwrite(root: Path) -> bool:
         return True
     if not outcome.ok:
         return False
-    try:
-        current = json.loads(outcome.data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return False
+    current = loads_or(outcome.data, None)
     return isinstance(current, dict) and current.get("kind") == REPORT_KIND
 
 

@@ -8,7 +8,6 @@ first one left is the template of the ``daemon`` payload.
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from tidings.jobs.daemon.control import (
 )
 from tidings.store.files import MAX_READ_BYTES, list_dir, safe_read
 from tidings.store.jsonfmt import sha256_hex
+from tidings.store.jsonread import loads_or
 
 #: C33: the workdir file holding ``channels.daemon.alarm_threshold``.
 NOTIFICATION_SETTINGS_FILE = "notification.json"
@@ -110,10 +110,7 @@ def is_high(event: Any) -> bool:
 
 def parse_mini(name: str, raw: bytes, control: Control) -> MiniFile | None:
     """A mini-file is valid when it is an object whose ``data.events`` is a list."""
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
+    value = loads_or(raw, None)
     if not isinstance(value, dict):
         return None
     data = value.get("data")
@@ -202,10 +199,7 @@ def alarm_threshold(root: Path) -> int | None:
     outcome = safe_read(root, NOTIFICATION_SETTINGS_FILE)
     if not outcome.ok:
         return None
-    try:
-        value: Any = json.loads(outcome.data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
+    value: Any = loads_or(outcome.data, None)
     for key in ("channels", "daemon", "alarm_threshold"):
         value = value.get(key) if isinstance(value, dict) else None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:

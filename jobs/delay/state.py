@@ -8,7 +8,6 @@ an invalid one is reported once per distinct content per process.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections import OrderedDict
@@ -24,6 +23,7 @@ from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.runtime import Runtime
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact_sorted, sha256_hex
+from tidings.store.jsonread import Malformed, parse
 from tidings.store.models import AgentRecord
 
 #: D5: the state file and its format version.
@@ -36,6 +36,11 @@ ACTIVE, EXPIRING, PUBLISHED, CANCELLED = "active", "expiring", "published", "can
 START_SKEW_SECONDS = 1.0
 #: D8: tolerance of the duration checks, in seconds.
 DURATION_TOLERANCE = 0.001
+
+#: The latest deadline a ``YYYY-MM-DDTHH:MM:SSZ`` stamp (and a ``datetime``) can hold:
+#: a huge delay cap must not let a request overflow ``gmtime`` (issue 11).
+LATEST_DEADLINE_EPOCH = 253_402_300_799
+LATEST_DEADLINE_AT = "9999-12-31T23:59:59Z"
 
 #: D7: the scope note attached to a retained event count.
 RETAINED_SCOPE = "current mirror entries; not asserted total"
@@ -68,11 +73,10 @@ def read_state(root: Path) -> StateRead:
     if not outcome.ok:
         return StateRead("unreadable", digest=f"{outcome.kind}:{outcome.error}")
     digest = sha256_hex(outcome.data)
-    try:
-        value = json.loads(outcome.data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    parsed = parse(outcome.data)
+    if isinstance(parsed, Malformed):
         return StateRead("malformed", digest=digest)
-    return StateRead("ok", value, digest)
+    return StateRead("ok", parsed.value, digest)
 
 
 def write_state(root: Path, state: dict[str, Any]) -> None:
@@ -105,6 +109,8 @@ def _time_problem(state: dict[str, Any], now: float) -> str | None:
         return "started_epoch and deadline_epoch must be finite numbers"
     if started > now + START_SKEW_SECONDS:
         return "started_epoch lies in the future"
+    if deadline > LATEST_DEADLINE_EPOCH or started < 0:
+        return "started_epoch or deadline_epoch is out of range"
     duration = deadline - started
     if duration < 0:
         return "deadline_epoch precedes started_epoch"

@@ -11,11 +11,13 @@ import re
 from typing import Any
 
 from tidings.jobs import metrics
-from tidings.jobs.ids import is_event_id, new_event_id
+from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
+from tidings.store import replies
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
+from tidings.store.jsonread import encodable, input_problem
 
 #: M8: open (non-terminal) items per agent, and terminal items retained.
 MAX_OPEN = 10_000
@@ -25,7 +27,7 @@ MAX_PAYLOAD_BYTES = 65_536
 #: M3: the longest idempotency key.
 MAX_KEY_CHARS = 200
 #: M3: what a ``source_kind`` looks like; the memory kind is tidings' own.
-SOURCE_KIND_RE = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+SOURCE_KIND_RE = re.compile(r"[a-z][a-z0-9._-]{0,63}")
 MEMORY_SOURCE_KIND = "memory-change"
 
 Result = dict[str, Any]
@@ -43,29 +45,26 @@ def attributes_arg() -> str:
     return " ".join(ADMISSION_ATTRIBUTES)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
-
-
 def _check(source_kind: object, summary: object, payload: object, key: object) -> Result | None:
-    if not isinstance(source_kind, str) or not SOURCE_KIND_RE.match(source_kind):
+    if not isinstance(source_kind, str) or not SOURCE_KIND_RE.fullmatch(source_kind):
         return error("invalid_source_kind", "source_kind must match ^[a-z][a-z0-9._-]{0,63}$")
     if source_kind == MEMORY_SOURCE_KIND:
         return error("reserved_source_kind", "memory-change events are admitted by tidings only")
     if not isinstance(summary, str) or not summary:
         return error("invalid_summary", "summary must be a non-empty string")
+    if not encodable(summary):
+        return error("invalid_summary", "not valid Unicode")
     if payload is not None:
         if not isinstance(payload, dict):
             return error("invalid_payload", "payload must be null or a JSON object")
-        try:
-            size = len(compact(payload).encode("utf-8"))
-        except (TypeError, ValueError) as exc:
-            return error("invalid_payload", f"payload is not JSON: {exc}")
-        if size > MAX_PAYLOAD_BYTES:
-            return error("payload_too_large",
-                         f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+        problem = input_problem(payload, "payload", max_bytes=MAX_PAYLOAD_BYTES)
+        if problem is not None:
+            reason = "payload_too_large" if problem.reason == "too_large" else "invalid_payload"
+            return error(reason, problem.message)
     if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS):
         return error("invalid_key", "key must be a non-empty string of at most 200 characters")
+    if key is not None and not encodable(key):
+        return error("invalid_key", "not valid Unicode")
     return None
 
 
@@ -86,7 +85,7 @@ def admit(
         problem = error("invalid_wake", "wake must be true or false")
     if problem is not None:
         return problem
-    event_id = event_id or new_event_id()
+    event_id = event_id or new_uuid7()
     now = rt.clock.now()
     created_at = utc_stamp_ms(now)
     text = cap(summary)  # M3: cut as in M37
@@ -100,9 +99,9 @@ def admit(
         [event_id, compact(event), int(now * 1000), key_digest(key) if key else "", MAX_OPEN,
          "1" if wake else "0", compact(wake_entry)],
     )
-    outcome = _text(reply[0])
+    outcome = replies.text(reply[0])
     if outcome == "duplicate":
-        return {"status": "ok", "event_id": _text(reply[1]), "duplicate": True}
+        return {"status": "ok", "event_id": replies.text(reply[1]), "duplicate": True}
     if outcome == "inbox_full":
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
     metrics.items_entered("pending")
@@ -124,11 +123,11 @@ def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
         InboxKeys(agent_id).item_keys(),
         [event_id, utc_stamp_ms(now), int(now * 1000), MAX_TERMINAL, attributes_arg()],
     )
-    outcome = _text(reply[0])
+    outcome = replies.text(reply[0])
     if outcome == "not_found":
         return error("not_found", f"no retained item {event_id}", event_id=event_id)
     if outcome == "not_ignorable":
-        state = _text(reply[1])
+        state = replies.text(reply[1])
         return error("not_ignorable", f"a {state} item cannot be ignored", event_id=event_id)
     metrics.items_entered("ignored", int(outcome == "ok"))
     return {"status": "ok", "event_id": event_id, "state": "ignored",
@@ -146,11 +145,10 @@ def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> R
         [*k.item_keys(), k.turn_slot, k.turns],
         [mode, int(rt.clock.now() * 1000), expired_turn or ""],
     )
-    if _text(reply[0]) == "noop":
+    if replies.text(reply[0]) == "noop":
         return {"retryable": [], "needs_repair": [], "closed_turn": None}
-    closed = _text(reply[1])
-    retryable, needs_repair = _text(reply[2]).split(), _text(reply[3]).split()
+    closed = replies.text(reply[1])
+    retryable, needs_repair = replies.text(reply[2]).split(), replies.text(reply[3]).split()
     metrics.items_entered("deferred", len(retryable))
     metrics.items_entered("needs-repair", len(needs_repair))
     return {"retryable": retryable, "needs_repair": needs_repair, "closed_turn": closed or None}
-

@@ -7,15 +7,17 @@ and the record read is skipped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
+from tidings.jobs import log
 from tidings.jobs.ids import is_event_id
 from tidings.jobs.inbox.text import projection_summary
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.errors import TidingsError
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
+from tidings.store.jsonread import MAX_DEPTH, loads_or
 
 #: M7: the default and largest projection page.
 DEFAULT_PAGE, MAX_PAGE = 30, 100
@@ -32,12 +34,10 @@ STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignor
 
 #: Listing ids read per round trip while filtering by state.
 _SCAN_BATCH = 200
+#: A stored record wraps the admitted payload (checked to C47's depth) in one object.
+RECORD_DEPTH = MAX_DEPTH + 1
 
 Item = dict[str, Any]
-
-
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def projection_state(admission: dict[str, str | None]) -> str:
@@ -62,11 +62,22 @@ def read_items(rt: Runtime, agent_id: str, ids: Sequence[str]) -> list[Item]:
     for n, raw in enumerate(events):
         if raw is None:
             continue
-        event = json.loads(raw)
+        event = loads_or(raw, None, max_depth=RECORD_DEPTH)
+        if not _well_formed(event):
+            log.event("inbox_record_malformed", agent_id=agent_id, event_id=ids[n])
+            continue
         row = values[n * width:(n + 1) * width]
-        admission = {a: _text(v) for a, v in zip(ADMISSION_ATTRIBUTES, row, strict=True)}
+        admission = {a: replies.text_or_none(v)
+                     for a, v in zip(ADMISSION_ATTRIBUTES, row, strict=True)}
         items.append(_item(event, admission))
     return items
+
+
+def _well_formed(event: Any) -> TypeGuard[dict[str, Any]]:
+    """C47: a record read back from Redis is used only if it is what admit wrote."""
+    return isinstance(event, dict) and all(
+        isinstance(event.get(f), str) for f in ("event_id", "source_kind", "created_at", "summary")
+    ) and isinstance(event.get("payload") or {}, dict)
 
 
 def _item(event: dict[str, Any], admission: dict[str, str | None]) -> Item:
@@ -112,13 +123,13 @@ def projection(
     start = 0
     if before is not None:
         rank = rt.redis.zrevrank(k.listing, before)
-        if rank is None:
+        if not isinstance(rank, int):
             raise TidingsError(f"no retained item {before}", reason="invalid_before")
         start = rank + 1
     page: list[Item] = []
     while len(page) < limit:
         step = limit if state is None else _SCAN_BATCH
-        ids = [_text(i) or "" for i in rt.redis.zrevrange(k.listing, start, start + step - 1)]
+        ids = [replies.text(i) for i in rt.redis.zrevrange(k.listing, start, start + step - 1)]
         if not ids:
             break
         start += len(ids)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidings.jobs import log, metrics
-from tidings.jobs.ids import new_event_id
+from tidings.jobs.ids import new_uuid7
 from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.memory import (
     Comparison,
@@ -30,7 +30,7 @@ from tidings.jobs.memory import (
 from tidings.jobs.memory.lock import ObservationBusy, observe_lock
 from tidings.jobs.memory.model import TooNew
 from tidings.jobs.runtime import Runtime
-from tidings.store import faults
+from tidings.store import faults, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.models import AgentRecord
@@ -103,7 +103,7 @@ def _attempt(
     """One read-observe-commit round; ``None`` on a checkpoint conflict."""
     assert agent.memory_repo is not None
     raw = rt.redis.hgetall(InboxKeys(agent.agent_id).checkpoint)
-    read_version = _text(raw.get(b"version", b""))
+    read_version = replies.text(raw.get(b"version", b""))
     state = decode_checkpoint(raw) if raw else None
     if isinstance(state, TooNew):
         return result("error", trigger, reason="checkpoint_too_new")
@@ -153,7 +153,7 @@ def _commit(
     event_id, event = "", ""
     now = rt.clock.now()
     if content is not None:
-        event_id = new_event_id()
+        event_id = new_uuid7()
         summary, payload = content
         event = compact({"event_id": event_id, "source_kind": inbox.MEMORY_SOURCE_KIND,
                          "created_at": utc_stamp_ms(now), "observed_at": snapshot.observed_at,
@@ -165,7 +165,7 @@ def _commit(
         [read_version, "1" if content is not None else "0", inbox.MAX_OPEN, event_id, event,
          int(now * 1000), *pairs],
     )
-    outcome = _text(reply[0])
+    outcome = replies.text(reply[0])
     if outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):
         # This very commit ran and only its reply was lost: the client re-sent the script
         # after a connection error, and the re-run met its own checkpoint (M40).
@@ -175,13 +175,9 @@ def _commit(
     elif outcome == "inbox_full":
         return result("error", trigger, reason="inbox_full", observed_at=snapshot.observed_at)
     else:
-        version = _text(reply[1])
+        version = replies.text(reply[1])
     return result(status, trigger, event_id=event_id or None,
                   checkpoint_version=int(version), observed_at=snapshot.observed_at)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _version(raw: str) -> int | None:

@@ -35,6 +35,8 @@ from tidings.jobs.memory.model import (
     Unreadable,
     Worktree,
 )
+from tidings.store import replies
+from tidings.store.jsonread import MAX_DEPTH, too_deep
 
 FIELDS = (
     "format", "version", "identity", "head", "paths",
@@ -84,6 +86,12 @@ _FIELD_TYPES: dict[str, TypeAdapter[Any]] = {
 }
 
 
+#: Fields that may hold names Git keeps as raw bytes (a branch, the work tree's path):
+#: undecodable bytes travel as lone-surrogate escapes, which the standard JSON parser
+#: reads back and pydantic's own JSON parser refuses (M26).
+_TEXT_FIELDS = frozenset({"identity", "head"})
+
+
 def _dumps(value: Any) -> str:
     # ASCII escapes keep odd branch names (lone surrogates) encodable for Redis.
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
@@ -131,7 +139,7 @@ def decode_checkpoint(fields: Mapping[bytes | str, bytes | str] | None) -> Check
     """M21: ``None`` when there is no checkpoint, else a Snapshot, Unreadable or TooNew."""
     if not fields:
         return None
-    text = {_text(key): value for key, value in fields.items()}
+    text = {replies.text(key): value for key, value in fields.items()}
     key = text.get("identity", "")
     with _decoded_lock:
         kept = _decoded.get(key)
@@ -186,13 +194,26 @@ class _TooNew(Exception):
 def _parse(name: str, text: dict[str, bytes | str]) -> Any:
     if name not in text:
         raise ValueError(f"missing field {name}")
-    value = _FIELD_TYPES[name].validate_json(text[name], strict=True)
+    raw = text[name]
+    if too_deep(raw.encode("utf-8", "replace") if isinstance(raw, str) else raw):
+        raise ValueError(f"field {name} is nested deeper than {MAX_DEPTH} levels")  # C47
+    if name in _TEXT_FIELDS:
+        value = _FIELD_TYPES[name].validate_python(_loads(raw), strict=True)
+    else:
+        value = _FIELD_TYPES[name].validate_json(raw, strict=True)
     if name == "format":
         if value > CHECKPOINT_FORMAT:
             raise _TooNew(value)
         if value < CHECKPOINT_FORMAT:
             raise ValueError(f"unknown format {value}")
     return value
+
+
+def _loads(value: bytes | str) -> Any:
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
 
 
 def _paths(rows: list[Any]) -> dict[bytes, PathRecord]:
@@ -218,10 +239,6 @@ def _record(row: Any) -> tuple[bytes, PathRecord]:
         worktree=Worktree(*worktree),
         stat=stat,
     )
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _reason(exc: Exception) -> str:

@@ -9,7 +9,7 @@ from tidings.jobs.memory import summary
 from tidings.jobs.memory.changes import AREAS, Change
 from tidings.jobs.memory.comparison import Comparison
 from tidings.jobs.memory.model import HeadState, Identity
-from tidings.jobs.memory.paths import display
+from tidings.jobs.memory.paths import display, display_name
 
 #: M39: the default ``memory_standing_files``.
 DEFAULT_STANDING_FILES: tuple[str, ...] = ("PERSONA.md", "SOUL.md", "MEMORY.md")
@@ -29,7 +29,7 @@ def event_content(
 def build_payload(
     comparison: Comparison, *, trigger: str, standing_files: Sequence[str]
 ) -> dict[str, Any]:
-    """M36."""
+    """The memory event's payload (M36): category, movements, capped change lists, persona flags."""
     c = comparison
     lists = {"commit": c.commit, "staged": c.staged, "worktree": c.worktree}
     persona = standing_changes(c, standing_files)
@@ -83,7 +83,7 @@ def standing_changes(comparison: Comparison, standing_files: Sequence[str]) -> l
 
 def _head_fields(side: str, head: HeadState | None) -> dict[str, Any]:
     return {
-        f"{side}_branch": head.branch if head else None,
+        f"{side}_branch": display_name(head.branch) if head else None,
         f"{side}_head": head.head if head else None,
         f"{side}_detached": head.detached if head else None,
         f"{side}_unborn": head.unborn if head else None,
@@ -93,5 +93,5 @@ def _head_fields(side: str, head: HeadState | None) -> dict[str, Any]:
 def _identity(identity: Identity | None) -> dict[str, Any] | None:
     if identity is None:
         return None
-    return {"root": identity.root, "git_dir": identity.git_dir,
+    return {"root": display_name(identity.root), "git_dir": identity.git_dir,
             "root_commit": identity.root_commit}

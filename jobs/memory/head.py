@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pygit2
 from pygit2.enums import ReferenceType, SortMode
@@ -10,6 +11,11 @@ from pygit2.enums import ReferenceType, SortMode
 from tidings.jobs.memory.model import HeadState, Identity
 
 _BRANCH_PREFIX = "refs/heads/"
+#: Root commits remembered per (git directory, head commit), oldest dropped first.
+KEPT_ROOTS = 256
+
+_roots: dict[tuple[str, str], str] = {}
+_roots_lock = threading.Lock()
 
 
 def head_state(repo: pygit2.Repository) -> HeadState:
@@ -47,14 +53,26 @@ def identity(repo: pygit2.Repository, head: HeadState, known_root: str | None) -
 
 
 def root_commit(repo: pygit2.Repository, head: str | None) -> str | None:
+    """The root of ``head``'s first-parent chain. A commit never changes, so the answer is
+    kept per (git directory, head): a long history is walked once per process."""
     if head is None:
         return None
+    key = (git_dir_id(repo), head)
+    with _roots_lock:
+        kept = _roots.get(key)
+    if kept is not None:
+        return kept
     walker = repo.walk(pygit2.Oid(hex=head), SortMode.NONE)
     walker.simplify_first_parent()
     last = None
     for commit in walker:
-        last = commit.id
-    return None if last is None else str(last)
+        last = str(commit.id)
+    if last is not None:
+        with _roots_lock:
+            _roots[key] = last
+            while len(_roots) > KEPT_ROOTS:
+                del _roots[next(iter(_roots))]
+    return last
 
 
 def _exists(repo: pygit2.Repository, oid: str) -> bool:

@@ -3,7 +3,7 @@
 It is Git's status, computed from libgit2's two diffs (HEAD tree → index and
 index → worktree, no rename detection, untracked files one by one, ignored files
 left out) so the HEAD and index entries of each listed path come with it and
-paths stay raw bytes. The second half is re-read on its own for M23.
+paths stay raw bytes. It is read once per attempt (M23).
 """
 
 from __future__ import annotations
@@ -150,18 +150,6 @@ def merge(staged: StagedSide, worktree: WorktreeSide, index: pygit2.Index) -> di
         else:
             listing[raw] = Listed(flags, TreeEntry(entry.mode, entry.id), (entry,))
     return listing
-
-
-def flags_of(listing: dict[bytes, Listed]) -> dict[bytes, int]:
-    return {raw: listed.flags for raw, listed in listing.items()}
-
-
-def combined_flags(staged: StagedSide, worktree: WorktreeSide) -> dict[bytes, int]:
-    """The listing's paths and flags alone (what M23 reads again)."""
-    flags = {raw: listed.flags for raw, listed in staged.items()}
-    for raw, (bits, _) in worktree.items():
-        flags[raw] = flags.get(raw, 0) | bits
-    return flags
 
 
 def _tree_entry(file: pygit2.DiffFile) -> TreeEntry | None:

@@ -1,21 +1,22 @@
 """The per-agent observation lock (memory-inbox.md M52).
 
-A Redis key holding a random token with a lease (``observe_lock_seconds``),
-renewed every third of the lease by a background thread while held and released
-by token, so a holder that outlived its lease never frees someone else's lock.
-Inline and worker observations take the same lock. If the lease is lost anyway,
-the checkpoint's compare-and-set (M40) still protects the commit.
+A Redis key holding a token with a lease (``observe_lock_seconds``), renewed
+every third of the lease by a background thread while held and released by token,
+so a holder that outlived its lease never frees someone else's lock. The token
+names its holder (:mod:`holder`): a waiter on the same host whose holder process
+is gone takes the lock over at once; holders on other hosts are waited out (the
+lease). Inline and worker observations take the same lock. If the lease is lost
+anyway, the checkpoint's compare-and-set (M40) still protects the commit.
 """
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from tidings.jobs import log
+from tidings.jobs.memory.holder import holder_gone, new_token
 from tidings.jobs.runtime import Runtime
 from tidings.store.inbox_keys import InboxKeys
 
@@ -51,13 +52,21 @@ class _Renewer(threading.Thread):
         self.join()
 
 
-def _take(redis: Any, key: str, token: str, lease_ms: int) -> bool:
+def _take(rt: Runtime, key: str, token: str, lease_ms: int) -> bool:
     """SET NX; a refusal of a key that holds our own token means an earlier try of this
     same SET took the lock and only its reply was lost (the client re-sent it after a
-    connection error), so the lock is ours rather than busy until its lease runs out."""
-    if redis.set(key, token, nx=True, px=lease_ms):
+    connection error), so the lock is ours rather than busy until its lease runs out.
+    A key whose holder process is gone from this host is taken over (M52)."""
+    if rt.redis.set(key, token, nx=True, px=lease_ms):
         return True
-    return redis.get(key) in (token, token.encode())
+    held = rt.redis.get(key)
+    held = held.decode("utf-8", "replace") if isinstance(held, bytes) else held
+    if held == token:
+        return True
+    if held is None or not holder_gone(held):
+        return False
+    log.event("observe_lock_taken_over", key=key, holder=held.split(" ", 1)[-1])
+    return bool(rt.scripts("lock_takeover", [key], [held, token, lease_ms]))
 
 
 @contextmanager
@@ -65,11 +74,11 @@ def observe_lock(rt: Runtime, agent_id: str) -> Iterator[None]:
     """Hold the agent's observation lock for the ``with`` block, or raise
     :class:`ObservationBusy` after :data:`WAIT_SECONDS`."""
     key = InboxKeys(agent_id).observe_lock
-    token = secrets.token_hex(16)
+    token = new_token()
     lease_ms = max(1, int(rt.settings.observe_lock_seconds * 1000))
     deadline = rt.clock.monotonic() + WAIT_SECONDS
     pause = _FIRST_PAUSE
-    while not _take(rt.redis, key, token, lease_ms):
+    while not _take(rt, key, token, lease_ms):
         if rt.clock.monotonic() >= deadline:
             raise ObservationBusy(f"the observation lock of {agent_id} stayed busy")
         rt.clock.sleep(pause)

@@ -1,17 +1,12 @@
 """One observation of a memory repository (memory-inbox.md M12-M24).
 
-An attempt reads HEAD, the index file's identity and the status listing, then
-fingerprints the first MAX_PATHS listed paths, then reads HEAD, the index file
-and the listing again: any difference, or any unstable file read, repeats the
-whole attempt (M23). Nothing here writes to the repository or runs git (M24).
-
-The second read is libgit2's index → worktree diff again, in full: the staged
-half of the listing is a function of HEAD and the index alone, both read again,
-but the worktree half can only be known by looking at every tracked file and
-directory again. That pass is the observation's floor: one libgit2 pass lstats
-each path for about 4 µs, less than ``os.lstat`` costs from Python (about 6 µs),
-so neither a Python status engine nor a Python re-check of the first pass's stat
-data makes it cheaper.
+An attempt reads HEAD, the index file's identity and the status listing once,
+fingerprints the first MAX_PATHS listed paths, then reads HEAD and the index
+file's identity again: a difference, or an unstable file read, repeats the whole
+attempt (M23). The listing is not read a second time: a path that changes after
+it was listed keeps, in this snapshot, an identity it really had during the
+attempt, and the next observation compares against exactly that, so the change
+is reported then. Nothing here writes to the repository or runs git (M24).
 """
 
 from __future__ import annotations
@@ -75,9 +70,6 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
         records = _fingerprint(ident.root, ordered[:MAX_PATHS], listed, previous)
         if head_state(repo) != head or _index_stat(index_path) != index_before:
             raise Unstable("HEAD or index changed during the observation")
-        again = listing.combined_flags(staged, listing.read_worktree(index))
-        if again != listing.flags_of(listed):
-            raise Unstable("status listing changed during the observation")
     overflow = max(0, len(ordered) - MAX_PATHS)
     return Snapshot(
         identity=ident,

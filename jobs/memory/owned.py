@@ -12,7 +12,7 @@ from pygit2.enums import SortMode
 
 from tidings.jobs.memory.changes import Change
 from tidings.jobs.memory.comparison import Comparison
-from tidings.jobs.memory.paths import display_text
+from tidings.jobs.memory.paths import display_name, display_text
 from tidings.jobs.memory.repository import RepositoryUnavailable, opened
 
 #: M49: commits walked when matching ``owned["commits"]``.
@@ -66,7 +66,7 @@ def split_owned(comparison: Comparison, owned: Mapping[str, Any], repo_path: str
     )
     new_head = comparison.new_head
     if result.branch_moved and spec.has_branch and spec.branch == (
-        None if new_head.detached else new_head.branch
+        None if new_head.detached else display_name(new_head.branch)
     ):
         result = replace(result, branch_moved=False, branch_paths=frozenset())
     old_head = comparison.old_head.head if comparison.old_head else None

@@ -39,6 +39,12 @@ def display_text(raw: bytes) -> str:
     return display(raw)[0]
 
 
+def display_name(name: str | None) -> str | None:
+    """M26: a branch name or file-system path held as ``str`` the way pygit2 and ``os``
+    give it (undecodable bytes as lone surrogates), in its display form."""
+    return None if name is None else display_text(os.fsencode(name))
+
+
 def excluded(raw: bytes) -> bool:
     """M27: any segment equal to ``.git`` (ASCII case-insensitive) is never observed."""
     lowered = raw.lower()

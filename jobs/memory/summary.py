@@ -7,6 +7,8 @@ and says what was observed, never who did it.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +24,8 @@ PERSONA_SENTENCE = (
     "{paths} changed on disk; the current session keeps its frozen persona and new "
     "sessions get the new version."
 )
+#: What a file name must not be able to imitate in a list line (M26).
+_SPOOFING = re.compile(r'; |: | → |\(\+\d+ more\)|^"')
 _LABELS = {"commit": "Committed", "staged": "Staged", "worktree": "Worktree"}
 
 
@@ -80,8 +84,18 @@ def list_line(label: str, entries: Sequence[Mapping[str, Any]], more: int) -> st
 
 def entry_text(entry: Mapping[str, Any]) -> str:
     if entry.get("change") == "renamed" and entry.get("from_path") is not None:
-        return f"renamed {entry['from_path']} → {entry['path']}"
-    return f"{entry.get('change')} {entry.get('path')}"
+        return f"renamed {quoted(entry['from_path'])} → {quoted(entry['path'])}"
+    return f"{entry.get('change')} {quoted(entry.get('path'))}"
+
+
+def quoted(path: object) -> str:
+    """M26: a display path in JSON string form when it could read as more than one entry
+    (it holds a separator of the line, a leading or trailing space, a rename arrow, a
+    ``(+N more)`` tail, or starts with a quote); otherwise as it is."""
+    text = str(path)
+    if _SPOOFING.search(text) or text != text.strip(" "):
+        return json.dumps(text, ensure_ascii=False)
+    return text
 
 
 def persona_sentence(paths: Sequence[str]) -> str:

@@ -8,7 +8,6 @@ in between leaves items running (recovered later) and own changes absorbed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,9 +17,10 @@ from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.memory.admission import RECORDED, reconcile, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import OBSERVING_KINDS, error
-from tidings.store import faults
+from tidings.store import faults, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
+from tidings.store.jsonread import loads_or
 from tidings.store.models import AgentRecord
 
 #: Most ids accepted in ``ignored`` (more than a turn can claim, with room for slips).
@@ -30,10 +30,6 @@ SETTLED_STATES = (("handled", "handled"), ("ignored", "ignored"), ("deferred", "
                   ("needs-repair", "needs_repair"))
 
 Result = dict[str, Any]
-
-
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def owned_problem(owned: object) -> str | None:
@@ -67,7 +63,7 @@ def _ignored_list(ignored: object) -> list[str] | None:
 def _turn(rt: Runtime, agent_id: str, turn_id: str) -> dict[str, str | None]:
     names = ("state", "kind", "lease_ms", "claimed", "memory_status", "result")
     values = rt.redis.hmget(InboxKeys(agent_id).turns, [f"{turn_id}:{n}" for n in names])
-    return {n: _text(v) for n, v in zip(names, values, strict=True)}
+    return {n: replies.text_or_none(v) for n, v in zip(names, values, strict=True)}
 
 
 def _gone(rt: Runtime, record: dict[str, str | None], turn_id: str) -> Result | None:
@@ -75,8 +71,9 @@ def _gone(rt: Runtime, record: dict[str, str | None], turn_id: str) -> Result | 
     if record["state"] is None:
         return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
     if record["state"] == "done" and record["result"]:
-        stored: Result = json.loads(record["result"])
-        return stored
+        stored = loads_or(record["result"], None)
+        if isinstance(stored, dict):
+            return stored
     if record["state"] != "open" or int(record["lease_ms"] or 0) <= rt.clock.now() * 1000:
         return error("turn_expired", "the turn's lease passed; its items were recovered",
                      turn_id=turn_id)
@@ -127,13 +124,15 @@ def _settle(
          "1" if side_effects else "0", compact(memory), compact(not_claimed),
          inbox.MAX_TERMINAL, inbox.attributes_arg(), *[i for i in ignored if i in claimed]],
     )
-    outcome = _text(reply[0])
+    outcome = replies.text_or_none(reply[0])
     if outcome == "unknown_turn":
         return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
     if outcome == "turn_expired":
         return error("turn_expired", "the turn's lease passed; its items were recovered",
                      turn_id=turn_id)
-    settled: Result = json.loads(_text(reply[1]) or "{}")
+    settled = loads_or(replies.text_or_none(reply[1]) or None, {})
+    if not isinstance(settled, dict):
+        settled = {}
     for state, field in SETTLED_STATES:
         metrics.items_entered(state, len(settled.get(field) or ()))
     return settled
@@ -148,11 +147,11 @@ def mark_side_effect(rt: Runtime, agent: AgentRecord, turn_id: object) -> Result
     k = InboxKeys(agent.agent_id)
     reply = rt.scripts("turn_side_effect", [k.admissions, k.turns],
                        [turn_id, int(now * 1000), utc_stamp_ms(now)])
-    outcome = _text(reply[0])
+    outcome = replies.text_or_none(reply[0])
     if outcome != "ok":
         messages = {"unknown_turn": f"no turn {turn_id}",
                     "turn_expired": "the turn's lease passed; its items were recovered",
                     "turn_finished": "the turn is already finished"}
         return error(outcome or "error", messages.get(outcome or "", outcome or ""),
                      turn_id=turn_id)
-    return {"status": "ok", "turn_id": turn_id, "marked": [_text(i) for i in reply[1:]]}
+    return {"status": "ok", "turn_id": turn_id, "marked": [replies.text(i) for i in reply[1:]]}

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from tidings.jobs import log, metrics
-from tidings.jobs.ids import new_event_id
+from tidings.jobs.ids import new_uuid7
 from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.inbox.items import read_items
 from tidings.jobs.inbox.text import render_inbox_text
@@ -21,6 +21,7 @@ from tidings.jobs.memory import render_memory_entry
 from tidings.jobs.memory.admission import observe_memory, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.render import render_attention
+from tidings.store import replies
 from tidings.store.inbox_keys import TURN_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import utc_stamp_ms
 from tidings.store.models import AgentRecord
@@ -69,10 +70,6 @@ def error(reason: str, message: str, **fields: Any) -> Result:
     return {"status": "error", "reason": reason, "message": message, **fields}
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
-
-
 def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Result | None, int]:
     """M43 step 1; an expired holder is recovered first (M51). Returns (error, lease ms)."""
     k = InboxKeys(agent_id)
@@ -83,10 +80,10 @@ def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Res
             "turn_begin", [k.turn_slot, k.turns, k.turn_order],
             [turn_id, kind, int(now * 1000), lease_ms, KEPT_TURNS, " ".join(TURN_ATTRIBUTES)],
         )
-        outcome = _text(reply[0])
+        outcome = replies.text(reply[0])
         if outcome == "ok":
             return None, lease_ms
-        holder = _text(reply[1])
+        holder = replies.text(reply[1])
         if outcome == "busy":
             break
         recovered = inbox.recover(rt, agent_id, expired_turn=holder)
@@ -103,7 +100,7 @@ def prepare_turn(
     """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
     if kind not in KINDS:
         return error("invalid_kind", f"kind must be one of {', '.join(KINDS)}", kind=kind)
-    turn_id = new_event_id()
+    turn_id = new_uuid7()
     problem, lease_ms = _take_slot(rt, agent.agent_id, turn_id, kind)
     if problem is not None:
         return problem
@@ -116,11 +113,11 @@ def prepare_turn(
         [turn_id, utc_stamp_ms(rt.clock.now()), "1" if observing else "0", MAX_CLAIM,
          memory.get("status", "error"), "" if version is None else version],
     )
-    if _text(reply[0]) == "lost":
+    if replies.text(reply[0]) == "lost":
         return error("turn_expired", "the turn was recovered before it claimed its items",
                      turn_id=turn_id)
     metrics.items_entered("processing", len(reply) - 1)
-    items = read_items(rt, agent.agent_id, [_text(i) for i in reply[1:]])
+    items = read_items(rt, agent.agent_id, [replies.text(i) for i in reply[1:]])
     return {
         "status": "ok",
         "turn_id": turn_id,

@@ -7,14 +7,15 @@ wakes the agent (C27). Both are compact JSON lists of ``[filename, size, sha]``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import wake_mask
+from tidings.store import replies
 from tidings.store.jsonfmt import compact
+from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -22,12 +23,6 @@ FpEntry = list[Any]
 
 #: How often a patch retries when a concurrent delivery moved a fingerprint.
 PATCH_ATTEMPTS = 20
-
-
-def _text(raw: Any) -> str:
-    if raw is None:
-        return ""
-    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
 
 
 @dataclass(frozen=True)
@@ -39,11 +34,13 @@ class Committed:
 
     @property
     def delivered(self) -> list[FpEntry]:
-        return list(json.loads(self.delivered_text)) if self.delivered_text else []
+        value = loads_or(self.delivered_text or None, [])
+        return list(value) if isinstance(value, list) else []
 
     def wake(self, root: Path, delayed: str | None) -> list[FpEntry]:
-        if self.wake_text:
-            return list(json.loads(self.wake_text))
+        value = loads_or(self.wake_text or None, None)
+        if isinstance(value, list):
+            return list(value)
         return wake_mask.baseline(root, delayed)
 
     def delivered_entry(self, filename: str) -> FpEntry | None:
@@ -53,7 +50,7 @@ class Committed:
 def read(rt: Runtime, agent: AgentRecord) -> Committed:
     k = AgentKeys(agent.agent_id)
     delivered, wake = rt.redis.mget([k.delivered_fp, k.wake_fp])
-    return Committed(_text(delivered), _text(wake))
+    return Committed(replies.text_or_none(delivered) or "", replies.text_or_none(wake) or "")
 
 
 def swap(rt: Runtime, agent: AgentRecord, seen: Committed,

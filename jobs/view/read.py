@@ -102,12 +102,6 @@ def _chosen(entries: list[Entry], allow: Allowlist, exclude: str | None) -> list
     return sorted(chosen, key=lambda e: e.name)
 
 
-def channel_entries(root: Path, allow: Allowlist, exclude: str | None = None) -> list[Entry]:
-    """Allowed, regular channel files of at most 1 MiB, sorted by name (C19)."""
-    with directory(root, NOTIFICATION_DIR) as view:
-        return _chosen(view.entries(), allow, exclude) if view is not None else []
-
-
 def _known_sha(root: Path, name: str, st: os.stat_result) -> str | None:
     return _hashes.get((str(root), name), stat_key(st))
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from redis import Redis
+
 from tidings.jobs.delay.alarm import owes_alarm
 from tidings.jobs.delay.state import read_state, structural_problem
 from tidings.store.inbox_keys import InboxKeys
@@ -42,7 +44,7 @@ def delay_from_state(root: Path, now: float) -> tuple[dict[str, Any] | None, boo
     return live, False
 
 
-def inbox_counts(redis: Any, agent_ids: Sequence[str]) -> list[dict[str, int]]:
+def inbox_counts(redis: Redis, agent_ids: Sequence[str]) -> list[dict[str, int]]:
     """Per agent (one round trip for all): ``pending`` (selectable: pending and deferred,
     M44), ``processing`` (claimed by a turn) and ``open`` (every non-terminal item, M8)."""
     with redis.pipeline(transaction=False) as pipe:
@@ -56,7 +58,7 @@ def inbox_counts(redis: Any, agent_ids: Sequence[str]) -> list[dict[str, int]]:
             for i in range(0, len(replies), 3)]
 
 
-def agent_figures(redis: Any, agents: Sequence[AgentRecord], now: float) -> list[dict[str, Any]]:
+def agent_figures(redis: Redis, agents: Sequence[AgentRecord], now: float) -> list[dict[str, Any]]:
     """Per agent: ``agent_id``, ``host``, the inbox counts, ``live_delay`` and
     ``alarm_overdue``; ``files_here`` says whether the workdir is on this machine (else
     the delay is unknown here and the caller may ask the host's scheduler)."""

@@ -9,14 +9,15 @@ two fields from their own scripts.
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.errors import TidingsError
 from tidings.store.jsonfmt import compact
+from tidings.store.jsonread import MAX_DEPTH, loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -25,12 +26,10 @@ STREAM_MAXLEN = 1000
 NOTIFICATION_KIND = "notification"
 #: The longest single blocking read; clients have a 30 s socket timeout.
 BLOCK_SLICE_MS = 10_000
+#: C26: a wake entry holds payloads (each within C47's depth) under ~8 levels of its own.
+ENTRY_DEPTH = MAX_DEPTH + 16
 
 Entry = dict[str, Any]
-
-
-def _text(raw: Any) -> str:
-    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
 
 
 def append(rt: Runtime, agent: AgentRecord, entry: Entry) -> str:
@@ -42,24 +41,17 @@ def append(rt: Runtime, agent: AgentRecord, entry: Entry) -> str:
         AgentKeys(agent.agent_id).wake_stream, {"kind": kind, "entry": compact(entry)},
         maxlen=STREAM_MAXLEN, approximate=True,
     )
-    return _text(wake_id)
+    return replies.text(wake_id)
 
 
 def _decode(fields: dict[Any, Any]) -> Entry:
-    decoded = {_text(k): _text(v) for k, v in fields.items()}
+    decoded = {replies.text(k): replies.text(v) for k, v in fields.items()}
     if "entry" in decoded:
-        try:
-            value = json.loads(decoded["entry"])
-            if isinstance(value, dict):
-                return value
-        except ValueError:
-            pass
+        # A wake entry nests a stamped result several levels deep: bound it loosely.
+        value = loads_or(decoded["entry"], None, max_depth=ENTRY_DEPTH)
+        if isinstance(value, dict):
+            return value
     return decoded
-
-
-def _id(text: str) -> tuple[int, int]:
-    ms, _, seq = text.partition("-")
-    return int(ms), int(seq or 0)
 
 
 def _choose(entries: list[tuple[str, Entry]]) -> tuple[str, Entry] | None:
@@ -82,10 +74,12 @@ def _check_timeout(timeout: object) -> float:
 
 
 def _unconsumed(rt: Runtime, k: AgentKeys, cursor: str) -> list[tuple[str, Entry]]:
-    reply = rt.redis.xread({k.wake_stream: cursor or "0-0"}, count=STREAM_MAXLEN * 2)
+    # RESP2 XREAD: [[stream, [(id, {field: value}), ...]]], or nothing.
+    reply = cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]] | None",
+                 rt.redis.xread({k.wake_stream: cursor or "0-0"}, count=STREAM_MAXLEN * 2))
     if not reply:
         return []
-    return [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]
+    return [(replies.text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]
 
 
 def try_consume(rt: Runtime, agent: AgentRecord) -> Entry | None:
@@ -93,7 +87,7 @@ def try_consume(rt: Runtime, agent: AgentRecord) -> Entry | None:
     k = AgentKeys(agent.agent_id)
     while True:
         raw = rt.redis.get(k.wake_cursor)
-        cursor = _text(raw) if raw is not None else ""
+        cursor = replies.text(raw) if raw is not None else ""
         entries = _unconsumed(rt, k, cursor)
         if not entries:
             return None
@@ -120,7 +114,6 @@ def wait_for_wake(rt: Runtime, agent: AgentRecord, timeout: object) -> Entry | N
         # Block from the cursor, not the stream's end: an entry appended since the
         # attempt above then returns at once instead of being waited past.
         raw = rt.redis.get(k.wake_cursor)
-        since = _text(raw) if raw is not None else "0-0"
+        since = replies.text(raw) if raw is not None else "0-0"
         rt.redis.xread({k.wake_stream: since}, count=1,
                        block=max(1, min(remaining_ms, BLOCK_SLICE_MS)))
-

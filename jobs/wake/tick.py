@@ -30,12 +30,13 @@ from tidings.jobs.channels import blocked as scans
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
+from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -62,10 +63,6 @@ class Known:
 _known: ContextVar[dict[str, Known]] = ContextVar("tidings_sync_known")
 
 
-def _text(raw: Any) -> str:
-    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-
-
 def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
     """The Redis state :func:`sync_agent` reads, for all ``agents`` in one round trip."""
     pipe = rt.redis.pipeline(transaction=False)
@@ -75,14 +72,14 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
         pipe.smembers(k.blocked)
         pipe.smembers(k.oversized)
         pipe.smembers(k.buffered_channels)
-    replies = pipe.execute()
+    answers = pipe.execute()
     known: dict[str, Known] = {}
     for n, agent in enumerate(agents):
-        fps, blocked, oversized, buffered = replies[4 * n: 4 * n + 4]
+        fps, blocked, oversized, buffered = answers[4 * n: 4 * n + 4]
         known[agent.agent_id] = Known(
-            committed.Committed(*("" if v is None else _text(v) for v in fps)),
-            frozenset(map(_text, blocked)), frozenset(map(_text, oversized)),
-            tuple(sorted(map(_text, buffered))),
+            committed.Committed(*(replies.text_or_none(v) or "" for v in fps)),
+            frozenset(map(replies.text, blocked)), frozenset(map(replies.text, oversized)),
+            tuple(sorted(map(replies.text, buffered))),
         )
     return known
 
@@ -99,7 +96,7 @@ def enqueue_stranded(rt: Runtime, agent: AgentRecord,
     k = AgentKeys(agent.agent_id)
     started: list[str] = []
     if buffered is None:
-        buffered = sorted(map(_text, rt.redis.smembers(k.buffered_channels)))
+        buffered = sorted(map(replies.text, rt.redis.smembers(k.buffered_channels)))
     for channel in buffered:
         claimed = rt.scripts(
             "flush_claim_stranded",
@@ -152,19 +149,20 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist,
     return bool(masked == seen.wake(agent.root, target))
 
 
+@answering("sync_agent")
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
-    """C27 for one agent (with the Redis state :func:`sync_host` read beforehand, if any).
+    """C27 for one agent, with the Redis state :func:`sync_host` read beforehand if any;
+    an unexpected failure answers ``internal_error`` (C52).
 
     ``retry: True`` asks for a visit at the next tick even if nothing changes on disk:
     an unstable read, a signal that could not be stamped, or a commit that lost its
     compare-and-set.
     """
-    known = _known.get({}).pop(agent.agent_id, None)
+    known = _known.get({}).get(agent.agent_id)
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
-    flushes = enqueue_stranded(rt, agent, known.buffered if known else None)
-    result: Result = {"status": "ok", "agent_id": agent.agent_id, "flushes": flushes,
-                      "woke": False}
+    result: Result = {"status": "ok", "agent_id": agent.agent_id,
+                      "flushes": enqueue_stranded(rt, agent), "woke": False}
     delay_alarm.reconcile(rt, agent)
     sets = (known.blocked, known.oversized) if known else None
     if _unchanged(rt, agent, allow, known.committed if known else committed.read(rt, agent)):
@@ -186,7 +184,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     if wake_id is None:
         result["retry"] = True
     else:
-        result.update(woke=True, wake_id=_text(wake_id))
+        result.update(woke=True, wake_id=replies.text(wake_id))
     return result
 
 
@@ -210,10 +208,10 @@ def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
     return agents
 
 
-def next_visit(rt: Runtime, outcome: Result | None, agent: AgentRecord) -> float | None:
+def next_visit(rt: Runtime, outcome: Result, agent: AgentRecord) -> float | None:
     """When this agent must be visited again whatever its files do (Unix s; ``0`` = at
     the next tick), or ``None``: a failed or unfinished visit, else a live delay (D9)."""
-    if outcome is None or outcome.get("status") != "ok" or outcome.get("retry"):
+    if outcome.get("status") != "ok" or outcome.get("retry"):
         return 0.0
     return delay_alarm.wake_deadline(agent.root, rt.clock.now())
 
@@ -238,14 +236,10 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
             token = _known.set(prefetch(rt, batch))
             try:
                 for agent in batch:
-                    outcome: Result | None = None
-                    try:
-                        outcome = sync_agent(rt, agent)
-                        woke += bool(outcome.get("woke"))
-                    except Exception as exc:  # a tick must survive any one agent's state
+                    outcome = sync_agent(rt, agent)  # answers internal_error, never raises
+                    woke += bool(outcome.get("woke"))
+                    if outcome.get("status") != "ok":
                         failed.append(agent.agent_id)
-                        log.event("notification_sync_failed", agent_id=agent.agent_id,
-                                  error=f"{type(exc).__name__}: {exc}"[:300])
                     due[agent.agent_id] = next_visit(rt, outcome, agent)
             finally:
                 _known.reset(token)

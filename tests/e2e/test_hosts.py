@@ -42,7 +42,6 @@ def hub(server: RedisServer) -> Iterator[Hub]:
     opened = tidings.connect(server.url, settings=Settings(host="producer"))
     yield opened
     opened.close()
-    opened.redis.close()
 
 
 @pytest.fixture

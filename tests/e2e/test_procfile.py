@@ -164,7 +164,6 @@ def test_procfile_processes_publish_delay_and_observe_memory(
         assert agent.finish_turn(turn)["handled"] == [item["event_id"]]
     finally:
         hub.close()
-        hub.redis.close()
     assert counter(port, "tidings_observations", "tidings_observations_total",
                    reason="pre_turn", outcome="changed") == 1
     assert len(list((workdir / "logs").iterdir())) == 1, "the render spilled the big lane"

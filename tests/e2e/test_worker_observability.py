@@ -116,7 +116,6 @@ def test_worker_processes_share_one_metrics_endpoint(
                 published += 1
     finally:
         hub.close()
-        hub.redis.close()
 
     def applied() -> float:
         family = scrape(port).get("tidings_flush_batch_records", {})

@@ -42,7 +42,6 @@ def hub(host_settings: Settings) -> Iterator[tidings.Hub]:
     hub = tidings.connect(host_settings.redis_url, settings=host_settings)
     yield hub
     hub.close()
-    hub.redis.close()
 
 
 @pytest.fixture

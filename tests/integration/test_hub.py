@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from tidings.store.models import default_agent_id
 
 @pytest.fixture
 def embedded() -> Iterator[tidings.Hub]:
-    with tidings.connect("embedded", settings=tidings.Settings(host="embedded-test")) as hub:
+    settings = tidings.Settings(host="embedded-test")
+    with tidings.connect("embedded", background=True, settings=settings) as hub:
         yield hub
 
 
@@ -95,3 +97,35 @@ def test_connect_without_a_store_raises_no_store() -> None:
     with pytest.raises(tidings.NoStoreError) as exc:
         tidings.connect(f"redis://127.0.0.1:{free_port()}/0")
     assert exc.value.reason == "no_store"
+
+
+def test_close_closes_the_client_connect_built(redis_server: RedisServer) -> None:
+    """Issue 10: Hub.close() closes the client connect() built; a passed-in client is the
+    caller's to close."""
+    with redis_server.client() as mine:
+        alone = len(mine.client_list())
+        hub = tidings.connect(redis_server.url, settings=tidings.Settings(host="close-test"))
+        hub.redis.ping()
+        assert len(mine.client_list()) > alone
+        hub.close()
+        wait_until(lambda: len(mine.client_list()) == alone, timeout=5,
+                   what="the hub's connections are closed")
+        passed = tidings.connect(client=mine)
+        passed.close()
+        assert mine.ping() is True
+
+
+def test_embedded_agent_starts_no_thread_unless_asked(tmp_path: Path) -> None:
+    """api.md: hub.agent() only registers; background=True runs a worker and a scheduler."""
+    before = threading.active_count()
+    with tidings.connect("embedded", settings=tidings.Settings(host="quiet")) as hub:
+        agent = hub.agent(tmp_path)
+        assert agent.inline, "no worker serves an embedded hub's queue: agents run inline"
+        assert agent.publish_event("mcp.x", {"text": "hi"})["flushed"] is True
+        assert threading.active_count() == before
+    with tidings.connect("embedded", background=True,
+                         settings=tidings.Settings(host="busy")) as hub:
+        assert threading.active_count() > before
+        assert hub.agent(tmp_path).inline is False
+    wait_until(lambda: threading.active_count() == before, timeout=10,
+               what="hub.close() stops the background threads")

@@ -28,7 +28,6 @@ def test_acl_user_and_password_in_the_url(tmp_path: Path) -> None:
             assert agent.publish_event("mcp.x", {"text": "hi"})["flushed"] is True
         finally:
             hub.close()
-            hub.redis.close()
         with pytest.raises(NoStoreError):
             tidings.connect(f"redis://tidings:wrong@127.0.0.1:{server.port}/0")
     finally:

@@ -28,12 +28,12 @@ def telegram() -> dict[str, Any]:
 
 @pytest.fixture
 def hub() -> Iterator[tidings.Hub]:
-    with tidings.connect("embedded", settings=tidings.Settings(host=HOST)) as hub:
+    with tidings.connect("embedded", background=True, settings=tidings.Settings(host=HOST)) as hub:
         yield hub
 
 
 def test_b3_render_attention_actor_on_the_host_queue(hub: tidings.Hub, tmp_path: Path) -> None:
-    agent = hub.agent(tmp_path)  # starts the in-process worker on the host queue
+    agent = hub.agent(tmp_path)  # served by the hub's background worker
     assert agent.publish("mcp.telegram", telegram(), wait=True)["status"] == "ok"
     actor = hub.broker.get_actor("render_attention")
     assert actor.options.get("store_results") is True

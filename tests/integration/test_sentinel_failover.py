@@ -128,7 +128,6 @@ def test_c11_c15_publish_stream_survives_sentinel_failover(tmp_path: Path, how: 
                 assert int(master.get(keys.sequence(CHANNEL))) == len(acknowledged)
         finally:
             hub.close()
-            hub.redis.close()
     finally:
         replica_set.stop()
 
@@ -226,6 +225,5 @@ def test_m40_memory_observations_survive_sentinel_failover(tmp_path: Path, how: 
             assert len({e["event_id"] for e in events}) == len(events)
         finally:
             hub.close()
-            hub.redis.close()
     finally:
         replica_set.stop()

@@ -40,7 +40,6 @@ def hub(redis_server: RedisServer) -> Iterator[tidings.Hub]:
                              settings=Settings(host=f"st-{uuid.uuid4().hex[:8]}"))
     yield opened
     opened.close()
-    opened.redis.close()
 
 
 def queue(figures: dict[str, Any], name: str) -> dict[str, Any]:
@@ -154,7 +153,7 @@ def test_the_demo_ends_with_tidings_status(tmp_path: Path) -> None:
     """``tidings demo``'s last chapter shows the status tables."""
     assert CHAPTERS[-1] is status
     out = io.StringIO()
-    with tidings.connect("embedded", settings=Settings(host="demo-status")) as hub:
+    with tidings.connect("embedded", background=True, settings=Settings(host="demo-status")) as hub:
         tour = Tour(hub, hub.agent(tmp_path), tmp_path, Console(file=out, width=120))
         status(tour)  # raises AssertionError if a figure it shows is not so
     text = out.getvalue()

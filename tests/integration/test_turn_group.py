@@ -26,7 +26,9 @@ def hub(redis_server: RedisServer) -> Iterator[Hub]:
     client.flushall()
     settings = Settings(host=f"it-{uuid.uuid4().hex[:8]}", redis_url=redis_server.url,
                         turn_wait_seconds=3)
-    hub = Hub(client, settings, url=redis_server.url, local_worker=True)
+    hub = Hub(client, settings, url=redis_server.url)
+    hub.start_worker()
+    hub.start_scheduler()
     yield hub
     hub.close()
     client.close()

@@ -101,6 +101,15 @@ class GitRepo:
             for name in files:
                 os.utime(os.path.join(folder, name), (past, past), follow_symlinks=False)
 
+    def diverge(self, name: str) -> None:
+        """Branch ``other`` and ``main`` each commit their own ``name``: merging conflicts."""
+        self.git("checkout", "-q", "-b", "other")
+        self.write(name, "theirs\n")
+        self.commit("theirs")
+        self.git("checkout", "-q", "main")
+        self.write(name, "ours\n")
+        self.commit("ours")
+
     def observe(self, previous: Snapshot | None = None, now: float = 1_790_000_000.0) -> Snapshot:
         result: ObserveResult = observe(self.path, previous, now=now)
         assert result.status == "ok", result

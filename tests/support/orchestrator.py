@@ -4,6 +4,10 @@ It talks to the Redis of ``TIDINGS_REDIS_URL`` with an inline agent, prints one 
 line per step, and may be stopped by an injected fault (exit 75) at any step:
 
     startup WORKDIR REPO                 start-up (recovery + observation)
+    observe-and-hang WORKDIR REPO        a manual observation that prints
+                                         ``{"observing": true}`` between listing and
+                                         fingerprint, holding the observation lock, and
+                                         hangs there until killed
     crash-finish WORKDIR REPO PATH TEXT [--mark]
                                          prepare a turn, write TEXT to PATH in the memory
                                          repository as the agent's own edit, optionally mark a
@@ -14,16 +18,23 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from typing import Any
 
 import pygit2
 
 import tidings
+from tidings.jobs.memory import observation
 
 
 def say(value: Any) -> None:
     sys.stdout.write(json.dumps(value, default=str) + "\n")
     sys.stdout.flush()
+
+
+def _hang(*args: Any) -> Any:
+    say({"observing": True})
+    threading.Event().wait()  # until SIGKILL
 
 
 def main(argv: list[str]) -> int:
@@ -32,6 +43,10 @@ def main(argv: list[str]) -> int:
         agent = hub.agent(workdir, memory_repo=repo, inline=True)
         if action == "startup":
             say(agent.startup())
+            return 0
+        if action == "observe-and-hang":
+            observation._fingerprint = _hang  # type: ignore[assignment]
+            say(agent.observe_memory())
             return 0
         path, text = argv[3], argv[4]
         turn = agent.prepare_turn()

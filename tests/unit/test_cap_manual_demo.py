@@ -30,7 +30,8 @@ def test_b21_reading_guidance_ships_in_the_manual() -> None:
 def test_demo_chapter_shows_a_compacted_lane_and_its_spill(tmp_path: Path) -> None:
     assert CHAPTERS[-2:] == [oversized_lane, status]
     output = io.StringIO()
-    with tidings.connect("embedded", settings=tidings.Settings(host="demo-test")) as hub:
+    settings = tidings.Settings(host="demo-test")
+    with tidings.connect("embedded", background=True, settings=settings) as hub:
         tour = Tour(hub, hub.agent(tmp_path), tmp_path, Console(file=output, width=100))
         oversized_lane(tour)
     text = output.getvalue()

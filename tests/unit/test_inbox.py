@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tidings.jobs.ids import is_event_id, new_event_id
+from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.inbox.items import projection, read_items
 from tidings.jobs.runtime import Runtime
@@ -60,7 +60,7 @@ class TestItems:
 
     def test_m2_event_ids_are_uuid7_hex_and_increasing(self) -> None:
         """M2: 32 lowercase hex digits of a UUIDv7, strictly increasing in a process."""
-        ids = [new_event_id() for _ in range(2000)]
+        ids = [new_uuid7() for _ in range(2000)]
         assert all(is_event_id(i) for i in ids)
         assert all(i[12] == "7" and i[16] in "89ab" for i in ids)
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
@@ -69,7 +69,7 @@ class TestItems:
         self, rt: Runtime
     ) -> None:
         """M2: a redelivered admission (same id) writes nothing and answers the same."""
-        eid = new_event_id()
+        eid = new_uuid7()
         first = inbox.admit(rt, AGENT, "mail", "x", event_id=eid)
         before = dump(rt)
         again = inbox.admit(rt, AGENT, "mail", "x", event_id=eid)
@@ -163,7 +163,7 @@ class TestIgnore:
         assert inbox.ignore(rt, AGENT, eid)["changed"] is False
         [item] = projection(rt, AGENT)
         assert item["state"] == "ignored" and item["ignored_at"]
-        assert inbox.ignore(rt, AGENT, new_event_id())["reason"] == "not_found"
+        assert inbox.ignore(rt, AGENT, new_uuid7())["reason"] == "not_found"
         assert inbox.ignore(rt, AGENT, "nope")["reason"] == "not_found"
 
     def test_m6_handled_and_needs_repair_are_not_ignorable(self, rt: Runtime) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tidings.store import locks
-from tidings.store.errors import LockTimeout
+from tidings.store.errors import LockTimeout, UnsafePathError
 
 
 def test_c18_lock_file_name() -> None:
@@ -91,7 +91,7 @@ def test_c18_lock_file_symlink_is_not_followed(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("keep")
     (lock_dir / locks.lock_file_name("channel:x")).symlink_to(victim)
-    with pytest.raises(OSError):
+    with pytest.raises(UnsafePathError, match="is a symlink"):  # C51: typed, names it
         with locks.hold(tmp_path, "channel:x", timeout=0.2):
             pass
     assert victim.read_text() == "keep"

@@ -36,15 +36,6 @@ def listed(changes: tuple[object, ...]) -> list[tuple[str, str]]:
     return [(c.path.decode(), c.change) for c in changes]  # type: ignore[attr-defined]
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> GitRepo:
-    repo = GitRepo.init(tmp_path / "memory")
-    repo.write("notes/plan.md", "plan\n")
-    repo.write("SOUL.md", "soul\n")
-    repo.commit("start")
-    return repo
-
-
 def test_no_checkpoint_is_a_baseline(repo: GitRepo) -> None:
     """M28: no checkpoint: C becomes the baseline, no event."""
     assert compare(None, repo.observe(), repo.path).kind == "baseline"
@@ -304,12 +295,7 @@ def test_commit_rename_by_similarity(repo: GitRepo) -> None:
 
 def test_conflicted_path_is_listed_once_in_staged(repo: GitRepo) -> None:
     """M31, M32: a merge conflict: ``conflicted`` in staged, nothing in worktree."""
-    repo.git("checkout", "-q", "-b", "other")
-    repo.write("notes/plan.md", "theirs\n")
-    repo.commit("theirs")
-    repo.git("checkout", "-q", "main")
-    repo.write("notes/plan.md", "ours\n")
-    repo.commit("ours")
+    repo.diverge("notes/plan.md")
     before = repo.observe()
     repo.git("merge", "-q", "other", check=False)
     result, after = step(repo, before)

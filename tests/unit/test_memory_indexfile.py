@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pygit2
@@ -12,15 +11,6 @@ from tests.support.gitrepo import GitRepo
 from tidings.jobs.memory import indexfile, observe
 from tidings.jobs.memory.fingerprint import Fingerprinter
 from tidings.jobs.memory.model import INDEX_MODIFIED, INDEX_NEW, WT_NEW
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> GitRepo:
-    repo = GitRepo.init(tmp_path / "memory")
-    repo.write("notes/plan.md", "plan\n")
-    repo.write("SOUL.md", "soul\n")
-    repo.commit("start")
-    return repo
 
 
 @pytest.fixture
@@ -105,12 +95,7 @@ def test_anything_unusual_answers_unknown(repo: GitRepo) -> None:
 
 def test_conflicted_index_answers_unknown(repo: GitRepo) -> None:
     """M17: stages 1-3 are never read through the cache tree."""
-    repo.git("checkout", "-q", "-b", "other")
-    repo.write("SOUL.md", "theirs\n")
-    repo.commit("theirs")
-    repo.git("checkout", "-q", "main")
-    repo.write("SOUL.md", "ours\n")
-    repo.commit("ours")
+    repo.diverge("SOUL.md")
     repo.git("merge", "-q", "other", check=False)
     assert indexfile.cache_tree_root(_data(repo), 20) is None
 

@@ -22,15 +22,6 @@ from tidings.jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> GitRepo:
-    repo = GitRepo.init(tmp_path / "memory")
-    repo.write("notes/plan.md", "plan\n")
-    repo.write("SOUL.md", "soul\n")
-    repo.commit("start")
-    return repo
-
-
-@pytest.fixture
 def hashed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
     """Names of the files the observation opened and hashed."""
     names: list[bytes] = []
@@ -211,12 +202,7 @@ def test_fifo_is_typed_not_opened(repo: GitRepo, hashed: list[bytes]) -> None:
 
 def test_conflict_records_every_stage(repo: GitRepo) -> None:
     """M17: a conflicted path keeps index entries of stages 1-3."""
-    repo.git("checkout", "-q", "-b", "other")
-    repo.write("SOUL.md", "theirs\n")
-    repo.commit("theirs")
-    repo.git("checkout", "-q", "main")
-    repo.write("SOUL.md", "ours\n")
-    repo.commit("ours")
+    repo.diverge("SOUL.md")
     repo.git("merge", "-q", "other", check=False)
     rec = repo.observe().paths[b"SOUL.md"]
     assert rec.flags & CONFLICTED and [e.stage for e in rec.index] == [1, 2, 3]
@@ -335,23 +321,6 @@ def test_listed_path_vanishing_is_unstable_then_retried(
     assert b"new.md" not in result.snapshot.paths
     with pytest.raises(Unstable):
         fp_module.Fingerprinter(repo.path, {}, 0).identify(b"gone.md", WT_NEW, 0)
-
-
-def test_listing_changing_during_observation_is_unstable(
-    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """M23: the second read of the listing must equal the first."""
-    original = listing_module.read_worktree
-    calls: list[int] = []
-
-    def drifting(index: pygit2.Index) -> Any:
-        calls.append(1)
-        repo.write(f"appeared-{len(calls)}.md", "x")
-        return original(index)
-
-    monkeypatch.setattr(listing_module, "read_worktree", drifting)
-    result = observe(repo.path, None, now=0)
-    assert result.status == "unstable" and len(calls) == 6
 
 
 def test_head_moving_during_observation_is_unstable_once(

@@ -243,14 +243,14 @@ class TestC27SyncTick:
         good = make_agent(rt, tmp_path / "good", "good")
         make_agent(rt, tmp_path / "bad", "bad")
         write_direct(good, "mcp.x.json", "{}")
-        real = sync.sync_agent
+        real = sync.enqueue_stranded
 
-        def flaky(rt_: Runtime, a: AgentRecord) -> dict[str, Any]:
+        def flaky(rt_: Runtime, a: AgentRecord) -> list[str]:
             if a.agent_id == "bad":
                 raise RuntimeError("boom")
             return real(rt_, a)
 
-        monkeypatch.setattr(sync, "sync_agent", flaky)
+        monkeypatch.setattr(sync, "enqueue_stranded", flaky)
         rt.redis.set(keys.sync_running(rt.settings.host), "1")
         result = sync.sync_host(rt, rt.settings.host)
         assert result == {"status": "ok", "host": rt.settings.host, "agents": 2, "woke": 1,

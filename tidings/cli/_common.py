@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from tidings.store import jsonread
 from tidings.store.settings import Settings
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -71,11 +72,15 @@ def open_agent(args: argparse.Namespace, hub: Any) -> Any:
     return hub.agent(workdir, inline=bool(option(args, "inline")))
 
 
-def parse_json(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what} is not valid JSON: {exc}", reason="invalid_json") from None
+def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -> Any:
+    """A JSON option's value through the bounded reader (C47): too deep answers the
+    call's own invalid-input reason, anything else unreadable ``invalid_json``."""
+    parsed = jsonread.parse(text)
+    if isinstance(parsed, jsonread.Malformed):
+        if parsed.reason == "too_deep":
+            raise UsageError(f"{what}: {parsed.message}", reason=too_deep_reason)
+        raise UsageError(f"{what} is not valid JSON: {parsed.message}", reason="invalid_json")
+    return parsed.value
 
 
 def emit(args: argparse.Namespace, result: Any) -> int:

@@ -7,10 +7,10 @@ C42; delay.md D4), so results and exit codes are the tool's.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from tidings.cli._common import UsageError, emit, open_agent, open_hub, parse_json
+from tidings.store import jsonread
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -40,17 +40,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def _seconds(text: str) -> Any:
     """An integer when it is one; anything else goes through for the job to refuse."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    parsed = jsonread.parse(text)
+    return parsed.value if isinstance(parsed, jsonread.Parsed) else text
 
 
 def _payload(action: str, args: argparse.Namespace) -> dict[str, Any]:
     if action == "delay":
         return {"channel": args.channel, "seconds": _seconds(args.seconds)}
     if action in ("add", "edit"):
-        payload = parse_json(args.input, "--input")
+        payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")
         if not isinstance(payload, dict):
             raise UsageError("--input must be a JSON object", reason="invalid_json")
         return {**payload, "name": args.name} if action == "edit" else payload

@@ -29,12 +29,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def publish(args: argparse.Namespace) -> int:
     if args.envelope is not None:
-        envelope = parse_json(args.envelope, "--envelope")
+        envelope = parse_json(args.envelope, "--envelope", too_deep_reason="invalid_envelope")
         if args.priority or args.idempotency_key:
             raise UsageError("--priority and --idempotency-key go with --event")
         with open_hub(args) as hub:
             return emit(args, open_agent(args, hub).publish(args.channel, envelope, wait=args.wait))
-    event = parse_json(args.event, "--event")
+    event = parse_json(args.event, "--event", too_deep_reason="invalid_event")
     with open_hub(args) as hub:
         result = open_agent(args, hub).publish_event(
             args.channel, event, priority=args.priority,
@@ -44,7 +44,7 @@ def publish(args: argparse.Namespace) -> int:
 
 
 def daemon_event(args: argparse.Namespace) -> int:
-    event = parse_json(args.event, "--event")
+    event = parse_json(args.event, "--event", too_deep_reason="invalid_event")
     with open_hub(args) as hub:
         agent = open_agent(args, hub)
         return emit(args, agent.publish_daemon_event(

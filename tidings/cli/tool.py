@@ -22,7 +22,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def notification(args: argparse.Namespace) -> int:
-    payload = parse_json(args.input, "--input") if args.input is not None else None
+    payload = None
+    if args.input is not None:
+        payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")
     with open_hub(args) as hub:
         agent = open_agent(args, hub)
         result = agent.notification(args.action, payload)

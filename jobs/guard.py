@@ -1,0 +1,99 @@
+"""The last resort of channels.md C52: nothing unexpected escapes a public call or a tick.
+
+:func:`answering` wraps a call that answers with a dict: an unexpected exception
+becomes ``{"status": "error", "reason": "internal_error", "message"}`` (or the
+call's own fail-open answer) and is logged with its traceback. :func:`raising`
+wraps a call that returns another value (api.md, Errors in Python): the
+exception becomes a :class:`TidingsError` whose reason is ``internal_error``.
+A :class:`TidingsError` already carries a machine-readable reason, so it is
+answered as its error dict, or raised unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from tidings.jobs import log
+from tidings.store.errors import TidingsError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Result = dict[str, Any]
+
+#: C52: the reason of an unexpected internal failure.
+INTERNAL_ERROR = "internal_error"
+#: Logged event of an unexpected failure (with its traceback).
+FAILED_EVENT = "notification_internal_error"
+#: Logged event of a refusal that surfaced as an exception (no traceback: it is expected).
+REFUSED_EVENT = "notification_call_refused"
+
+
+def _agent_id(args: tuple[Any, ...]) -> str | None:
+    """The agent a call is about, when one of its arguments names one (for the log)."""
+    for arg in args:
+        found = getattr(arg, "agent_id", None)
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def internal_error(call: str, exc: Exception, args: tuple[Any, ...] = ()) -> Result:
+    """Log ``exc`` with its traceback and answer C52's ``internal_error``."""
+    log.event(FAILED_EVENT, logging.ERROR, exc_info=exc, call=call, agent_id=_agent_id(args),
+              error=f"{type(exc).__name__}: {exc}"[:300])
+    return {"status": "error", "reason": INTERNAL_ERROR,
+            "message": f"{call} failed unexpectedly ({type(exc).__name__}); "
+                       "the failure is logged"}
+
+
+def refused(call: str, exc: TidingsError, args: tuple[Any, ...] = ()) -> Result:
+    log.event(REFUSED_EVENT, call=call, agent_id=_agent_id(args), reason=exc.reason,
+              error=exc.message[:300])
+    return dict(exc.as_result())
+
+
+def answering(
+    call: str, *, fail_open: Callable[..., Any] | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R | Result]]:
+    """Decorate a dict-answering public call (``fail_open``: its own answer instead)."""
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R | Result]:
+        @functools.wraps(fn)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R | Result:
+            try:
+                return fn(*args, **kwargs)
+            except TidingsError as exc:
+                return refused(call, exc, args)
+            except Exception as exc:
+                answer = internal_error(call, exc, args)
+                if fail_open is not None:
+                    fallback: R = fail_open(*args, **kwargs)
+                    return fallback
+                return answer
+
+        return guarded
+
+    return wrap
+
+
+def raising(call: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a public call that returns a non-dict value: failures raise
+    :class:`TidingsError` (``internal_error`` for unexpected ones)."""
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except TidingsError:
+                raise
+            except Exception as exc:
+                answer = internal_error(call, exc, args)
+                raise TidingsError(answer["message"], reason=INTERNAL_ERROR) from exc
+
+        return guarded
+
+    return wrap
