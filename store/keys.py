@@ -105,6 +105,16 @@ class AgentKeys:
         return self._k("wake", "cursor")
 
     @property
+    def act_generation(self) -> str:
+        """Bumped when an own act of the agent starts and ends (channels.md C53)."""
+        return self._k("acts", "gen")
+
+    @property
+    def acts_in_flight(self) -> str:
+        """Sorted set: token of each own act under way -> its expiry epoch (C53)."""
+        return self._k("acts", "live")
+
+    @property
     def blocked(self) -> str:
         return self._k("blocked")
 

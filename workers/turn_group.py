@@ -39,9 +39,8 @@ class GroupPreTurn:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def __call__(
-        self, rt: Runtime, agent: AgentRecord, observe: bool
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def send(self, agent: AgentRecord, observe: bool) -> tuple[Message[Any] | None, Message[Any]]:
+        """Enqueue the group: ``(observation message or None, render message)``."""
         queue = host_queue(agent.host)
         render = route(self.broker, "render_attention", queue, agent.agent_id)
         observation = (
@@ -49,6 +48,12 @@ class GroupPreTurn:
             if observe else None
         )
         group([m for m in (observation, render) if m is not None], broker=self.broker).run()
+        return observation, render
+
+    def __call__(
+        self, rt: Runtime, agent: AgentRecord, observe: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        observation, render = self.send(agent, observe)
         deadline = time.monotonic() + rt.settings.turn_wait_seconds
         memory = skipped("pre_turn")
         if observation is not None:

@@ -17,7 +17,12 @@ from typing import Any
 
 from tidings.jobs import limits, log
 from tidings.jobs.channels.allowlist import Allowlist, allowlist
-from tidings.jobs.channels.names import DELAY_ALARM, name_error, not_allowlisted_message
+from tidings.jobs.channels.names import (
+    DAEMON,
+    DELAY_ALARM,
+    name_error,
+    not_allowlisted_message,
+)
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay.state import (
     ACTIVE,
@@ -26,18 +31,21 @@ from tidings.jobs.delay.state import (
     LATEST_DEADLINE_EPOCH,
     STATE_VERSION,
     is_int,
+    live_target,
     read_state,
     stats,
     structural_problem,
     write_state,
 )
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view.coherent import observe
+from tidings.jobs.view import committed
+from tidings.jobs.view.own_acts import own_act
+from tidings.jobs.view.read import fingerprint
+from tidings.jobs.view.wake_mask import masked_fingerprint
 from tidings.jobs.wake import tick
 from tidings.store import locks
 from tidings.store.errors import LockTimeout, TidingsError
-from tidings.store.jsonfmt import compact, utc_stamp
-from tidings.store.keys import AgentKeys
+from tidings.store.jsonfmt import utc_stamp
 from tidings.store.models import AgentRecord
 
 #: D4: locked attempts when an overdue request is found (one retry).
@@ -78,6 +86,8 @@ class _Step:
     overdue: bool = False
     overdue_id: str | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: Channels whose visibility the step changed (their wake entries move, C23).
+    touched: set[str] = field(default_factory=set)
 
 
 def _live_target(state: dict[str, Any] | None, now: float, allow: Allowlist) -> str | None:
@@ -115,11 +125,13 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
         assert initial is not None
         new = _new_state(channel, seconds, cap, now, initial)
         write_state(root, new)
+        step.touched.add(channel)
         step.result = {"status": "ok", "action": "delayed", "channel": channel,
                        "seconds": seconds, "request_id": new["request_id"],
                        "deadline_at": new["deadline_at"]}
         if live is not None:
             step.result["replaced_channel"] = live
+            step.touched.add(live)
         if isinstance(old_id, str) and old_id:
             step.requests.append({"op": "remove", "request_id": old_id})
         step.requests.append({"op": "add", "agent_id": agent.agent_id,
@@ -135,6 +147,7 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
     else:
         assert state is not None
         write_state(root, {**state, "status": CANCELLED, "cancelled_at": utc_stamp(now)})
+        step.touched.add(channel)
         step.result = {"status": "ok", "action": "cancelled", "channel": channel,
                        "cancelled": True}
         step.requests.append({"op": "remove", "request_id": state["request_id"]})
@@ -165,11 +178,18 @@ def _send(rt: Runtime, agent: AgentRecord, requests: list[dict[str, Any]]) -> No
                       error=type(exc).__name__)
 
 
-def _commit_wake(rt: Runtime, agent: AgentRecord) -> None:
-    """channels.md C23: the agent's own delay or cancel is not news."""
-    obs = observe(rt, agent)
-    if obs.stable:
-        rt.redis.set(AgentKeys(agent.agent_id).wake_fp, compact(obs.masked_fp))
+def _commit_wake(rt: Runtime, agent: AgentRecord, channels: set[str]) -> None:
+    """channels.md C23: the agent's own delay or cancel is not news. The committed wake
+    fingerprint takes the new masked entries of the channels the act touched, and only
+    those, so a producer's change to any other channel still wakes (C53)."""
+    if not channels:
+        return
+    allow = allowlist(rt, agent)
+    target = live_target(rt, agent, allow)
+    raw = fingerprint(agent.root, allow, target if target != DAEMON else None)
+    masked = {entry[0]: entry for entry in masked_fingerprint(agent.root, raw, target)}
+    files = {f"{channel}.json" for channel in channels}
+    committed.patch_wake(rt, agent, {name: masked.get(name) for name in files}, target)
 
 
 def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: object) -> Result:
@@ -187,11 +207,15 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
     published = delay_alarm.reconcile(rt, agent)
     initial = stats(agent.root, channel) if seconds > 0 else None
     step = _Step()
-    for _ in range(OVERDUE_ATTEMPTS):
-        step = _attempt(rt, agent, allow, channel, seconds, cap, initial)
-        if not step.overdue:
-            break
-        published = delay_alarm.reconcile(rt, agent, step.overdue_id) or published
+    with own_act(rt, agent):  # C53: no tick wakes on what this act changes
+        for _ in range(OVERDUE_ATTEMPTS):
+            step = _attempt(rt, agent, allow, channel, seconds, cap, initial)
+            if not step.overdue:
+                break
+            published = delay_alarm.reconcile(rt, agent, step.overdue_id) or published
+        if step.result is not None and step.result["status"] == "ok":
+            _send(rt, agent, step.requests)
+            _commit_wake(rt, agent, step.touched)
     if published:
         tick.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
     if step.overdue:
@@ -199,7 +223,4 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
                       "an overdue delay's alarm could not be published yet; try again",
                       channel=channel)
     assert step.result is not None
-    _send(rt, agent, step.requests)
-    if step.result["status"] == "ok":
-        _commit_wake(rt, agent)
     return step.result

@@ -24,6 +24,7 @@ from tidings.jobs.daemon.control import DaemonControlError, read_control
 from tidings.jobs.delay.state import live_target
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed
+from tidings.jobs.view.own_acts import own_act
 from tidings.jobs.view.wake_mask import masked_fingerprint
 from tidings.store import keys, locks, replies
 from tidings.store.errors import LockTimeout, UnsafePathError
@@ -210,7 +211,7 @@ def _locked(
     target = _Target(rt, agent, channel)
     scope = daemon.CONTROL_SCOPE if channel == names.DAEMON else f"channel:{channel}"
     try:
-        with locks.hold(agent.root, scope):
+        with own_act(rt, agent), locks.hold(agent.root, scope):  # C53: never wakes
             if channel == names.DAEMON:
                 return _daemon(target, force, match)
             if match is None:

@@ -10,6 +10,7 @@ claims and renders the inbox. Turns are never started by tidings itself (M4).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tidings.jobs import log, metrics
@@ -93,41 +94,68 @@ def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Res
                  turn_id=holder), 0
 
 
-def prepare_turn(
-    rt: Runtime, agent: AgentRecord, kind: str = "ordinary",
-    pre_turn: PreTurn = inline_pre_turn,
-) -> Result:
-    """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
+@dataclass(frozen=True)
+class Begun:
+    """A turn that holds the slot and waits for its pre-turn work (M43 step 1)."""
+
+    turn_id: str
+    kind: str
+    lease_ms: int
+
+    @property
+    def observing(self) -> bool:
+        return self.kind in OBSERVING_KINDS
+
+
+def begin_turn(rt: Runtime, agent: AgentRecord, kind: str) -> Begun | Result:
+    """M43 step 1: check the kind and take the slot; an error dict when refused."""
     if kind not in KINDS:
         return error("invalid_kind", f"kind must be one of {', '.join(KINDS)}", kind=kind)
     turn_id = new_uuid7()
     problem, lease_ms = _take_slot(rt, agent.agent_id, turn_id, kind)
     if problem is not None:
         return problem
-    observing = kind in OBSERVING_KINDS
-    memory, attention = pre_turn(rt, agent, observing)
+    return Begun(turn_id, kind, lease_ms)
+
+
+def claim_turn(
+    rt: Runtime, agent: AgentRecord, begun: Begun, memory: Result, attention: Result
+) -> Result:
+    """M43 after the pre-turn work: claim ≤ 20 items and render the turn."""
     version = memory.get("checkpoint_version")
     k = InboxKeys(agent.agent_id)
     reply = rt.scripts(
         "inbox_claim", [*k.item_keys(), k.turn_slot, k.turns],
-        [turn_id, utc_stamp_ms(rt.clock.now()), "1" if observing else "0", MAX_CLAIM,
-         memory.get("status", "error"), "" if version is None else version],
+        [begun.turn_id, utc_stamp_ms(rt.clock.now()), "1" if begun.observing else "0",
+         MAX_CLAIM, memory.get("status", "error"), "" if version is None else version],
     )
     if replies.text(reply[0]) == "lost":
         return error("turn_expired", "the turn was recovered before it claimed its items",
-                     turn_id=turn_id)
+                     turn_id=begun.turn_id)
     metrics.items_entered("processing", len(reply) - 1)
     items = read_items(rt, agent.agent_id, [replies.text(i) for i in reply[1:]])
     return {
         "status": "ok",
-        "turn_id": turn_id,
-        "kind": kind,
+        "turn_id": begun.turn_id,
+        "kind": begun.kind,
         "inbox": items,
         "inbox_text": inbox_text(items),
         "attention": attention,
         "memory": memory,
-        "lease_expires_at": utc_stamp_ms(lease_ms / 1000),
+        "lease_expires_at": utc_stamp_ms(begun.lease_ms / 1000),
     }
+
+
+def prepare_turn(
+    rt: Runtime, agent: AgentRecord, kind: str = "ordinary",
+    pre_turn: PreTurn = inline_pre_turn,
+) -> Result:
+    """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
+    begun = begin_turn(rt, agent, kind)
+    if not isinstance(begun, Begun):
+        return begun
+    memory, attention = pre_turn(rt, agent, begun.observing)
+    return claim_turn(rt, agent, begun, memory, attention)
 
 
 def inbox_text(items: list[Result]) -> str:

@@ -56,12 +56,14 @@ def read(rt: Runtime, agent: AgentRecord) -> Committed:
 def swap(rt: Runtime, agent: AgentRecord, seen: Committed,
          delivered: list[FpEntry], wake: list[FpEntry]) -> bool:
     """Replace both if neither moved since ``seen`` (one script)."""
+    return _swap_texts(rt, agent, seen, compact(delivered), compact(wake))
+
+
+def _swap_texts(rt: Runtime, agent: AgentRecord, seen: Committed, delivered: str,
+                wake: str) -> bool:
     k = AgentKeys(agent.agent_id)
-    done = rt.scripts(
-        "fp_swap",
-        [k.delivered_fp, k.wake_fp],
-        [seen.delivered_text, compact(delivered), seen.wake_text, compact(wake)],
-    )
+    done = rt.scripts("fp_swap", [k.delivered_fp, k.wake_fp],
+                      [seen.delivered_text, delivered, seen.wake_text, wake])
     return bool(int(done))
 
 
@@ -90,5 +92,20 @@ def patch(
         delivered = _replace(seen.delivered, filename, raw_entry)
         wake = _replace(seen.wake(agent.root, delayed), filename, wake_entry)
         if swap(rt, agent, seen, delivered, wake):
+            return True
+    return False
+
+
+def patch_wake(
+    rt: Runtime, agent: AgentRecord, entries: dict[str, FpEntry | None], delayed: str | None
+) -> bool:
+    """C23: the wake fingerprint takes each ``filename -> entry`` (``None``: loses it);
+    the delivered one and every other entry stay, so other channels' news still wakes."""
+    for _ in range(PATCH_ATTEMPTS):
+        seen = read(rt, agent)
+        wake = seen.wake(agent.root, delayed)
+        for filename, entry in entries.items():
+            wake = _replace(wake, filename, entry)
+        if _swap_texts(rt, agent, seen, seen.delivered_text, compact(wake)):
             return True
     return False

@@ -32,7 +32,7 @@ from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
 from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import committed, delivery, wake_mask
+from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
@@ -54,6 +54,8 @@ class Known:
     """One agent's Redis state, read for a batch of agents in one pipeline."""
 
     committed: committed.Committed
+    #: The act generation (C53), read before any file of the agent.
+    generation: str
     blocked: frozenset[str]
     oversized: frozenset[str]
     buffered: tuple[str, ...]
@@ -68,16 +70,18 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
     pipe = rt.redis.pipeline(transaction=False)
     for agent in agents:
         k = AgentKeys(agent.agent_id)
-        pipe.mget([k.delivered_fp, k.wake_fp])
+        pipe.mget([k.delivered_fp, k.wake_fp, k.act_generation])
         pipe.smembers(k.blocked)
         pipe.smembers(k.oversized)
         pipe.smembers(k.buffered_channels)
     answers = pipe.execute()
     known: dict[str, Known] = {}
     for n, agent in enumerate(agents):
-        fps, blocked, oversized, buffered = answers[4 * n: 4 * n + 4]
+        (delivered, wake, generation), blocked, oversized, buffered = answers[4 * n: 4 * n + 4]
         known[agent.agent_id] = Known(
-            committed.Committed(*(replies.text_or_none(v) or "" for v in fps)),
+            committed.Committed(replies.text_or_none(delivered) or "",
+                                replies.text_or_none(wake) or ""),
+            replies.text_or_none(generation) or "",
             frozenset(map(replies.text, blocked)), frozenset(map(replies.text, oversized)),
             tuple(sorted(map(replies.text, buffered))),
         )
@@ -123,16 +127,18 @@ def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> dict[str, A
     }
 
 
-def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation) -> Any:
+def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation,
+            generation: str) -> Any:
+    """Append the signal unless a delivery or an own act of the agent (C53) came between."""
     entry = wake_entry(rt, agent, obs)
     if entry is None:
         return None
     k = AgentKeys(agent.agent_id)
     return rt.scripts(
         "wake_signal",
-        [k.wake_fp, k.delivered_fp, k.wake_stream],
+        [k.wake_fp, k.delivered_fp, k.wake_stream, k.act_generation, k.acts_in_flight],
         [seen.wake_text, compact(obs.masked_fp), compact(obs.raw_fp), NOTIFICATION_KIND,
-         compact(entry), STREAM_MAXLEN],
+         compact(entry), STREAM_MAXLEN, generation, rt.clock.now()],
     )
 
 
@@ -159,6 +165,8 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     compare-and-set.
     """
     known = _known.get({}).get(agent.agent_id)
+    # C53: the act generation is taken before anything is read (a batch read it earlier)
+    generation = known.generation if known else own_acts.generation(rt, agent)
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
@@ -180,7 +188,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
         if not committed.swap(rt, agent, seen, seen.delivered, obs.masked_fp):
             result["retry"] = True
         return result
-    wake_id = _signal(rt, agent, seen, obs)
+    wake_id = _signal(rt, agent, seen, obs, generation)
     if wake_id is None:
         result["retry"] = True
     else:

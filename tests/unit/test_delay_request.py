@@ -326,13 +326,27 @@ class TestWake:
     ) -> None:
         write_channel(agent, "email", {"header": "mail"})
         write_channel(agent, "system", {"header": "sys"})
+        assert sync.sync_agent(rt, agent)["woke"] is True
         request_delay(rt, agent, "email", 30)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))
         assert [entry[0] for entry in wake] == ["system.json"]
         assert wake == coherent.observe(rt, agent).masked_fp
+        assert sync.sync_agent(rt, agent)["woke"] is False
         request_delay(rt, agent, "email", 0)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))
         assert [entry[0] for entry in wake] == ["email.json", "system.json"]
+        assert sync.sync_agent(rt, agent)["woke"] is False
+
+    def test_c53_an_own_act_never_swallows_a_producers_news(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
+        """Only the delayed channel's wake entry moves: news elsewhere still wakes."""
+        write_channel(agent, "email", {"header": "mail"})
+        sync.sync_agent(rt, agent)
+        write_channel(agent, "system", {"header": "news"})  # not yet seen by any tick
+        request_delay(rt, agent, "email", 30)
+        request_delay(rt, agent, "email", 0)
+        assert sync.sync_agent(rt, agent)["woke"] is True
 
     def test_d14_delay_action_that_publishes_an_alarm_runs_the_sync_step(
         self, rt: Runtime, agent: AgentRecord, clock: FakeClock,

@@ -195,7 +195,7 @@ class TestC27SyncTick:
         obs = coherent.observe(rt, agent)
         seen = committed.read(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})  # a concurrent delivery commits first
-        assert sync._signal(rt, agent, seen, obs) is None
+        assert sync._signal(rt, agent, seen, obs, "") is None
         assert stream_len(rt, agent) == 0
 
     def test_unstable_read_signals_nothing(self, rt: Runtime, agent: AgentRecord,

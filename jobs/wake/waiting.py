@@ -1,0 +1,68 @@
+"""``wait_for_wake`` on ``redis.asyncio`` (channels.md C26; api.md, ``tidings.aio``).
+
+The same choice and cursor script as :mod:`tidings.jobs.wake.stream`, awaited on
+an asyncio client: a waiting agent holds a pooled connection blocked in
+``XREAD BLOCK`` and no thread, so one event loop can wait for a thousand agents.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tidings.jobs.wake.stream import (
+    BLOCK_SLICE_MS,
+    STREAM_MAXLEN,
+    Entry,
+    _check_timeout,
+    _choose,
+    _decode,
+)
+from tidings.store.keys import AgentKeys
+from tidings.store.replies import text as _text
+from tidings.store.scripts import Scripts
+
+
+async def _unconsumed(aredis: Any, k: AgentKeys, cursor: str) -> list[tuple[str, Entry]]:
+    reply = await aredis.xread({k.wake_stream: cursor or "0-0"}, count=STREAM_MAXLEN * 2)
+    if not reply:
+        return []
+    return [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]
+
+
+async def try_consume(aredis: Any, scripts: Scripts, agent_id: str) -> Entry | None:
+    """One non-blocking attempt: the chosen entry with ``wake_id``, cursor advanced."""
+    k = AgentKeys(agent_id)
+    while True:
+        raw = await aredis.get(k.wake_cursor)
+        cursor = _text(raw) if raw is not None else ""
+        entries = await _unconsumed(aredis, k, cursor)
+        if not entries:
+            return None
+        chosen = _choose(entries)
+        assert chosen is not None  # the newest entry is never superseded
+        wake_id, entry = chosen
+        if int(await scripts("wake_cursor", [k.wake_cursor], [cursor, wake_id])):
+            return {**entry, "wake_id": wake_id}
+
+
+async def wait_for_wake(
+    aredis: Any, scripts: Scripts, agent_id: str, timeout: object
+) -> Entry | None:
+    """C26: the oldest unconsumed wake signal, awaiting up to ``timeout`` seconds."""
+    seconds = _check_timeout(timeout)
+    k = AgentKeys(agent_id)
+    deadline = time.monotonic() + seconds
+    while True:
+        found = await try_consume(aredis, scripts, agent_id)
+        if found is not None:
+            return found
+        remaining_ms = int((deadline - time.monotonic()) * 1000)
+        if remaining_ms <= 0:
+            return None
+        # From the cursor, not the stream's end: an entry appended since the attempt
+        # above returns at once instead of being waited past.
+        raw = await aredis.get(k.wake_cursor)
+        since = _text(raw) if raw is not None else "0-0"
+        await aredis.xread({k.wake_stream: since}, count=1,
+                           block=max(1, min(remaining_ms, BLOCK_SLICE_MS)))

@@ -1,0 +1,53 @@
+"""channels.md C52 for coroutines: what :mod:`tidings.jobs.guard` does for sync calls."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
+
+from tidings.jobs.guard import INTERNAL_ERROR, internal_error, refused
+from tidings.store.errors import TidingsError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Result = dict[str, Any]
+
+
+def answering(
+    call: str,
+) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R | Result]]]:
+    """An unexpected failure of a dict-answering coroutine becomes ``internal_error``."""
+
+    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R | Result]]:
+        @functools.wraps(fn)
+        async def guarded(*args: P.args, **kwargs: P.kwargs) -> R | Result:
+            try:
+                return await fn(*args, **kwargs)
+            except TidingsError as exc:
+                return refused(call, exc, args)
+            except Exception as exc:
+                return internal_error(call, exc, args)
+
+        return guarded
+
+    return wrap
+
+
+def raising(call: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """Failures of a coroutine returning another value raise :class:`TidingsError`."""
+
+    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(fn)
+        async def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return await fn(*args, **kwargs)
+            except TidingsError:
+                raise
+            except Exception as exc:
+                answer = internal_error(call, exc, args)
+                raise TidingsError(answer["message"], reason=INTERNAL_ERROR) from exc
+
+        return guarded
+
+    return wrap

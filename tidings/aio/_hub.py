@@ -1,0 +1,129 @@
+"""``tidings.aio.connect()`` and :class:`AsyncHub`: every :class:`tidings.Hub` method as a
+coroutine, plus the ``redis.asyncio`` client that the waits use."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Generator, Mapping
+from typing import Any
+
+from tidings._hub import Hub
+from tidings._hub import connect as connect_sync
+from tidings.aio._agent import AsyncAgent
+from tidings.scheduler.service import EventSink, SchedulerService
+from tidings.store.async_connection import async_client_for, async_client_like
+from tidings.store.clock import Clock
+from tidings.store.models import AgentRecord
+from tidings.store.scripts import Scripts
+from tidings.store.settings import RedisConfig, Settings
+from tidings.workers.turn_group_async import AsyncGroupPreTurn
+
+Result = dict[str, Any]
+
+
+class AsyncHub:
+    """A :class:`tidings.Hub` (``.sync``) and an asyncio client on the same store."""
+
+    def __init__(self, hub: Hub, aredis: Any) -> None:
+        self.sync = hub
+        self.aredis = aredis
+        self.scripts = Scripts(aredis)
+        self._pre_turn = AsyncGroupPreTurn(hub.broker, aredis, hub.settings.turn_wait_seconds)
+
+    async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]:
+        """``prepare_turn``'s worker group, awaited (observation, attention)."""
+        return await self._pre_turn(record, observe)
+
+    async def agent(
+        self,
+        workdir: str | os.PathLike[str],
+        memory_repo: str | os.PathLike[str] | None = None,
+        agent_id: str | None = None,
+        host: str | None = None,
+        max_events: Mapping[str, int] | None = None,
+        inline: bool = False,
+    ) -> AsyncAgent:
+        agent = await asyncio.to_thread(self.sync.agent, workdir, memory_repo, agent_id, host,
+                                        max_events, inline)
+        return AsyncAgent(self, agent)
+
+    async def agents(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.agents)
+
+    async def startup(self, host: str | None = None) -> dict[str, dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.startup, host)
+
+    async def move_agent(self, agent_id: str, host: str, settle_seconds: float = 30.0) -> Result:
+        return await asyncio.to_thread(self.sync.move_agent, agent_id, host, settle_seconds)
+
+    async def status(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.status)
+
+    async def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
+        await asyncio.to_thread(self.sync.set_dismiss_guard, channel, suggested_verb)
+
+    async def start_worker(self, threads: int | None = None) -> None:
+        if threads is None:
+            await asyncio.to_thread(self.sync.start_worker)
+        else:
+            await asyncio.to_thread(self.sync.start_worker, threads)
+
+    async def start_scheduler(self, on_event: EventSink | None = None) -> SchedulerService:
+        return await asyncio.to_thread(self.sync.start_scheduler, on_event)
+
+    async def close(self) -> None:
+        """Close the asyncio client, then the hub (what it started, the client it built)."""
+        await self.aredis.aclose()
+        await asyncio.to_thread(self.sync.close)
+
+    async def aclose(self) -> None:
+        await self.close()
+
+    async def __aenter__(self) -> AsyncHub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def _open(redis_url: str | None, background: bool, client: Any, settings: Settings | None,
+                clock: Clock | None) -> AsyncHub:
+    hub = await asyncio.to_thread(connect_sync, redis_url, background=background, client=client,
+                                  settings=settings, clock=clock)
+    if hub.url in ("client", "embedded"):
+        return AsyncHub(hub, async_client_like(hub.redis))
+    return AsyncHub(hub, async_client_for(RedisConfig.from_url(hub.url)))
+
+
+class Connecting:
+    """What :func:`connect` returns: await it for the hub, or ``async with`` it."""
+
+    def __init__(self, opening: Any) -> None:
+        self._opening = opening
+        self._hub: AsyncHub | None = None
+
+    def __await__(self) -> Generator[Any, None, AsyncHub]:
+        return self._opening.__await__()  # type: ignore[no-any-return]
+
+    async def __aenter__(self) -> AsyncHub:
+        self._hub = await self._opening
+        return self._hub
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._hub is not None:
+            await self._hub.aclose()
+
+
+def connect(
+    redis_url: str | None = None,
+    *,
+    background: bool = False,
+    client: Any = None,
+    settings: Settings | None = None,
+    clock: Clock | None = None,
+) -> Connecting:
+    """:func:`tidings.connect` for asyncio: ``hub = await connect(...)`` or
+    ``async with connect(...) as hub``. Same arguments; ``client`` may be a redis-py or
+    fakeredis client, whose store the asyncio client then shares."""
+    return Connecting(_open(redis_url, background, client, settings, clock))
