@@ -52,6 +52,15 @@ def sync_due(host: str) -> str:
     return f"{host_tag(host)}:sync:due"
 
 
+def sync_last(host: str) -> str:
+    """JSON ``{"at", "agents", "woke"}`` of the host's last finished sync tick."""
+    return f"{host_tag(host)}:sync:last"
+
+
+#: Hash of ``<host> <worker id>`` -> epoch of that worker process's last heartbeat.
+WORKERS = f"{NAMESPACE}:workers"
+
+
 class AgentKeys:
     """Key builder for one agent."""
 
@@ -117,6 +126,11 @@ class AgentKeys:
     @property
     def blocked(self) -> str:
         return self._k("blocked")
+
+    @property
+    def blocked_overflow(self) -> str:
+        """How many blocked channels the overflow warning last named (channels.md C50)."""
+        return self._k("blocked", "overflow")
 
     @property
     def oversized(self) -> str:

@@ -81,8 +81,10 @@ def publish_event(
     idempotency_key: str | None = None,
     wait: bool = False,
     skip_if_ref_exists: bool = False,
+    replace_ref: bool = False,
 ) -> Result:
-    """C11: append ``event`` to ``data.events`` of ``channel`` with coalescing."""
+    """C11: append ``event`` to ``data.events`` of ``channel`` with coalescing
+    (``replace_ref``: in place of a retained event with the same ``ref_id``, C50)."""
     problem = check_channel(rt, agent, channel)
     if problem is not None:
         return problem
@@ -108,6 +110,8 @@ def publish_event(
         "priority": priority,
         "skip_if_ref_exists": skip_if_ref_exists,
     }
+    if replace_ref:
+        record["replace_ref"] = True
     pushed = _push(rt, agent, channel, record, dedup_key=key, event_id=completed["event_id"])
     return _settle(rt, agent, channel, pushed, wait, event_id=completed["event_id"])
 

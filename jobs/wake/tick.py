@@ -36,7 +36,7 @@ from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-from tidings.store import keys, replies
+from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -56,8 +56,7 @@ class Known:
     committed: committed.Committed
     #: The act generation (C53), read before any file of the agent.
     generation: str
-    blocked: frozenset[str]
-    oversized: frozenset[str]
+    sets: scans.KnownSets
     buffered: tuple[str, ...]
 
 
@@ -72,17 +71,20 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
         k = AgentKeys(agent.agent_id)
         pipe.mget([k.delivered_fp, k.wake_fp, k.act_generation])
         pipe.smembers(k.blocked)
+        pipe.get(k.blocked_overflow)
         pipe.smembers(k.oversized)
         pipe.smembers(k.buffered_channels)
     answers = pipe.execute()
     known: dict[str, Known] = {}
     for n, agent in enumerate(agents):
-        (delivered, wake, generation), blocked, oversized, buffered = answers[4 * n: 4 * n + 4]
+        (delivered, wake, generation), blocked, overflow, oversized, buffered = (
+            answers[5 * n: 5 * n + 5])
         known[agent.agent_id] = Known(
             committed.Committed(replies.text_or_none(delivered) or "",
                                 replies.text_or_none(wake) or ""),
             replies.text_or_none(generation) or "",
-            frozenset(map(replies.text, blocked)), frozenset(map(replies.text, oversized)),
+            scans.KnownSets(frozenset(map(replies.text, blocked)), overflow,
+                            frozenset(map(replies.text, oversized))),
             tuple(sorted(map(replies.text, buffered))),
         )
     return known
@@ -172,7 +174,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
                       "flushes": enqueue_stranded(rt, agent), "woke": False}
     delay_alarm.reconcile(rt, agent)
-    sets = (known.blocked, known.oversized) if known else None
+    sets = known.sets if known else None
     if _unchanged(rt, agent, allow, known.committed if known else committed.read(rt, agent)):
         found = scans.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
@@ -192,6 +194,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     if wake_id is None:
         result["retry"] = True
     else:
+        rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
         result.update(woke=True, wake_id=replies.text(wake_id))
     return result
 
@@ -252,7 +255,7 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
             finally:
                 _known.reset(token)
     finally:
-        _finish(rt, host, full, due, gone)
+        _finish(rt, host, full, due, gone, woke)
     scan = "full" if full else "changed"
     metrics.SYNC_TICKS.labels(scan).inc()
     metrics.SYNC_AGENTS_VISITED.labels(scan).inc(len(agents))
@@ -263,9 +266,13 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
 
 
 def _finish(rt: Runtime, host: str, full: bool, due: dict[str, float | None],
-            gone: list[str]) -> None:
-    """One pipeline: what each visited agent needs next time, and the marker cleared."""
+            gone: list[str], woke: int) -> None:
+    """One pipeline: what each visited agent needs next time, the tick's summary (for
+    the console) and the marker cleared."""
     pipe = rt.redis.pipeline(transaction=False)
+    last = {"at": utc_stamp(rt.clock.now()), "agents": len(due), "woke": woke,
+            "scan": "full" if full else "changed"}
+    pipe.set(keys.sync_last(host), compact(last))
     at = {agent_id: when for agent_id, when in due.items() if when is not None}
     if at:
         pipe.zadd(keys.sync_due(host), at)
