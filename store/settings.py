@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     host: str = Field(default_factory=socket.gethostname)
     #: Seconds between sync ticks.
     sync_interval: float = Field(default=1.0, gt=0)
+    #: With a filesystem watcher, the longest time between full visits of every agent by
+    #: the sync tick (channels.md C27).
+    full_scan_seconds: float = Field(default=30.0, gt=0)
     #: Seconds before a stranded flush flag expires (channels.md C13).
     flush_flag_ttl: int = Field(default=30, ge=1)
     #: dramatiq's Redis heartbeat timeout in ms.
