@@ -11,14 +11,17 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,web]'
 	touch $(STAMP)
 
 demo: venv
 	$(BIN)/tidings demo
 
+SCREENSHOTS := $(CURDIR)/build/screenshots
+
 test: venv lint
-	$(BIN)/python -m pytest -q
+	@echo "web console screenshots (browser tests): $(SCREENSHOTS)"
+	TIDINGS_SCREENSHOTS=$(SCREENSHOTS) $(BIN)/python -m pytest -q
 
 # mypy and import-linter read files, not imports: they run over the installed shape of the
 # package, laid out as links (the layer folders install as tidings.<layer>).

@@ -40,6 +40,15 @@ def sync_running(host: str) -> str:
     return f"{host_tag(host)}:sync:running"
 
 
+def sync_last(host: str) -> str:
+    """JSON ``{"at", "agents", "woke"}`` of the host's last finished sync tick."""
+    return f"{host_tag(host)}:sync:last"
+
+
+#: Hash of ``<host> <worker id>`` -> epoch of that worker process's last heartbeat.
+WORKERS = f"{NAMESPACE}:workers"
+
+
 class AgentKeys:
     """Key builder for one agent."""
 

@@ -21,6 +21,7 @@ from tidings._demo_delay import delay_alarm
 from tidings._demo_memory import memory_inbox
 from tidings._demo_status import status
 from tidings._demo_tour import Tour
+from tidings._demo_web import web_console
 from tidings._hub import connect
 
 
@@ -62,11 +63,11 @@ def bad_input(tour: Tour) -> None:
         tour.show(f"publish_event({channel!r}, ...)", result)
 
 
-#: The chapters, in order; later capabilities add theirs before ``status``, which ends
-#: the tour (issue 7).
+#: The chapters, in order; later capabilities add theirs before ``status`` and the web
+#: console, which end the tour (issues 7 and 16).
 CHAPTERS: list[Callable[[Tour], None]] = [
     burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm, memory_inbox, oversized_lane,
-    status,
+    status, web_console,
 ]
 
 

@@ -26,6 +26,7 @@ from tidings.store.models import AgentRecord, default_agent_id
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings.workers import dead_letters
 from tidings.workers.actors import declare_actors
 from tidings.workers.broker import make_broker
 from tidings.workers.dispatch import BrokerDispatcher
@@ -210,6 +211,16 @@ class Hub:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
         (``tidings status --json``); reads only."""
         return status(self.redis, self.clock)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """Messages that ran out of retries: ``message_id``, ``queue``, ``actor``, ``error``,
+        ``traceback``, ``died_at``, ``args``; newest first; reads only."""
+        return dead_letters.dead_letters(self.redis)
+
+    def requeue_dead(self, message_id: str) -> dict[str, Any]:
+        """Enqueue dead letter ``message_id`` again with fresh retries (``not_found`` if
+        there is none by that id)."""
+        return dead_letters.requeue(self.broker, message_id)
 
     def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
         """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins."""

@@ -19,6 +19,7 @@ from redis import Redis
 from tidings.store.keys import NAMESPACE
 from tidings.store.settings import DEFAULT_HEARTBEAT_MS, Settings
 from tidings.workers.metrics import MessageMetrics
+from tidings.workers.presence import Presence
 
 #: Retry back-off bounds (ms): short, because most failures are a busy lock.
 RETRY_MIN_BACKOFF_MS = 500
@@ -44,6 +45,7 @@ def make_broker(client: Redis, settings: Settings) -> RedisBroker:
         Retries(max_retries=20, min_backoff=RETRY_MIN_BACKOFF_MS, max_backoff=RETRY_MAX_BACKOFF_MS),
         CurrentMessage(),
         MessageMetrics(),
+        Presence(client, settings.host),
         Results(backend=RedisBackend(client=client, namespace=f"{NAMESPACE}-results"),
                 result_ttl=RESULT_TTL_MS),
     ]

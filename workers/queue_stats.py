@@ -52,6 +52,25 @@ def existing_queues(redis: Redis) -> set[str]:
     return found
 
 
+def queue_reads(pipe: Any, names: Iterable[str]) -> None:
+    """Queue the four reads of each queue onto ``pipe`` (see :func:`queue_figures_of`)."""
+    for name in names:
+        pipe.llen(_key(name))
+        pipe.hlen(_key(name, ".msgs"))
+        pipe.hlen(_key(name, ".DQ.msgs"))
+        pipe.zcard(_key(name, ".XQ"))
+
+
+def queue_figures_of(names: list[str], replies: list[Any]) -> list[dict[str, Any]]:
+    """The figures of ``names`` from the replies of :func:`queue_reads`."""
+    figures = []
+    for i, name in enumerate(names):
+        waiting, bodies, delayed, dead = (int(v) for v in replies[4 * i: 4 * i + 4])
+        figures.append({"name": name, "depth": waiting, "delayed": delayed, "dead": dead,
+                        "in_flight": max(bodies - waiting, 0)})
+    return figures
+
+
 def queue_figures(redis: Redis, expected: Iterable[str] = ()) -> list[dict[str, Any]]:
     """``{"name", "depth", "delayed", "dead", "in_flight"}`` per queue, by name.
 
@@ -60,15 +79,6 @@ def queue_figures(redis: Redis, expected: Iterable[str] = ()) -> list[dict[str, 
     """
     names = sorted(existing_queues(redis) | set(expected))
     with redis.pipeline(transaction=False) as pipe:
-        for name in names:
-            pipe.llen(_key(name))
-            pipe.hlen(_key(name, ".msgs"))
-            pipe.hlen(_key(name, ".DQ.msgs"))
-            pipe.zcard(_key(name, ".XQ"))
+        queue_reads(pipe, names)
         replies = pipe.execute()
-    figures = []
-    for i, name in enumerate(names):
-        waiting, bodies, delayed, dead = (int(v) for v in replies[4 * i: 4 * i + 4])
-        figures.append({"name": name, "depth": waiting, "delayed": delayed, "dead": dead,
-                        "in_flight": max(bodies - waiting, 0)})
-    return figures
+    return queue_figures_of(names, replies)

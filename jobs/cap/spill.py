@@ -167,6 +167,18 @@ def take(root: Path, names: Iterable[str], request: SpillRequest, *, lane: str) 
     return Spill()
 
 
+def planned_attention(root: Path, request: SpillRequest) -> Spill:
+    """Where :func:`spill_attention` would put ``request``, writing nothing: the first
+    name that holds it, else the first name still free (a reader's preview)."""
+    try:
+        for name in suffixed(ATTENTION_STEM + request.digest[:8]):
+            if holds(root, name, request) or lstat_file(root, f"{LOGS_DIR}/{name}") is None:
+                return Spill(name, spill_path(root, name))
+    except (OSError, TidingsError, cap_ruler.Unserialisable):
+        pass
+    return Spill()
+
+
 def spill_attention(root: Path, request: SpillRequest) -> Spill:
     """B10: ``logs/notification-attention-overflow-<digest8>[-N].json``."""
     return take(root, suffixed(ATTENTION_STEM + request.digest[:8]), request, lane="attention")

@@ -105,6 +105,17 @@ def invalidate(agent: AgentRecord) -> None:
         _cache.pop(_cache_key(agent), None)
 
 
+def peek_registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
+    """:func:`registry_state` for a reader that must write nothing (the web console):
+    the registry as it is now, else the last good set; no cache, no Redis write, no log."""
+    loaded = load_registry(agent.root)
+    if loaded.error is None:
+        channels = frozenset(c for c in map(_hook_channel, loaded.manifests) if c is not None)
+        return RegistryState(channels, loaded=True)
+    raw = rt.redis.get(AgentKeys(agent.agent_id).hook_channels)
+    return RegistryState(frozenset(json.loads(raw)) if raw else frozenset(), loaded=False)
+
+
 def registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
     """This agent's hook channels, fresh per C41, and whether the registry loaded."""
     root = agent.root

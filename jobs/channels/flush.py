@@ -18,7 +18,7 @@ from tidings.jobs import metrics
 from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
 from tidings.jobs.runtime import Runtime
-from tidings.store import faults, locks, replies
+from tidings.store import faults, locks, rates, replies
 from tidings.store.errors import UnsafePathError
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact, sha256_hex
@@ -107,6 +107,7 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
     faults.reach("flush.after_write")
     _commit(rt, agent, channel, through_seq)
     metrics.flush_written(len(records))
+    rates.count(rt.redis, rates.EVENTS, len(records), rt.clock.now())
     return len(records)
 
 

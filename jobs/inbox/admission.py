@@ -14,7 +14,7 @@ from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
-from tidings.store import replies
+from tidings.store import rates, replies
 from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.jsonread import encodable, input_problem
@@ -105,6 +105,8 @@ def admit(
     if outcome == "inbox_full":
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
     metrics.items_entered("pending")
+    if wake:
+        rates.count(rt.redis, rates.WAKES, 1, now)
     result: Result = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
     if text != summary:
         result["truncated"] = True

@@ -146,36 +146,53 @@ class Fingerprinter:
         return Worktree("file", git_file_mode(before.st_mode), digest)
 
     def _hash_file(self, dir_fd: int, name: bytes, before: os.stat_result) -> str | None:
-        """The blob id, or None for a file this process may not read (it stays observed
-        by type and stat; its content is compared again once it is readable)."""
-        try:
-            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-        except PermissionError:
+        return stable_blob_id(dir_fd, name, before, self._buffer)
+
+    def blob_at(self, raw: bytes) -> tuple[str | None, StatTuple] | None:
+        """The blob id (M22's stable read) and stat tuple of the regular file at ``raw``;
+        None when it is not one (or a parent is not a directory)."""
+        folder, _, name = raw.rpartition(b"/")
+        dir_fd = self._dir_fd if folder == self._folder else self._enter(folder)
+        before = None if dir_fd is None else _lstat(dir_fd, name)
+        if dir_fd is None or before is None or not stat.S_ISREG(before.st_mode):
             return None
-        except OSError as exc:
-            raise Unstable(f"cannot open {name!r}: {exc.strerror}") from None
-        digest = hashlib.sha1(blob_header(before.st_size), usedforsecurity=False)
-        size = 0
-        view = memoryview(self._buffer)
-        with io.FileIO(fd, "rb", closefd=True) as handle:
-            opened = os.fstat(fd)
-            if not stat.S_ISREG(opened.st_mode) or not _same(before, opened):
-                raise Unstable(f"{name!r} changed while opening")
-            while count := handle.readinto(view):
-                digest.update(view[:count])
-                size += count
-            read_end = os.fstat(fd)
-        after = _lstat(dir_fd, name)
-        if after is None or not (_same(before, read_end) and _same(before, after)):
-            raise Unstable(f"{name!r} changed while reading")
-        if size != before.st_size:
-            raise Unstable(f"{name!r}: read {size} bytes of {before.st_size}")
-        return digest.hexdigest()
+        return stable_blob_id(dir_fd, name, before, self._buffer), stat_key(before)
 
     def _directory(self, dir_fd: int, name: bytes, raw: bytes, index_mode: int) -> Worktree:
         if index_mode != _GITLINK and _lstat_in(dir_fd, name, b".git") is None:
             return Worktree("directory", _TREE, None)
         return Worktree("gitlink", _GITLINK, _checked_out(os.path.join(self._root, raw)))
+
+
+def stable_blob_id(
+    dir_fd: int, name: bytes, before: os.stat_result, buffer: bytearray
+) -> str | None:
+    """M22: the blob id of the file ``name``, read with its stat unchanged around the read
+    (else :class:`Unstable`); None for a file this process may not read (it stays observed
+    by type and stat; its content is compared again once it is readable)."""
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except PermissionError:
+        return None
+    except OSError as exc:
+        raise Unstable(f"cannot open {name!r}: {exc.strerror}") from None
+    digest = hashlib.sha1(blob_header(before.st_size), usedforsecurity=False)
+    size = 0
+    view = memoryview(buffer)
+    with io.FileIO(fd, "rb", closefd=True) as handle:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or not _same(before, opened):
+            raise Unstable(f"{name!r} changed while opening")
+        while count := handle.readinto(view):
+            digest.update(view[:count])
+            size += count
+        read_end = os.fstat(fd)
+    after = _lstat(dir_fd, name)
+    if after is None or not (_same(before, read_end) and _same(before, after)):
+        raise Unstable(f"{name!r} changed while reading")
+    if size != before.st_size:
+        raise Unstable(f"{name!r}: read {size} bytes of {before.st_size}")
+    return digest.hexdigest()
 
 
 def _same(a: os.stat_result, b: os.stat_result) -> bool:

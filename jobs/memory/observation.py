@@ -6,7 +6,9 @@ file's identity again: a difference, or an unstable file read, repeats the whole
 attempt (M23). The listing is not read a second time: a path that changes after
 it was listed keeps, in this snapshot, an identity it really had during the
 attempt, and the next observation compares against exactly that, so the change
-is reported then. Nothing here writes to the repository or runs git (M24).
+is reported then. The listing's worktree side is diffed against a private copy of
+the index (:mod:`privateindex`), whose stat data tidings refreshes after files were
+touched with equal content. Nothing here writes to the repository or runs git (M24).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import logging
 import os
 import time
 
+import pygit2
+
 from tidings.jobs import log
-from tidings.jobs.memory import listing
+from tidings.jobs.memory import listing, privateindex
 from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
 from tidings.jobs.memory.head import head_state, identity
 from tidings.jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
@@ -62,14 +66,16 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
         index_path = os.path.join(repo.path, "index")
         index_before = _index_stat(index_path)
         head = head_state(repo)
-        index = repo.index
+        index, index_data = privateindex.load(repo, index_path)
         staged = listing.read_staged(repo, index, head, index_path)
-        listed = listing.merge(staged, listing.read_worktree(index), index)
+        worktree = listing.read_worktree(index)
+        listed = listing.merge(staged, worktree, index)
         ident = identity(repo, head, previous.identity.root_commit if previous else None)
         ordered = sorted(listed)
         records = _fingerprint(ident.root, ordered[:MAX_PATHS], listed, previous)
         if head_state(repo) != head or _index_stat(index_path) != index_before:
             raise Unstable("HEAD or index changed during the observation")
+        _refresh(index, index_path, index_data, ident.root, set(worktree), started_ns)
     overflow = max(0, len(ordered) - MAX_PATHS)
     return Snapshot(
         identity=ident,
@@ -95,6 +101,20 @@ def _fingerprint(
             worktree, stat = reader.identify(raw, item.flags, index_mode)
             records[raw] = PathRecord(item.flags, item.head, item.index, worktree, stat)
     return records
+
+
+def _refresh(
+    index: pygit2.Index, index_path: str, data: bytes, root: str, listed: set[bytes],
+    started_ns: int,
+) -> None:
+    """Refresh the private index copy's stat data (a cache: a failure costs only time)."""
+    try:
+        refreshed = privateindex.refresh(index, index_path, data, root, listed, started_ns)
+    except (OSError, pygit2.GitError, ValueError) as exc:
+        log.event("memory.index_refresh_failed", repo=root, error=type(exc).__name__)
+        return
+    if refreshed:
+        log.event("memory.index_refreshed", logging.INFO, repo=root, entries=refreshed)
 
 
 def listing_digest(ordered: list[bytes], listed: dict[bytes, listing.Listed]) -> str:

@@ -9,6 +9,7 @@ claims and renders the inbox. Turns are never started by tidings itself (M4).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -62,9 +63,18 @@ def safe_attention(rt: Runtime, agent: AgentRecord) -> Result:
 
 
 def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
-    """The in-process :class:`PreTurn` (``inline=True`` agents and unit tests)."""
-    memory = observe_memory(rt, agent, "pre_turn") if observe else skipped("pre_turn")
-    return memory, safe_attention(rt, agent)
+    """The in-process :class:`PreTurn` (``inline=True`` agents and unit tests): the
+    attention render runs on a thread of its own while this one observes, so the turn
+    waits for the longer of the two, not their sum (as the worker group does)."""
+    if not observe:
+        return skipped("pre_turn"), safe_attention(rt, agent)
+    attention: list[Result] = []
+    render = threading.Thread(target=lambda: attention.append(safe_attention(rt, agent)),
+                              name=f"pre-turn-render {agent.agent_id}", daemon=True)
+    render.start()
+    memory = observe_memory(rt, agent, "pre_turn")
+    render.join()
+    return memory, attention[0] if attention else {}
 
 
 def error(reason: str, message: str, **fields: Any) -> Result:

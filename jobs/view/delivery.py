@@ -13,6 +13,8 @@ from typing import Any
 
 from tidings.jobs.cap import lanes as cap
 from tidings.jobs.cap import ruler as cap_ruler
+from tidings.jobs.cap.attention import cap_lane
+from tidings.jobs.cap.spill import Spiller
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.limits import max_chars
 from tidings.jobs.runtime import Runtime
@@ -77,6 +79,14 @@ def attention_lane(
     if not lane:
         return lane
     return cap.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
+
+
+def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) -> dict[str, Any]:
+    """The attention lane a delivery of ``obs`` would hand over, capped with ``spiller``
+    (e.g. :func:`tidings.jobs.cap.spill.planned_attention`); commits nothing."""
+    from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
+    lane = cap.sanitise_attention(from_files, None)
+    return cap_lane(lane, max_chars(agent.root), spiller) if lane else lane
 
 
 def _content_key(

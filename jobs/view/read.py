@@ -172,14 +172,15 @@ def failed_read(agent: AgentRecord, exc: Exception) -> Observation:
     return Observation(False, [], [], {}, error=type(exc).__name__)
 
 
-def coherent_read(rt: Runtime, agent: AgentRecord) -> Observation:
+def coherent_read(rt: Runtime, agent: AgentRecord, allow: Allowlist | None = None) -> Observation:
     """C22: a stable observation of the consumer's view, or an unstable last attempt.
 
     D9's reconcile comes first, but it writes, so the caller runs it
-    (:func:`tidings.jobs.view.coherent.observe`); this module only reads.
+    (:func:`tidings.jobs.view.coherent.observe`); this module only reads, apart from
+    refreshing the agent's stored hook channels (C41) unless ``allow`` is given.
     """
     try:
-        allow = allowlist(rt, agent)
+        allow = allow if allow is not None else allowlist(rt, agent)
         target = delay_state.live_target(rt, agent, allow)
     except (RedisError, TidingsError, OSError) as exc:
         return failed_read(agent, exc)

@@ -23,7 +23,7 @@ from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
 from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
-from tidings.store import keys, replies
+from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -121,6 +121,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
         return result
     wake_id = _signal(rt, agent, seen, obs, generation)
     if wake_id is not None:
+        rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
         result.update(woke=True, wake_id=replies.text(wake_id))
     return result
 
@@ -141,5 +142,9 @@ def sync_host(rt: Runtime, host: str) -> Result:
             if outcome.get("status") != "ok":
                 failed.append(agent.agent_id)
     finally:
-        rt.redis.delete(keys.sync_running(host))
+        last = {"at": utc_stamp(rt.clock.now()), "agents": len(agents), "woke": woke}
+        with rt.redis.pipeline(transaction=False) as pipe:
+            pipe.set(keys.sync_last(host), compact(last))
+            pipe.delete(keys.sync_running(host))
+            pipe.execute()
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}

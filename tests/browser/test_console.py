@@ -1,0 +1,187 @@
+"""Issue 16 acceptance 1 and 2: the web console in headless Chromium against a real
+``tidings up`` (embedded store) and two ``tidings web`` processes (read-only and with
+``--allow-actions``), on free ports."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.common.exceptions import (
+    NoAlertPresentException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
+from selenium.webdriver.common.by import By
+
+import tidings
+from tests.support.browser import chrome, screenshot_dir
+from tests.support.polling import wait_until
+from tests.support.processes import ProcessGroup
+from tests.support.redis_server import free_port
+
+pytestmark = pytest.mark.e2e
+
+HOSTILE = "<script>window.__pwned = 1; alert('pwned')</script>"
+
+
+class Stack:
+    def __init__(self, tmp: Path) -> None:
+        self.host = f"web-{uuid.uuid4().hex[:8]}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "LINGTAI_"))}
+        env.update(PYTHONUNBUFFERED="1", TIDINGS_HOST=self.host)
+        self.procs = ProcessGroup(env)
+        up = self.procs.start("up", "--port", str(free_port()))
+        self.url = up.wait_ready(timeout=30)["url"]
+        self.web = self._web()
+        self.web_actions = self._web("--allow-actions")
+        self.hub = tidings.connect(self.url)
+        workdir = tmp / "agent"
+        workdir.mkdir()
+        self.agent = self.hub.agent(workdir, agent_id="browser-agent", host=self.host)
+
+    def _web(self, *extra: str) -> str:
+        proc = self.procs.start("web", "--redis-url", self.url, "--port", str(free_port()),
+                                *extra)
+        return str(proc.wait_ready(timeout=30)["url"]).rstrip("/")
+
+    def close(self) -> None:
+        self.hub.close()
+        self.hub.redis.connection_pool.disconnect()
+        for proc in self.procs:
+            proc.stop()
+        self.procs.cleanup()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    s = Stack(tmp_path_factory.mktemp("web"))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = chrome()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def text_of(browser: Any, css: str) -> str:
+    """The rendered text of the first match, read in one script (live swaps replace nodes)."""
+    return str(browser.execute_script(
+        "const el = document.querySelector(arguments[0]); return el ? el.innerText : '';", css))
+
+
+def no_alert(browser: Any) -> bool:
+    try:
+        _ = browser.switch_to.alert
+    except NoAlertPresentException:
+        return True
+    return False
+
+
+def test_overview_shows_the_hosts_queue(stack: Stack, browser: Any) -> None:
+    stack.agent.publish_event("system", {"text": "warm-up"}, wait=True)
+    browser.get(stack.web + "/")
+    queue = f"tidings.host.{stack.host}"
+    wait_until(lambda: queue in text_of(browser, "#queues"), timeout=5, what="host queue row")
+    wait_until(lambda: stack.host in text_of(browser, "#hosts"), timeout=5, what="host row")
+    # The live indicator shows the event stream connected.
+    wait_until(lambda: "live" in text_of(browser, "#live"), timeout=5, what="live updates")
+    wait_until(lambda: text_of(browser, "#hosts tbody tr td:nth-child(2)") == "1", timeout=12,
+               what="the up process's worker counted")
+    browser.save_screenshot(str(screenshot_dir() / "overview.png"))
+
+
+def test_agent_page_shows_a_new_channel_within_2s_without_reload(stack: Stack,
+                                                                 browser: Any) -> None:
+    browser.get(f"{stack.web}/agents/{stack.agent.agent_id}")
+    wait_until(lambda: "live" in text_of(browser, "#live"), timeout=5, what="live updates")
+    browser.execute_script("window.__sameDocument = 'yes';")
+    channel = f"mcp.fresh{uuid.uuid4().hex[:6]}"
+    result = stack.agent.publish_event(channel, {"text": "just written"}, wait=True)
+    assert result["status"] == "ok"
+    written = time.monotonic()
+    wait_until(lambda: text_of(browser, f'[data-channel="{channel}"]'),
+               timeout=2.0, interval=0.05, what=f"{channel} on the agent page")
+    assert time.monotonic() - written <= 2.0
+    assert browser.execute_script("return window.__sameDocument;") == "yes"  # no reload
+
+
+def test_delay_countdown_ticks(stack: Stack, browser: Any) -> None:
+    stack.agent.publish_event("system", {"text": "to be delayed"}, wait=True)
+    done = stack.agent.notification("delay", {"channel": "system", "seconds": 300})
+    assert done["status"] == "ok", done
+    browser.get(f"{stack.web}/agents/{stack.agent.agent_id}")
+    first = wait_until(lambda: text_of(browser, "#live-delay .countdown"), timeout=5,
+                       what="countdown")
+    later = wait_until(lambda: (t := text_of(browser, "#live-delay .countdown")) != first and t,
+                       timeout=3, interval=0.1, what="the countdown to move")
+
+    def seconds(text: str) -> int:
+        minutes, _, rest = text.partition("m ")
+        return int(minutes) * 60 + int(rest.rstrip("s")) if rest else int(text.rstrip("s"))
+
+    assert 0 < seconds(later) < seconds(first) <= 300
+    browser.save_screenshot(str(screenshot_dir() / "agent.png"))
+
+
+def test_script_payload_shows_as_text_and_never_runs(stack: Stack, browser: Any) -> None:
+    stack.agent.publish("mcp.hostile", {"header": HOSTILE, "priority": "high",
+                                        "data": {"text": HOSTILE}}, wait=True)
+    browser.get(f"{stack.web}/agents/{stack.agent.agent_id}")
+    row = wait_until(lambda: text_of(browser, '[data-channel="mcp.hostile"]'), timeout=5,
+                     what="the hostile channel")
+    assert HOSTILE in row
+    assert HOSTILE.replace("'", "\\'") in text_of(browser, "#lane") or "window.__pwned" in \
+        text_of(browser, "#lane")
+    time.sleep(0.5)  # give a script that wrongly ran the chance to raise its alert
+    assert no_alert(browser)
+    assert browser.execute_script("return window.__pwned === undefined;")
+    browser.save_screenshot(str(screenshot_dir() / "agent-hostile.png"))
+
+
+def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> None:
+    item = stack.agent.admit("ticket", "please ignore me")
+    event_id = item["event_id"]
+    page = f"/agents/{stack.agent.agent_id}"
+    browser.get(stack.web + page)
+    wait_until(lambda: event_id in browser.page_source, timeout=5, what="the inbox item")
+    assert not browser.find_elements(By.CSS_SELECTOR, f'[data-event="{event_id}"] form')
+    request = urllib.request.Request(f"{stack.web}{page}/inbox/{event_id}/ignore",
+                                     data=b"form_key=x", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    refused.value.close()
+    assert refused.value.code == 403
+    assert stack.agent.inbox(state="pending")[0]["event_id"] == event_id
+
+    browser.get(stack.web_actions + page)
+
+    def click() -> bool:  # a live update may replace the button between find and click
+        try:
+            browser.find_element(By.CSS_SELECTOR, f'[data-event="{event_id}"] form button').click()
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+        return True
+
+    wait_until(click, timeout=5, what="the ignore button clicked")
+    alert = wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
+                       what="the confirmation")
+    alert.accept()
+    wait_until(lambda: '"status": "ok"' in text_of(browser, "#result").replace("\n", " ")
+               or "ok" in text_of(browser, "h1"), timeout=5, what="the action's result")
+    states = {i["event_id"]: i["state"] for i in stack.agent.inbox()}
+    assert states[event_id] == "ignored"

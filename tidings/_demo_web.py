@@ -1,0 +1,43 @@
+"""Demo chapter, the last: the web console over what the tour left behind (issue 16)."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+
+from tidings._demo_tour import Tour
+
+#: How long the chapter waits for the console to answer (seconds).
+READY_SECONDS = 10.0
+
+
+def _get(url: str) -> str:
+    deadline = time.monotonic() + READY_SECONDS
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                return str(answer.read().decode("utf-8"))
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def web_console(tour: Tour) -> None:
+    tour.chapter("Operations: the web console")
+    try:
+        from tidings.web.serve import Background  # noqa: PLC0415 - the optional extra
+    except ImportError:
+        tour.say("The live console needs its extra: [bold]pip install 'tidings[web]'[/], then "
+                 "[bold]tidings web[/].")
+        return
+    with Background(tour.hub) as console:
+        page = _get(f"{console.url}agents/{tour.agent.agent_id}")
+        tour.expect(tour.agent.agent_id in page and "Attention lane" in page,
+                    "the console shows the agent")
+        tour.say(f"While this tour runs, the console serves this store at [bold]{console.url}[/]: "
+                 "overview, agents, each agent's channels, attention lane, delays, inbox and "
+                 "wakes, updated live.")
+    tour.say("To keep one running: [bold]tidings up[/] in one terminal and [bold]tidings web[/] "
+             "in another, then open [bold]http://127.0.0.1:8377/[/] (read-only; "
+             "[bold]--allow-actions[/] to ignore inbox items and re-enqueue dead letters).")

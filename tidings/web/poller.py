@@ -1,0 +1,145 @@
+"""One shared poller per console process, fanned out to every open page's event stream.
+
+While at least one page listens, the poller reads the overview once per
+:data:`INTERVAL_SECONDS` (the "status read": :class:`tidings.web.summary.Summary`),
+renders its live fragment once, and sends the same HTML to every page. Pages also
+name agents they show; the poller reads a small signature of each watched agent (its
+newest wake entry, inbox counts, checkpoint version, blocked set, and for agent pages
+the channel files' fingerprint and delay state) in one pipeline, and tells a page when
+one of its agents changed, so the page fetches its own fresh fragment. Fifty open
+pages therefore cost one status read per second, not fifty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+
+from tidings.jobs.channels.allowlist import Allowlist, peek_registry_state
+from tidings.jobs.delay.state import STATE_FILE
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.view.read import fingerprint
+from tidings.store.files import stat_key
+from tidings.store.inbox_keys import InboxKeys
+from tidings.store.keys import AgentKeys
+from tidings.store.registry import AgentRegistry
+
+#: Seconds between status reads while any page listens (a page updates within 2 s).
+INTERVAL_SECONDS = 1.0
+#: Messages a slow page may fall behind by before it misses some (it then reloads).
+QUEUE_SIZE = 16
+#: The most agents one page may watch.
+MAX_WATCHED = 100
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One open page: the agents it shows (``deep``: an agent page) and its mailbox."""
+
+    agents: frozenset[str]
+    deep: bool
+    #: Until the first read: the page may predate a change the poller never saw.
+    fresh: bool = True
+    queue: asyncio.Queue[tuple[str, Any]] = field(
+        default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+
+    def offer(self, kind: str, data: Any) -> None:
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait((kind, data))
+
+
+def _file_key(path: str) -> tuple[int, ...] | None:
+    try:
+        return stat_key(os.lstat(path))
+    except OSError:
+        return None
+
+
+def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict[str, Any]:
+    """A value per agent that changes whenever what its page shows may have changed."""
+    ids = sorted(set(shallow) | set(deep))
+    deep_ids = set(deep)
+    if not ids:
+        return {}
+    with rt.redis.pipeline(transaction=False) as pipe:
+        for agent_id in ids:
+            k, ik = AgentKeys(agent_id), InboxKeys(agent_id)
+            pipe.xrevrange(k.wake_stream, count=1)
+            pipe.zcard(ik.selectable)
+            pipe.zcard(ik.open)
+            pipe.zcard(ik.listing)
+            pipe.hget(ik.checkpoint, "version")
+            pipe.scard(k.blocked)
+        replies = pipe.execute()
+    registry = AgentRegistry(rt.redis)
+    out: dict[str, Any] = {}
+    for i, agent_id in enumerate(ids):
+        redis_part = tuple(repr(v) for v in replies[6 * i: 6 * i + 6])
+        record = registry.get(agent_id) if agent_id in deep_ids else None
+        files: Any = None
+        if record is not None and record.root.is_dir():
+            allow = Allowlist(peek_registry_state(rt, record).hook_channels)
+            files = (repr(fingerprint(record.root, allow)),
+                     _file_key(os.path.join(record.workdir, STATE_FILE)))
+        out[agent_id] = (redis_part, files)
+    return out
+
+
+class Poller:
+    """Reads on a timer while pages listen; every page gets the same results."""
+
+    def __init__(self, rt: Runtime, read_summary: Callable[[], dict[str, Any]],
+                 interval: float = INTERVAL_SECONDS) -> None:
+        self.rt = rt
+        self.read_summary = read_summary
+        self.interval = interval
+        self.subscribers: set[Subscriber] = set()
+        self.status_reads = 0
+        self._task: asyncio.Task[None] | None = None
+        self._seen: dict[str, Any] = {}
+        self.latest: dict[str, Any] | None = None
+
+    def subscribe(self, agents: Iterable[str] = (), deep: bool = False) -> Subscriber:
+        sub = Subscriber(frozenset(list(agents)[:MAX_WATCHED]), deep)
+        self.subscribers.add(sub)
+        if self.latest is not None:
+            sub.offer("summary", self.latest)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        self.subscribers.discard(sub)
+
+    def _read(self, shallow: set[str], deep: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        self.status_reads += 1
+        return self.read_summary(), signatures(self.rt, shallow, deep)
+
+    async def _run(self) -> None:
+        while self.subscribers:
+            subs = list(self.subscribers)
+            deep = {a for s in subs if s.deep for a in s.agents}
+            shallow = {a for s in subs if not s.deep for a in s.agents}
+            try:
+                summary, signs = await anyio.to_thread.run_sync(self._read, shallow, deep)
+            except Exception as exc:  # Redis away: pages say so and the poller goes on
+                summary, signs = {"error": f"{type(exc).__name__}: {exc}"[:300]}, {}
+            changed = {a for a, sign in signs.items()
+                       if a in self._seen and self._seen[a] != sign}
+            self._seen = signs
+            self.latest = summary
+            for sub in subs:
+                sub.offer("summary", summary)
+                hit = sorted(sub.agents if sub.fresh else sub.agents & changed)
+                sub.fresh = False
+                if hit:
+                    sub.offer("agents", hit)
+            await asyncio.sleep(self.interval)
+        self._seen = {}
+        self.latest = None

@@ -1,0 +1,89 @@
+"""Starting the console: address checks, the store, the app, uvicorn."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+from typing import Any
+
+import uvicorn
+
+from tidings.jobs import log
+from tidings.web.app import build_app
+from tidings.web.auth import is_loopback
+
+TOKEN_ENV = "TIDINGS_WEB_TOKEN"
+EXIT_USAGE = 2
+
+
+class StartError(Exception):
+    """The console cannot start: one line for the operator, exit code 2."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (``0``: any free port)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise StartError(f"cannot resolve --host {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise StartError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another "
+                         "--port") from None
+    sock.listen(128)
+    return sock
+
+
+def check_token(host: str, token: str | None) -> None:
+    if not is_loopback(host) and not token:
+        raise StartError(f"refusing to serve on non-loopback {host} without {TOKEN_ENV}; set "
+                         f"it (clients then send 'Authorization: Bearer <token>') or use "
+                         "--host 127.0.0.1")
+
+
+def serve(hub: Any, host: str, port: int, allow_actions: bool) -> int:
+    """Serve until interrupted; ``StartError`` before anything is served."""
+    token = os.environ.get(TOKEN_ENV) or None
+    check_token(host, token)
+    sock = bind(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    app = build_app(hub, allow_actions=allow_actions, token=token, loopback=is_loopback(host))
+    sys.stdout.write(json.dumps({"status": "ready", "role": "web", "url": f"http://{shown}:{bound}/",
+                                 "allow_actions": allow_actions, "token": token is not None})
+                     + "\n")
+    sys.stdout.flush()
+    log.event("web_started", level=20, host=host, port=bound, allow_actions=allow_actions)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+class Background:
+    """The console served from a thread of this process (``tidings demo``, tests)."""
+
+    def __init__(self, hub: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = bind(host, port)
+        self.url = f"http://{host}:{self.sock.getsockname()[1]}/"
+        config = uvicorn.Config(build_app(hub, loopback=is_loopback(host)), log_level="warning",
+                                lifespan="off", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       name="tidings-web", daemon=True)
+
+    def __enter__(self) -> Background:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()

@@ -1,0 +1,101 @@
+"""Dead letters: dramatiq messages that ran out of retries, listed and re-enqueued.
+
+dramatiq's Redis broker keeps a queue's dead letters in ``tidings:<queue>.XQ`` (message
+ids by the time they died) with their bodies in ``tidings:<queue>.XQ.msgs``; the
+Retries middleware leaves the last traceback in the message's options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from dramatiq import Message
+from dramatiq.common import q_name
+
+from tidings.store.jsonfmt import utc_stamp
+from tidings.store.keys import NAMESPACE
+from tidings.workers.queue_stats import existing_queues
+
+#: Dead letters listed per queue, newest first.
+DEFAULT_LIMIT = 100
+#: Characters of a traceback kept in a listing (its last lines: where it raised).
+ERROR_CHARS = 2000
+#: Options that belong to a message's earlier life and are dropped on a re-enqueue.
+SPENT_OPTIONS = ("retries", "traceback", "redis_message_id", "eta")
+
+
+def _xq(queue: str) -> str:
+    return f"{NAMESPACE}:{queue}.XQ"
+
+
+def _text(raw: Any) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+def _error(options: dict[str, Any]) -> str | None:
+    trace = options.get("traceback")
+    if not isinstance(trace, str):
+        return None
+    lines = [line for line in trace.strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else "")[:ERROR_CHARS]
+
+
+def dead_letters(redis: Any, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
+    """``{"message_id", "queue", "actor", "error", "traceback", "died_at", "args"}`` of every
+    queue's dead letters (up to ``limit`` each, newest first)."""
+    queues = sorted(q for q in existing_queues(redis) if not q.endswith(".DQ"))
+    with redis.pipeline(transaction=False) as pipe:
+        for queue in queues:
+            pipe.zrevrange(_xq(queue), 0, limit - 1, withscores=True)
+        listed = pipe.execute()
+    with redis.pipeline(transaction=False) as pipe:
+        for queue, entries in zip(queues, listed, strict=True):
+            pipe.hmget(f"{_xq(queue)}.msgs", [m for m, _ in entries] or ["-"])
+        bodies = pipe.execute()
+    out = []
+    for queue, entries, raws in zip(queues, listed, bodies, strict=True):
+        for (member, score), raw in zip(entries, raws, strict=False):
+            row: dict[str, Any] = {"message_id": _text(member), "queue": queue,
+                                   "died_at": utc_stamp(score / 1000), "actor": None,
+                                   "error": None, "traceback": None, "args": None}
+            if raw is not None:
+                try:
+                    message = Message.decode(raw)
+                except Exception:  # a body dramatiq cannot decode is listed as it is
+                    row["error"] = "undecodable message body"
+                else:
+                    row.update(actor=message.actor_name, error=_error(message.options),
+                               traceback=message.options.get("traceback"),
+                               args=list(message.args))
+            out.append(row)
+    return sorted(out, key=lambda r: r["died_at"], reverse=True)
+
+
+def requeue(broker: Any, message_id: str) -> dict[str, Any]:
+    """Enqueue dead letter ``message_id`` again (fresh retries), then forget the dead copy.
+
+    Every actor is idempotent, so a re-enqueue that races a second one runs the job twice
+    at worst, harmlessly.
+    """
+    redis = broker.client
+    for queue in sorted(existing_queues(redis)):
+        raw = redis.hget(f"{_xq(queue)}.msgs", message_id)
+        if raw is None:
+            continue
+        try:
+            message = Message.decode(raw)
+        except Exception:
+            return {"status": "error", "reason": "undecodable",
+                    "message": f"dead letter {message_id} cannot be decoded"}
+        options = {k: v for k, v in message.options.items() if k not in SPENT_OPTIONS}
+        fresh = dataclasses.replace(message, queue_name=q_name(message.queue_name),
+                                    options=options)
+        broker.enqueue(fresh)
+        with redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(_xq(queue), message_id)
+            pipe.hdel(f"{_xq(queue)}.msgs", message_id)
+            pipe.execute()
+        return {"status": "ok", "message_id": message_id, "queue": fresh.queue_name,
+                "actor": fresh.actor_name}
+    return {"status": "error", "reason": "not_found", "message": f"no dead letter {message_id}"}
