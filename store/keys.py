@@ -116,6 +116,11 @@ class AgentKeys:
         return self._k("blocked")
 
     @property
+    def blocked_overflow(self) -> str:
+        """How many blocked channels the overflow warning last named (channels.md C50)."""
+        return self._k("blocked", "overflow")
+
+    @property
     def oversized(self) -> str:
         return self._k("oversized")
 

@@ -7,9 +7,10 @@ them read on every action, so a changed value is honoured without a restart.
 from __future__ import annotations
 
 import socket
+from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Where ``tidings up`` serves its embedded store when no Redis URL is configured.
@@ -97,8 +98,17 @@ class Settings(BaseSettings):
     worker_poll_ms: int = Field(default=20, ge=1, le=1000)
     #: Port of the Prometheus exposition server; ``None`` disables it.
     metrics_port: int | None = None
+    #: Address the exposition server binds: loopback unless an operator opens it up.
+    metrics_host: str = "127.0.0.1"
     #: Emit logs as JSON lines.
     log_json: bool = True
+    #: Level of the long-running commands' logs; routine per-tick lines are DEBUG.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_name(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
 
     def redis_config(self) -> RedisConfig | None:
         return RedisConfig.from_url(self.redis_url) if self.redis_url else None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidings.jobs import log
+from tidings.jobs.channels import blocked_overflow as overflow
 from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.runtime import Runtime
@@ -55,14 +56,12 @@ class ScanResult:
     oversized: list[str] = field(default_factory=list)
 
 
-def _warn_once(
+def _publish_warning(
     rt: Runtime, agent: AgentRecord, set_key: str, channel: str, source: str, kind: str,
     body: str,
 ) -> bool:
-    """Join the set; only the caller that added the member publishes. A failed publish
-    leaves the set again, so the next tick retries: no warning is silently lost."""
-    if not rt.redis.sadd(set_key, channel):
-        return False
+    """Warn about ``channel``, which just joined ``set_key``. A failed publish leaves the
+    set again, so the next tick retries: no warning is silently lost."""
     try:
         result: dict[str, Any] = system_events.notify(
             rt, agent, source=source, ref_id=f"{kind}:{channel}", body=body
@@ -78,31 +77,60 @@ def _warn_once(
     return True
 
 
+def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
+                  present: list[str]) -> list[str]:
+    """C28, C50: warn new blocked channels one by one while the set has room; count the
+    rest in the overflow notice. Two round trips however many files are present."""
+    k = AgentKeys(agent.agent_id)
+    pipe = rt.redis.pipeline(transaction=False)
+    pipe.smembers(k.blocked)
+    pipe.get(k.blocked_overflow)
+    members, last = pipe.execute()
+    warned = {replies.text(member) for member in members}
+    resolved = [channel for channel in warned if allow.allows(channel)]
+    if resolved:
+        rt.redis.srem(k.blocked, *resolved)
+        warned.difference_update(resolved)
+    fresh = set(present) - warned
+    room = overflow.MAX_WARNED_BLOCKED - len(warned)
+    newly: list[str] = []
+    for stem in sorted(fresh) if room > 0 else ():
+        if len(newly) >= room:
+            break
+        joined = overflow.join(rt, agent, stem)
+        if joined < 0:  # a concurrent tick filled the set
+            room = len(newly)
+            break
+        if joined and _publish_warning(rt, agent, k.blocked, stem, "notification_hook",
+                                       "blocked_channel", blocked_body(stem)):
+            newly.append(stem)
+    full = len(newly) >= room
+    # While the set has room, a channel left unwarned is a failed publish, retried next tick.
+    overflow.announce(rt, agent, len(fresh) - len(newly) if full else 0, last)
+    return newly
+
+
 def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: bool) -> ScanResult:
     """C28 for one agent: warn about new blocked and oversized files, forget resolved ones."""
     k = AgentKeys(agent.agent_id)
     found = ScanResult()
     present_big: set[str] = set()
-    if registry_loaded:
-        for member in rt.redis.smembers(k.blocked):
-            channel = replies.text(member)
-            if allow.allows(channel):
-                rt.redis.srem(k.blocked, channel)
+    blocked: list[str] = []
     for entry in list_dir(agent.root, NOTIFICATION_DIR) or []:
         stem = flaggable_stem(entry.name)
         if stem is None or not entry.is_regular:
             continue
         if not allow.allows(stem):
-            if registry_loaded and _warn_once(
-                rt, agent, k.blocked, stem, "notification_hook", "blocked_channel",
-                blocked_body(stem),
-            ):
-                found.blocked.append(stem)
+            blocked.append(stem)
         elif entry.stat.st_size > MAX_READ_BYTES:
             present_big.add(stem)
-            if _warn_once(rt, agent, k.oversized, stem, "notification_store",
-                          "oversized_channel", oversized_body(stem)):
+            if rt.redis.sadd(k.oversized, stem) and _publish_warning(
+                rt, agent, k.oversized, stem, "notification_store", "oversized_channel",
+                oversized_body(stem),
+            ):
                 found.oversized.append(stem)
+    if registry_loaded:
+        found.blocked = _warn_blocked(rt, agent, allow, blocked)
     for member in rt.redis.smembers(k.oversized):
         channel = replies.text(member)
         if channel not in present_big:

@@ -64,6 +64,18 @@ def _events_of(envelope: dict[str, Any]) -> list[Any]:
     return events
 
 
+def _replaced(events: list[Any], ref: Any, event: Any) -> bool:
+    """C50: ``event`` takes the place of the first retained event with ``ref`` (others
+    with it go); ``False`` when there is none."""
+    at = [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("ref_id") == ref]
+    if not at:
+        return False
+    events[at[0]] = event
+    for i in reversed(at[1:]):
+        del events[i]
+    return True
+
+
 def _is_high(event: Any) -> bool:
     return isinstance(event, dict) and "high" in (event.get("severity"), event.get("priority"))
 
@@ -89,7 +101,8 @@ def apply_batch(
             isinstance(e, dict) and e.get("ref_id") == ref for e in events
         ):
             continue
-        events.append(event)
+        if not (body.get("replace_ref") and ref is not None and _replaced(events, ref, event)):
+            events.append(event)
         appended = True
         asked_high = asked_high or body.get("priority") == "high"
     if appended:

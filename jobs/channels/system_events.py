@@ -17,11 +17,14 @@ def notify(
     ref_id: str,
     body: str,
     idempotency_key: str | None = None,
+    replace: bool = False,
 ) -> dict[str, Any]:
     """Publish one system event tagged ``skip_if_ref_exists``: dropped at flush if a
     retained system event already has this ``ref_id``. Callers that must not repeat
-    a notice for a day pass an ``idempotency_key`` too."""
+    a notice for a day pass an ``idempotency_key`` too. With ``replace`` the event
+    instead takes the place of a retained one with this ``ref_id`` (C50)."""
     event = {"source": source, "ref_id": ref_id, "body": body}
     return publish_event(
-        rt, agent, "system", event, idempotency_key=idempotency_key, skip_if_ref_exists=True
+        rt, agent, "system", event, idempotency_key=idempotency_key,
+        skip_if_ref_exists=not replace, replace_ref=replace,
     )

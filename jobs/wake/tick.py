@@ -28,6 +28,8 @@ from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
+from tidings.store.scripts import channels as channel_scripts
+from tidings.store.scripts import wake as wake_scripts
 
 Result = dict[str, Any]
 
@@ -44,12 +46,8 @@ def enqueue_stranded(rt: Runtime, agent: AgentRecord) -> list[str]:
     started: list[str] = []
     for member in rt.redis.smembers(k.buffered_channels):
         channel = replies.text(member)
-        claimed = rt.scripts(
-            "flush_claim_stranded",
-            [k.buffer(channel), k.flush_flag(channel), k.buffered_channels],
-            [channel, rt.settings.flush_flag_ttl],
-        )
-        if int(claimed):
+        if channel_scripts.claim_stranded(rt.scripts, agent.agent_id, channel,
+                                          flag_ttl=rt.settings.flush_flag_ttl):
             rt.dispatch.flush_channel(agent, channel)
             started.append(channel)
     return started
@@ -70,17 +68,16 @@ def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> dict[str, A
 
 
 def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation,
-            generation: str) -> Any:
+            generation: str) -> str | None:
     """Append the signal unless a delivery or an own act of the agent (C53) came between."""
     entry = wake_entry(rt, agent, obs)
     if entry is None:
         return None
-    k = AgentKeys(agent.agent_id)
-    return rt.scripts(
-        "wake_signal",
-        [k.wake_fp, k.delivered_fp, k.wake_stream, k.act_generation, k.acts_in_flight],
-        [seen.wake_text, compact(obs.masked_fp), compact(obs.raw_fp), NOTIFICATION_KIND,
-         compact(entry), STREAM_MAXLEN, generation, rt.clock.now()],
+    return wake_scripts.signal(
+        rt.scripts, agent.agent_id, expected_wake=seen.wake_text,
+        wake=compact(obs.masked_fp), delivered=compact(obs.raw_fp), kind=NOTIFICATION_KIND,
+        entry_json=compact(entry), stream_length=STREAM_MAXLEN, act_generation=generation,
+        now=rt.clock.now(),
     )
 
 
@@ -122,7 +119,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     wake_id = _signal(rt, agent, seen, obs, generation)
     if wake_id is not None:
         rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
-        result.update(woke=True, wake_id=replies.text(wake_id))
+        result.update(woke=True, wake_id=wake_id)
     return result
 
 

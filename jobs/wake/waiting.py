@@ -20,7 +20,8 @@ from tidings.jobs.wake.stream import (
 )
 from tidings.store.keys import AgentKeys
 from tidings.store.replies import text as _text
-from tidings.store.scripts import Scripts
+from tidings.store.scripts import AsyncScripts
+from tidings.store.scripts import wake as wake_scripts
 
 
 async def _unconsumed(aredis: Any, k: AgentKeys, cursor: str) -> list[tuple[str, Entry]]:
@@ -30,7 +31,7 @@ async def _unconsumed(aredis: Any, k: AgentKeys, cursor: str) -> list[tuple[str,
     return [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]
 
 
-async def try_consume(aredis: Any, scripts: Scripts, agent_id: str) -> Entry | None:
+async def try_consume(aredis: Any, scripts: AsyncScripts, agent_id: str) -> Entry | None:
     """One non-blocking attempt: the chosen entry with ``wake_id``, cursor advanced."""
     k = AgentKeys(agent_id)
     while True:
@@ -42,12 +43,13 @@ async def try_consume(aredis: Any, scripts: Scripts, agent_id: str) -> Entry | N
         chosen = _choose(entries)
         assert chosen is not None  # the newest entry is never superseded
         wake_id, entry = chosen
-        if int(await scripts("wake_cursor", [k.wake_cursor], [cursor, wake_id])):
+        if await wake_scripts.advance_cursor_async(scripts, agent_id, expected=cursor,
+                                                   cursor=wake_id):
             return {**entry, "wake_id": wake_id}
 
 
 async def wait_for_wake(
-    aredis: Any, scripts: Scripts, agent_id: str, timeout: object
+    aredis: Any, scripts: AsyncScripts, agent_id: str, timeout: object
 ) -> Entry | None:
     """C26: the oldest unconsumed wake signal, awaiting up to ``timeout`` seconds."""
     seconds = _check_timeout(timeout)

@@ -136,6 +136,9 @@ def test_delay_countdown_ticks(stack: Stack, browser: Any) -> None:
 
     assert 0 < seconds(later) < seconds(first) <= 300
     browser.save_screenshot(str(screenshot_dir() / "agent.png"))
+    browser.get(f"{stack.web}/agents")
+    wait_until(lambda: text_of(browser, "#agents .countdown"), timeout=5, what="list countdown")
+    browser.save_screenshot(str(screenshot_dir() / "agents.png"))
 
 
 def test_script_payload_shows_as_text_and_never_runs(stack: Stack, browser: Any) -> None:

@@ -207,18 +207,22 @@ def test_api_status_is_tidings_status(hub: Hub, agent: Any) -> None:
 
 def test_agents_list_searches_and_pages(hub: Hub, tmp_path: Path) -> None:
     for i in range(120):
-        hub.registry.put(hub.registry.get("x") or _record(tmp_path, f"agent-{i:03d}"))
+        hub.registry.put(_record(tmp_path, f"agent-{i:03d}", host=f"h{i % 3}"))
     with client(hub) as web:
         third = web.get("/agents?page=3").text
         found = web.get("/agents?q=agent-07").text
+        on_host = web.get("/agents?q=host:h2").text
+        by_path = web.get(f"/agents?q={tmp_path}/agent-11").text
     assert "agent-119" in third and "agent-099" not in third
     assert "10 agents" in found and "agent-070" in found and "agent-080" not in found
+    assert "40 agents" in on_host and "agent-002" in on_host and "agent-001<" not in on_host
+    assert "10 agents" in by_path and "agent-110" in by_path
 
 
-def _record(tmp_path: Path, agent_id: str) -> Any:
+def _record(tmp_path: Path, agent_id: str, host: str = "h1") -> Any:
     from tidings.store.models import AgentRecord
 
-    return AgentRecord(agent_id=agent_id, workdir=os.fspath(tmp_path / agent_id), host="h1")
+    return AgentRecord(agent_id=agent_id, workdir=os.fspath(tmp_path / agent_id), host=host)
 
 
 def test_rates_are_ten_second_buckets(hub: Hub) -> None:

@@ -1,8 +1,10 @@
-"""The agents page: registry, filtered and paged, then the page's figures in one pipeline.
+"""The agents page: registry ids, filtered and paged, then the page's figures in one pipeline.
 
-Two Redis round trips per render whatever the fleet's size: the registry hash, then per
-agent of the page its pending inbox count, its newest wake entry and its blocked
-channels. Live delays come from the delay state files of the page's agents.
+Two Redis round trips per render whatever the fleet's size: the registry's field names
+(agent ids), then for each agent of the page its record, pending inbox count, newest wake
+entry and blocked channels. A search matches agent ids; ``host:NAME`` or a text with a
+``/`` (part of a workdir) matches the records instead, which reads every record.
+Live delays come from the delay state files of the page's agents.
 """
 
 from __future__ import annotations
@@ -35,23 +37,29 @@ def _text(raw: Any) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
-def registry_rows(redis: Any) -> list[Listed]:
-    """Every registered agent, sorted by id; unparsable records are left out."""
-    rows = []
-    for raw in redis.hvals(keys.AGENTS):
-        try:
-            record = json.loads(raw)
-            rows.append(Listed(str(record["agent_id"]), str(record["host"]),
-                               str(record["workdir"])))
-        except (ValueError, KeyError, TypeError):
-            continue
-    rows.sort(key=lambda r: r.agent_id)
-    return rows
+#: A search with this prefix matches host names exactly.
+HOST_PREFIX = "host:"
 
 
-def matches(row: Listed, needle: str) -> bool:
-    return needle in row.agent_id.casefold() or needle in row.host.casefold() \
-        or needle in row.workdir.casefold()
+def _record(raw: Any) -> Listed | None:
+    try:
+        record = json.loads(raw)
+        return Listed(str(record["agent_id"]), str(record["host"]), str(record["workdir"]))
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def matching_ids(redis: Any, needle: str) -> list[str]:
+    """Agent ids, sorted, that the search ``needle`` (casefolded) selects."""
+    if needle.startswith(HOST_PREFIX) or "/" in needle:
+        host = needle.removeprefix(HOST_PREFIX) if needle.startswith(HOST_PREFIX) else None
+        rows = [r for r in map(_record, redis.hvals(keys.AGENTS)) if r is not None]
+        found = [r.agent_id for r in rows
+                 if (r.host.casefold() == host if host is not None
+                     else needle in r.workdir.casefold())]
+        return sorted(found)
+    ids = sorted(map(_text, redis.hkeys(keys.AGENTS)))
+    return [i for i in ids if needle in i.casefold()] if needle else ids
 
 
 def stream_time(wake_id: str) -> str | None:
@@ -70,17 +78,21 @@ def last_wake(reply: Any) -> dict[str, Any] | None:
     return {"id": text, "at": stream_time(text), "kind": decoded.get("kind", "?")}
 
 
-def page_figures(redis: Any, rows: list[Listed], now: float) -> list[dict[str, Any]]:
-    """The columns of the agents table for ``rows`` (one pipelined round trip)."""
+def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]:
+    """The columns of the agents table for ``ids`` (one pipelined round trip)."""
     with redis.pipeline(transaction=False) as pipe:
-        for row in rows:
-            agent_keys = keys.AgentKeys(row.agent_id)
-            pipe.zcard(InboxKeys(row.agent_id).selectable)
+        pipe.hmget(keys.AGENTS, ids or ["-"])
+        for agent_id in ids:
+            agent_keys = keys.AgentKeys(agent_id)
+            pipe.zcard(InboxKeys(agent_id).selectable)
             pipe.xrevrange(agent_keys.wake_stream, count=1)
             pipe.smembers(agent_keys.blocked)
-        replies = pipe.execute()
+        records, *replies = pipe.execute()
     out = []
-    for i, row in enumerate(rows):
+    for i, raw in enumerate(records[: len(ids)]):
+        row = _record(raw)
+        if row is None:  # removed since the id listing, or unreadable
+            continue
         pending, wake, blocked = replies[3 * i: 3 * i + 3]
         root = Path(row.workdir)
         live, overdue = delay_from_state(root, now) if root.is_dir() else (None, False)
@@ -91,13 +103,11 @@ def page_figures(redis: Any, rows: list[Listed], now: float) -> list[dict[str, A
 
 
 def agents_page(redis: Any, now: float, query: str = "", page: int = 1) -> dict[str, Any]:
-    """One page of the agents list, filtered by ``query`` (id, host or workdir)."""
+    """One page of the agents list, filtered by ``query`` (see the module docstring)."""
     needle = query.strip()[:MAX_QUERY].casefold()
-    rows = registry_rows(redis)
-    if needle:
-        rows = [r for r in rows if matches(r, needle)]
-    pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
+    ids = matching_ids(redis, needle)
+    pages = max(1, math.ceil(len(ids) / PAGE_SIZE))
     page = min(max(page, 1), pages)
-    shown = rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
-    return {"agents": page_figures(redis, shown, now), "total": len(rows), "page": page,
+    shown = ids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    return {"agents": page_figures(redis, shown, now), "total": len(ids), "page": page,
             "pages": pages, "q": query.strip()[:MAX_QUERY]}
