@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import redis
 import yaml
 from honcho.environ import parse_procfile
 
