@@ -80,6 +80,11 @@ class AgentKeys:
         return self._k("dedup", channel, digest)
 
     @property
+    def dead_flushes(self) -> str:
+        """Set of channels whose flush was dead-lettered (channels.md C52)."""
+        return self._k("flush", "dead")
+
+    @property
     def buffered_channels(self) -> str:
         """Set of channels that may have buffered records (for the stranded-flush scan)."""
         return self._k("buffered")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidings.jobs import metrics
-from tidings.jobs.channels import names, system_events
+from tidings.jobs.channels import dead_letter, names, system_events
 from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
 from tidings.jobs.runtime import Runtime
 from tidings.store import faults, locks, rates, replies
@@ -116,6 +116,8 @@ def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
             return {"status": "error", "reason": "unsafe_path", "channel": channel,
                     "applied": applied}
         if count is None:
+            if applied:
+                dead_letter.revive(rt, agent, channel)
             return {"status": "ok", "channel": channel, "applied": applied, "requeued": False}
         applied += count
     rt.dispatch.flush_channel(agent, channel)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidings.jobs.channels import allowlist
+from tidings.jobs.channels import allowlist, dead_letter
 from tidings.jobs.channels import blocked as scans
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.delay import alarm as delay_alarm
@@ -41,11 +41,12 @@ WAKE_CALL: dict[str, Any] = {
 
 
 def enqueue_stranded(rt: Runtime, agent: AgentRecord) -> list[str]:
-    """C15: start a flush for every non-empty buffer whose flag lapsed."""
+    """C15: start a flush for every non-empty buffer whose flag lapsed, except those
+    dead-lettered (C52)."""
     k = AgentKeys(agent.agent_id)
     started: list[str] = []
-    for member in rt.redis.smembers(k.buffered_channels):
-        channel = replies.text(member)
+    buffered = {replies.text(member) for member in rt.redis.smembers(k.buffered_channels)}
+    for channel in sorted(buffered - dead_letter.dead_channels(rt, agent) if buffered else ()):
         if channel_scripts.claim_stranded(rt.scripts, agent.agent_id, channel,
                                           flag_ttl=rt.settings.flush_flag_ttl):
             rt.dispatch.flush_channel(agent, channel)

@@ -80,3 +80,11 @@ def remember_spill(scripts: Scripts, agent_id: str, *, digest: str, name: str, u
         "persistent_spill_remember", [k.persistent_spills, k.persistent_spill_order],
         [digest, name, used_at, kept],
     ))
+
+
+def join_blocked(scripts: Scripts, agent_id: str, channel: str, *, cap: int) -> int:
+    """C28/C50: join the agent's blocked set unless it holds ``cap`` members: 1 joined,
+    0 already a member, -1 the set is full."""
+    return number("blocked_join", scripts(
+        "blocked_join", [AgentKeys(agent_id).blocked], [channel, cap],
+    ))
