@@ -87,14 +87,16 @@ def agent_actor(
 
 
 def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
-    """``sync_host(host)`` (channels.md C27); the job clears the flag the scheduler's
-    tick set, so the next tick may enqueue again."""
+    """``sync_host(host[, agent_ids])`` (channels.md C27): a full scan, or the named
+    agents; the job clears the flag the scheduler's tick set, so the next tick may
+    enqueue again."""
 
-    def sync_host(host: str) -> None:
+    def sync_host(host: str, agent_ids: list[str] | None = None) -> None:
         if host != rt.settings.host:
-            send(broker, "sync_host", host_queue(host), host)
+            send(broker, "sync_host", host_queue(host), host,
+                 *([] if agent_ids is None else [agent_ids]))
             return
-        sync.sync_host(rt, host)
+        sync.sync_host(rt, host, agent_ids)
 
     return dramatiq.Actor(
         sync_host, broker=broker, actor_name="sync_host", queue_name=UNROUTED_QUEUE, priority=0,
