@@ -11,12 +11,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tidings.cli import agents, demo, hooks, memory, processes, producers, status, tool, web
+from tidings.cli import (
+    agents,
+    dead,
+    demo,
+    hooks,
+    memory,
+    processes,
+    producers,
+    status,
+    tool,
+    web,
+)
 from tidings.cli._common import EXIT_USAGE, UsageError, common_options, emit_error
 from tidings.store.errors import NoStoreError, TidingsError
 
 #: Subcommand modules; each has ``register(subparsers, common)``.
-COMMANDS = (processes, agents, producers, tool, hooks, memory, status, web, demo)
+COMMANDS = (processes, agents, producers, tool, hooks, memory, status, dead, web, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
