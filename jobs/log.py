@@ -13,6 +13,9 @@ def event(
     **fields: Any,
 ) -> None:
     """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``);
-    ``exc_info`` adds that exception's traceback."""
-    logger.log(level, "%s %s", name, fields, exc_info=exc_info,
-               extra={"event": name, "fields": fields})
+    ``exc_info`` adds that exception's traceback.
+
+    The message is the bare name: formatters write the fields as values (JSON
+    object, or ``key=value``), never as a dict's repr inside the message.
+    """
+    logger.log(level, "%s", name, exc_info=exc_info, extra={"event": name, "fields": fields})

@@ -9,7 +9,7 @@ parent serves the sum (workers/metrics.py).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 #: The registry ``tidings worker``, ``scheduler`` and ``up`` expose.
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -59,6 +59,28 @@ INBOX_ADMISSIONS = Counter(
 SPILLS = Counter(
     "tidings_spills", "Spill files written by the block cap, by lane",
     ["lane"], registry=REGISTRY,
+)
+SYNC_TICKS = Counter(
+    "tidings_sync_ticks",
+    "sync_host runs (C27), by scan: changed (agents a watcher reported, due delays, "
+    "unwatched agents) or full",
+    ["scan"], registry=REGISTRY,
+)
+SYNC_AGENTS_VISITED = Counter(
+    "tidings_sync_agents_visited", "Agents visited by sync ticks (C27), by scan",
+    ["scan"], registry=REGISTRY,
+)
+SYNC_FULL_SCANS = Counter(
+    "tidings_sync_full_scans",
+    "Full scans the scheduler asked for, by reason (interval, overflow, watcher_error, "
+    "no_watcher)",
+    ["reason"], registry=REGISTRY,
+)
+SYNC_UNWATCHED_AGENTS = Gauge(
+    "tidings_sync_unwatched_agents",
+    "Registered agents of this host without filesystem watches (watch limit reached, or "
+    "no workdir): the tick visits them every time",
+    registry=REGISTRY, multiprocess_mode="max",
 )
 #: Observation reasons kept as label values; any other (caller-chosen) reason counts
 #: as ``manual``, so a label never takes unbounded values.

@@ -26,6 +26,7 @@ from redis import Redis
 from tidings.jobs import log
 from tidings.store import keys, replies
 from tidings.store.scripts import Scripts
+from tidings.store.scripts import scheduler as scheduler_scripts
 
 #: Longest job id and argument accepted from the store.
 MAX_ID_CHARS = 200
@@ -133,7 +134,7 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
         """Remove and report an entry that is not a job of ours; it never runs."""
         log.event("scheduler_job_rejected", host=self.host,
                   job_id=replies.text(job_id)[:MAX_ID_CHARS], reason=reason)
-        self._scripts("scheduler_job_remove", [self.jobs_key, self.run_times_key], [job_id])
+        scheduler_scripts.remove_job(self._scripts, self.host, job_id=job_id)
         return None
 
     def _decode_all(self, entries: Iterable[tuple[Any, Any]]) -> list[Job]:
@@ -162,11 +163,11 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
         paused = datetime(9999, 12, 31, tzinfo=UTC)
         return sorted(jobs, key=lambda job: job.next_run_time or paused)
 
-    def _put(self, job: Job, mode: str) -> int:
+    def _put(self, job: Job, mode: Literal["add", "update"]) -> bool:
         next_run = job.next_run_time
-        score = repr(datetime_to_utc_timestamp(next_run)) if next_run else ""
-        return int(self._scripts("scheduler_job_put", [self.jobs_key, self.run_times_key],
-                                 [job.id, self.encode(job), score, mode]))
+        return scheduler_scripts.put_job(
+            self._scripts, self.host, job_id=job.id, job_json=self.encode(job),
+            next_run=datetime_to_utc_timestamp(next_run) if next_run else None, mode=mode)
 
     def add_job(self, job: Job) -> None:
         if not self._put(job, "add"):
@@ -180,7 +181,7 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
         """Remove a job; an id that is already gone is not an error here: an old leader
         that has not yet noticed its lost lease may fire and remove the same job from this
         shared store, and APScheduler's loop must not die of that."""
-        self._scripts("scheduler_job_remove", [self.jobs_key, self.run_times_key], [job_id])
+        scheduler_scripts.remove_job(self._scripts, self.host, job_id=job_id)
 
     def remove_all_jobs(self) -> None:
         self.redis.delete(self.jobs_key, self.run_times_key)

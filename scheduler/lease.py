@@ -22,6 +22,7 @@ from redis import Redis
 from tidings.store import keys
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
 from tidings.store.scripts import Scripts
+from tidings.store.scripts import scheduler as scheduler_scripts
 
 #: Keys fetched per SCAN round trip while looking for leader keys.
 LEADER_SCAN_COUNT = 1000
@@ -57,6 +58,7 @@ class LeaderLease:
 
     def __init__(self, redis: Redis, host: str, holder: str, settings: LeaseSettings) -> None:
         self.redis = redis
+        self.host = host
         self.key = keys.scheduler_leader(host)
         self.holder = holder
         self.settings = settings
@@ -79,14 +81,14 @@ class LeaderLease:
         """Extend the lease; ``False`` once another holder has it (or nobody does)."""
         if self._value is None:
             return False
-        return bool(int(self._scripts("scheduler_lease_renew", [self.key],
-                                      [self._value, self._expiry_ms])))
+        return scheduler_scripts.renew_lease(self._scripts, self.host, value=self._value,
+                                             expiry_ms=self._expiry_ms)
 
     def release(self) -> None:
         """Give the lease up at once, if it is still ours."""
         value, self._value = self._value, None
         if value is not None:
-            self._scripts("scheduler_lease_release", [self.key], [value])
+            scheduler_scripts.release_lease(self._scripts, self.host, value=value)
 
 
 def leader_hosts(redis: Redis) -> set[str]:

@@ -2,10 +2,11 @@
 
 While active (an :class:`Activation`) it runs a ``BlockingScheduler`` in its own
 thread with two job stores — alarm jobs as JSON in Redis, the sync tick in
-memory — and, after the start-up reconcile, a dramatiq worker that alone
-consumes the host's alarm-request queue. A keeper thread renews the lease; when
-it is lost (or the service stops) everything active is stopped again and the
-service goes back to standby.
+memory —, a filesystem watcher over the host's agents for that tick (C27), and,
+after the start-up reconcile, a dramatiq worker that alone consumes the host's
+alarm-request queue. A keeper thread renews the lease; when it is lost (or the
+service stops) everything active is stopped again and the service goes back to
+standby.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from redis.exceptions import RedisError
 
 from tidings.jobs import log
 from tidings.jobs.runtime import Runtime
-from tidings.scheduler import alarm_job, requests, startup, sync_tick
+from tidings.scheduler import alarm_job, requests, startup, sync_tick, watcher
 from tidings.scheduler.jobstore import JsonRedisJobStore
 from tidings.scheduler.lease import LeaderLease, LeaseSettings, holder_name
 from tidings.store.clock import Clock, SystemClock
@@ -65,8 +66,12 @@ class Activation:
                 LOCAL_STORE: MemoryJobStore(),
             },
         )
-        sync_tick.add_tick_job(self.aps, redis, self.broker, self.host, settings.sync_interval,
-                               LOCAL_STORE)
+        self.watcher = watcher.start()
+        self.ticker = sync_tick.SyncTicker(
+            redis, self.host, settings.sync_interval, settings.full_scan_seconds,
+            sync_tick.broker_sender(self.broker, self.host), self.watcher, clock.now,
+            clock.monotonic)
+        sync_tick.add_tick_job(self.aps, self.ticker, LOCAL_STORE)
         requests.declare_request_actor(self.broker, self.host, self.aps, self.body)
         self.worker = Worker(self.broker, queues={scheduler_queue(self.host)},
                              worker_threads=REQUEST_THREADS,
@@ -108,6 +113,8 @@ class Activation:
             self.aps.shutdown(wait=False)
         if self._thread.is_alive():
             self._thread.join(START_TIMEOUT_SECONDS)
+        if self.watcher is not None:
+            self.watcher.close()
 
 
 class SchedulerService:

@@ -79,6 +79,21 @@ class FailoverRetry(Retry):
                 time.sleep(min(self._backoff.compute(failures), deadline - now))
 
 
+class HandshakeBoundSSLConnection(SSLConnection):
+    """TLS whose handshake is bounded by the connect timeout, not the command timeout.
+
+    A ``rediss://`` URL pointed at a plain server connects, then waits for a TLS
+    reply that never comes; under redis-py's default the handshake waits for the
+    30 s command timeout (api.md: fail within the connect timeout).
+    """
+
+    def _wrap_socket_with_ssl(self, sock: Any) -> Any:
+        sock.settimeout(self.socket_connect_timeout)
+        wrapped = super()._wrap_socket_with_ssl(sock)
+        wrapped.settimeout(self.socket_timeout)
+        return wrapped
+
+
 class SentinelFailoverConnection(SentinelManagedConnection):
     """Reconnects through the Sentinels every time.
 
@@ -94,7 +109,7 @@ class SentinelFailoverConnection(SentinelManagedConnection):
         super().send_packed_command(command, check_health)
 
 
-class SentinelFailoverSSLConnection(SentinelFailoverConnection, SSLConnection):
+class SentinelFailoverSSLConnection(SentinelFailoverConnection, HandshakeBoundSSLConnection):
     pass
 
 
@@ -128,6 +143,8 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
             **retrying,
         )
         return master
+    if config.scheme == "rediss":
+        retrying["connection_class"] = HandshakeBoundSSLConnection
     return redis.Redis.from_url(config.url, **retrying)
 
 

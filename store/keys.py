@@ -16,6 +16,10 @@ NAMESPACE = "tidings"
 #: Hash of agent_id -> agent record JSON.
 AGENTS = f"{NAMESPACE}:agents"
 
+#: Counter moved by every registry change; the scheduler's watcher re-reads the
+#: registry when it moves (channels.md C27).
+AGENTS_VERSION = f"{NAMESPACE}:agents:version"
+
 #: Hash of channel -> suggested verb (channels.md C37).
 DISMISS_GUARDS = f"{NAMESPACE}:dismiss_guards"
 
@@ -36,8 +40,16 @@ def scheduler_leader(host: str) -> str:
     return f"{host_tag(host)}:scheduler:leader"
 
 
-def sync_running(host: str) -> str:
-    return f"{host_tag(host)}:sync:running"
+def sync_running(host: str, *, changed: bool = False) -> str:
+    """Set while the host's sync tick — a full scan, or one over the agents that
+    changed — is queued or running (channels.md C27)."""
+    return f"{host_tag(host)}:sync:running" + (":changed" if changed else "")
+
+
+def sync_due(host: str) -> str:
+    """Sorted set agent id -> Unix s from which the tick must visit that agent whatever
+    its files do: a live delay's deadline (delay.md D9), or 0 after an unfinished visit."""
+    return f"{host_tag(host)}:sync:due"
 
 
 def sync_last(host: str) -> str:
@@ -78,6 +90,11 @@ class AgentKeys:
     def dedup(self, channel: str, key: str) -> str:
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
         return self._k("dedup", channel, digest)
+
+    @property
+    def dead_flushes(self) -> str:
+        """Set of channels whose flush was dead-lettered (channels.md C52)."""
+        return self._k("flush", "dead")
 
     @property
     def buffered_channels(self) -> str:

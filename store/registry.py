@@ -1,6 +1,12 @@
-"""The hub-wide agent registry: agent id -> :class:`AgentRecord`, in one Redis hash."""
+"""The hub-wide agent registry: agent id -> :class:`AgentRecord`, in one Redis hash.
+
+Every change also moves a version counter, so that a host's watcher notices a
+registration or removal with one small read per tick (channels.md C27).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from redis import Redis
 
@@ -17,6 +23,13 @@ class AgentRegistry:
         raw = self._redis.hget(keys.AGENTS, agent_id)
         return AgentRecord.model_validate_json(raw) if raw else None
 
+    def get_many(self, agent_ids: Sequence[str]) -> list[AgentRecord | None]:
+        """The records of ``agent_ids`` in order (``None`` where none is registered)."""
+        if not agent_ids:
+            return []
+        raws = self._redis.hmget(keys.AGENTS, list(agent_ids))
+        return [AgentRecord.model_validate_json(raw) if raw else None for raw in raws]
+
     def require(self, agent_id: str) -> AgentRecord:
         record = self.get(agent_id)
         if record is None:
@@ -24,10 +37,20 @@ class AgentRegistry:
         return record
 
     def put(self, record: AgentRecord) -> None:
-        self._redis.hset(keys.AGENTS, record.agent_id, record.model_dump_json())
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hset(keys.AGENTS, record.agent_id, record.model_dump_json())
+        pipe.incr(keys.AGENTS_VERSION)
+        pipe.execute()
 
     def remove(self, agent_id: str) -> bool:
-        return bool(self._redis.hdel(keys.AGENTS, agent_id))
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hdel(keys.AGENTS, agent_id)
+        pipe.incr(keys.AGENTS_VERSION)
+        return bool(pipe.execute()[0])
+
+    def version(self) -> int:
+        """The registry's change counter (0 before the first change)."""
+        return int(self._redis.get(keys.AGENTS_VERSION) or 0)
 
     def all(self) -> list[AgentRecord]:
         raw = self._redis.hgetall(keys.AGENTS)

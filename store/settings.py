@@ -7,9 +7,10 @@ them read on every action, so a changed value is honoured without a restart.
 from __future__ import annotations
 
 import socket
+from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Where ``tidings up`` serves its embedded store when no Redis URL is configured.
@@ -78,6 +79,9 @@ class Settings(BaseSettings):
     host: str = Field(default_factory=socket.gethostname)
     #: Seconds between sync ticks.
     sync_interval: float = Field(default=1.0, gt=0)
+    #: With a filesystem watcher, the longest time between full visits of every agent by
+    #: the sync tick (channels.md C27).
+    full_scan_seconds: float = Field(default=30.0, gt=0)
     #: Seconds before a stranded flush flag expires (channels.md C13).
     flush_flag_ttl: int = Field(default=30, ge=1)
     #: dramatiq's Redis heartbeat timeout in ms.
@@ -89,6 +93,11 @@ class Settings(BaseSettings):
     #: Standing files of the memory repository (memory-inbox.md M39): exact
     #: repository-relative paths whose change adds the persona sentence.
     memory_standing_files: tuple[str, ...] = ("PERSONA.md", "SOUL.md", "MEMORY.md")
+    #: Threads reading the worktree side of one memory observation (memory-inbox.md
+    #: M24). 1 is a single libgit2 pass; more split the work tree by top-level name,
+    #: each thread with its own Repository (bench/memory.py: on a busy 2-core host
+    #: the split costs more CPU than it saves in wall time).
+    memory_observe_threads: int = Field(default=1, ge=1, le=16)
     #: How long ``prepare_turn`` waits for its worker group (observation lock wait +
     #: observation) before the turn proceeds without the missing result.
     turn_wait_seconds: float = Field(default=90.0, gt=0)
@@ -97,8 +106,17 @@ class Settings(BaseSettings):
     worker_poll_ms: int = Field(default=20, ge=1, le=1000)
     #: Port of the Prometheus exposition server; ``None`` disables it.
     metrics_port: int | None = None
+    #: Address the exposition server binds: loopback unless an operator opens it up.
+    metrics_host: str = "127.0.0.1"
     #: Emit logs as JSON lines.
     log_json: bool = True
+    #: Level of the long-running commands' logs; routine per-tick lines are DEBUG.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_name(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
 
     def redis_config(self) -> RedisConfig | None:
         return RedisConfig.from_url(self.redis_url) if self.redis_url else None

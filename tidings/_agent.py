@@ -4,6 +4,9 @@ Every method is a thin wrapper around a ``jobs`` function, run against this
 agent's record with the hub's ports. With ``inline=True`` the flush that a
 publish starts runs in the caller instead of on a worker; both paths run the
 same job functions.
+
+The memory and turn jobs load on first use (function-local imports): they bring
+pygit2, which a producer (``tidings publish`` from a hook) never needs.
 """
 
 from __future__ import annotations
@@ -22,16 +25,12 @@ from tidings.jobs.daemon import runs as daemon
 from tidings.jobs.guard import answering, raising
 from tidings.jobs.inbox import admission as inboxes
 from tidings.jobs.inbox import items as inbox_items
-from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turns
 from tidings.jobs.view import delivery
 from tidings.jobs.view import read as reading
 from tidings.jobs.wake import stream as wake
 from tidings.store.models import AgentRecord
 from tidings.workers.dispatch import InlineDispatcher
-from tidings.workers.turn_group import GroupPreTurn
 
 Result = dict[str, Any]
 
@@ -159,7 +158,9 @@ class Agent:
     @answering("startup")
     def startup(self) -> Result:
         """Inbox recovery, then the ``startup`` memory observation (M51); never wakes."""
-        return turns.startup(self.runtime, self.record)
+        from tidings.jobs.turns import prepare  # noqa: PLC0415 - pygit2, see module doc
+
+        return prepare.startup(self.runtime, self.record)
 
     @answering("prepare_turn")
     def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
@@ -167,6 +168,9 @@ class Agent:
 
         Returns a :class:`Turn`, or an error dict (``turn_in_progress``, ``invalid_kind``).
         """
+        from tidings.jobs.turns import prepare as turns  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.workers.turn_group import GroupPreTurn  # noqa: PLC0415 - pygit2, see module doc
+
         pre_turn = turns.inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
         result = turns.prepare_turn(self.runtime, self.record, kind, pre_turn)
         return Turn.from_result(result) if result["status"] == "ok" else result
@@ -174,7 +178,9 @@ class Agent:
     @answering("mark_side_effect")
     def mark_side_effect(self, turn: Turn | str) -> Result:
         """Call before the turn's first externally visible action (M47)."""
-        return turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
+        from tidings.jobs.turns import finish  # noqa: PLC0415 - pygit2, see module doc
+
+        return finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
 
     @answering("finish_turn")
     def finish_turn(
@@ -186,7 +192,9 @@ class Agent:
         owned: dict[str, Any] | None = None,
     ) -> Result:
         """Reconcile the memory checkpoint and settle the turn's items (M46-M50)."""
-        return turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
+        from tidings.jobs.turns import finish  # noqa: PLC0415 - pygit2, see module doc
+
+        return finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
                                        side_effects, ignored, owned)
 
     @raising("inbox")
@@ -220,7 +228,9 @@ class Agent:
         if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
             return {"status": "error", "reason": "invalid_input",
                     "message": "reason must be a string of 1 to 64 characters"}
-        return memory_admission.observe_memory(self.runtime, self.record, reason)
+        from tidings.jobs.memory import admission  # noqa: PLC0415 - pygit2, see module doc
+
+        return admission.observe_memory(self.runtime, self.record, reason)
 
     # -- wake signals (channels.md C26) -------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tidings._demo_tour import Tour
-from tidings.cli.status import print_tables
+from tidings.cli.status_view import print_tables
 from tidings.workers.routing import host_queue
 
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dramatiq import Worker
 from pydantic import ValidationError
 from redis import Redis
 
 from tidings._agent import Agent
-from tidings._status import status
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns.prepare import startup_all
-from tidings.scheduler.service import EventSink, SchedulerService
 from tidings.store import keys, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.connection import client_for, ping
@@ -27,10 +23,14 @@ from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
 from tidings.workers import dead_letters
-from tidings.workers.actors import declare_actors
 from tidings.workers.broker import make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
+
+if TYPE_CHECKING:
+    from dramatiq import Worker
+
+    from tidings.scheduler.service import EventSink, SchedulerService
 
 #: Worker threads of an in-process worker (embedded hubs, ``tidings up``).
 LOCAL_WORKER_THREADS = 4
@@ -45,6 +45,7 @@ def connect(
     client: Redis | None = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
+    declare_actors: bool = True,
 ) -> Hub:
     """Open a hub.
 
@@ -56,6 +57,8 @@ def connect(
     ``background=True`` also runs this host's worker and scheduler here, stopped
     by :meth:`Hub.close`. Without it no call of the hub starts a thread, and an
     embedded hub's agents run inline, since no worker would serve their queue.
+    ``declare_actors=False`` makes a client that only enqueues and reads (the CLI):
+    the actors load every job, pygit2 included; starting a worker declares them.
     """
     settings = settings or Settings()
     if client is not None:
@@ -78,7 +81,8 @@ def connect(
         except BaseException:
             redis_client.close()
             raise
-        hub = Hub(redis_client, settings, clock=clock, url=url, owns_client=True)
+        hub = Hub(redis_client, settings, clock=clock, url=url, owns_client=True,
+                  declare_actors=declare_actors)
     if background:
         hub.start_worker()
         hub.start_scheduler()
@@ -97,6 +101,7 @@ class Hub:
         url: str = "",
         owns_client: bool = False,
         inline_agents: bool = False,
+        declare_actors: bool = True,
     ) -> None:
         self.redis = client
         self.url = url
@@ -104,13 +109,23 @@ class Hub:
         self.clock = clock or SystemClock()
         self.broker = make_broker(client, self.settings)
         self.runtime = Runtime(client, self.clock, self.settings, BrokerDispatcher(self.broker))
-        declare_actors(self.broker, self.runtime)
+        if declare_actors:
+            self.declare_actors()
         self.registry = AgentRegistry(client)
         self._owns_client = owns_client
         self._inline_agents = inline_agents
         self._worker: Worker | None = None
         self._scheduler: SchedulerService | None = None
         self._worker_lock = threading.Lock()
+
+    def declare_actors(self) -> None:
+        """Declare the host actors on this hub's broker (a worker consumes them; a client
+        that only enqueues, like ``tidings publish``, need not load them)."""
+        # Actors load every job, pygit2 included: only hubs that may run them pay for it.
+        from tidings.workers.actors import declare_actors  # noqa: PLC0415
+
+        if "flush_channel" not in self.broker.actors:
+            declare_actors(self.broker, self.runtime)
 
     # -- agents ---------------------------------------------------------------
 
@@ -166,6 +181,16 @@ class Hub:
             self.registry.put(record)
         return Agent(self, record, inline=inline or self._inline_agents)
 
+    def find_agent(self, workdir: str | os.PathLike[str], inline: bool = False) -> Agent | None:
+        """The agent registered for ``workdir``, or ``None``; registers nothing."""
+        real = os.path.realpath(workdir)
+        record = self.registry.get(default_agent_id(real))
+        if record is None or record.workdir != real:
+            record = next((r for r in self.registry.all() if r.workdir == real), None)
+        if record is None:
+            return None
+        return Agent(self, record, inline=inline or self._inline_agents)
+
     @raising("agents")
     def agents(self) -> list[dict[str, Any]]:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
@@ -174,6 +199,8 @@ class Hub:
     def startup(self, host: str | None = None) -> dict[str, dict[str, Any]]:
         """``Agent.startup()`` for every agent registered on ``host`` (default: this host),
         by agent id; a failing agent is logged and reported, the others go on (M51)."""
+        from tidings.jobs.turns.prepare import startup_all  # noqa: PLC0415 - loads pygit2
+
         records = self.registry.on_host(host or self.settings.host)
         return startup_all(self.runtime, records)
 
@@ -210,6 +237,8 @@ class Hub:
     def status(self) -> dict[str, Any]:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
         (``tidings status --json``); reads only."""
+        from tidings._status import status  # noqa: PLC0415 - loads the scheduler's job store
+
         return status(self.redis, self.clock)
 
     def dead_letters(self) -> list[dict[str, Any]]:
@@ -238,6 +267,9 @@ class Hub:
         with self._worker_lock:
             if self._worker is not None:
                 return
+            from dramatiq import Worker  # noqa: PLC0415 - a client never starts one
+
+            self.declare_actors()
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
             worker = Worker(self.broker, queues={queue}, worker_threads=threads,
@@ -251,6 +283,8 @@ class Hub:
         It is leader-locked like ``tidings scheduler``: if another scheduler of
         this host is active, this one waits as standby.
         """
+        from tidings.scheduler.service import SchedulerService  # noqa: PLC0415 - APScheduler
+
         with self._worker_lock:
             if self._scheduler is None:
                 self._scheduler = SchedulerService(self.redis, self.settings, clock=self.clock,

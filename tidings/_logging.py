@@ -20,8 +20,10 @@ from dramatiq.middleware import CurrentMessage
 
 from tidings.store.settings import Settings
 
-#: Level of every logger in a long-running process.
-LOG_LEVEL = logging.INFO
+#: Loggers whose INFO lines are routine per-tick scheduling (APScheduler's "Running
+#: job" and "Job executed" for every sync tick): logged at DEBUG (api.md,
+#: TIDINGS_LOG_LEVEL), else a quiet host writes two lines a second.
+ROUTINE_LOGGERS = ("apscheduler.executors", "apscheduler.scheduler")
 #: Plain-text layout when JSON is off.
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
@@ -75,16 +77,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+def _text_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
 class TextFormatter(logging.Formatter):
-    """The plain line, followed by the record's context as ``key=value``."""
+    """The plain line, followed by the record's fields and context as ``key=value``."""
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        context = {k: v for k, v in record_context(record).items() if k != "fields"}
-        return " ".join([line, *(f"{k}={v}" for k, v in context.items())])
+        context = record_context(record)
+        fields = context.pop("fields", {})
+        event = {"event": context.pop("event")} if "event" in context else {}
+        pairs = {**event, **fields, **context}
+        return " ".join([line, *(f"{k}={_text_value(v)}" for k, v in pairs.items())])
+
+
+class RoutineToDebug(logging.Filter):
+    """Demotes the INFO records of :data:`ROUTINE_LOGGERS` to DEBUG, and drops them
+    unless the configured level lets DEBUG through."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and record.name.startswith(ROUTINE_LOGGERS):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return record.levelno >= self.level
 
 
 class _ProcessHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -92,11 +115,14 @@ class _ProcessHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 def configure(settings: Settings) -> None:
-    """Route every logger of this process through one stderr handler."""
+    """Route every logger of this process through one stderr handler at
+    ``TIDINGS_LOG_LEVEL``."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _ProcessHandler)]:
         root.removeHandler(handler)
+    level = logging.getLevelNamesMapping()[settings.log_level]
     handler = _ProcessHandler(sys.stderr)
     handler.setFormatter(JsonFormatter(settings.host) if settings.log_json else TextFormatter())
+    handler.addFilter(RoutineToDebug(level))
     root.addHandler(handler)
-    root.setLevel(LOG_LEVEL)
+    root.setLevel(level)

@@ -21,7 +21,7 @@ from dramatiq import Broker
 
 from tidings.jobs import log
 from tidings.jobs.actions import delay
-from tidings.jobs.channels import flush
+from tidings.jobs.channels import dead_letter, flush
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import render
@@ -34,6 +34,12 @@ from tidings.workers.dispatch import send
 from tidings.workers.routing import UNROUTED_QUEUE, host_queue
 
 AgentJob = Callable[..., Any]
+
+#: C52: retries of a failing flush before it is dead-lettered (about 2 minutes with the
+#: broker's back-off, workers/broker.py).
+FLUSH_MAX_RETRIES = 8
+#: The actor that dead-letters a flush whose retries ran out.
+FLUSH_DEAD_LETTER = "flush_dead_letter"
 
 
 class WorkdirMissing(StoreError):
@@ -81,14 +87,16 @@ def agent_actor(
 
 
 def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
-    """``sync_host(host)`` (channels.md C27); the job clears the flag the scheduler's
-    tick set, so the next tick may enqueue again."""
+    """``sync_host(host[, agent_ids])`` (channels.md C27): a full scan, or the named
+    agents; the job clears the flag the scheduler's tick set, so the next tick may
+    enqueue again."""
 
-    def sync_host(host: str) -> None:
+    def sync_host(host: str, agent_ids: list[str] | None = None) -> None:
         if host != rt.settings.host:
-            send(broker, "sync_host", host_queue(host), host)
+            send(broker, "sync_host", host_queue(host), host,
+                 *([] if agent_ids is None else [agent_ids]))
             return
-        sync.sync_host(rt, host)
+        sync.sync_host(rt, host, agent_ids)
 
     return dramatiq.Actor(
         sync_host, broker=broker, actor_name="sync_host", queue_name=UNROUTED_QUEUE, priority=0,
@@ -96,9 +104,32 @@ def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
     )
 
 
+def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
+    """Takes a ``flush_channel`` message whose retries ran out (dramatiq's Retries
+    ``on_retry_exhausted``) and dead-letters its channel (channels.md C52). Declared on
+    this host's queue: the worker that gave up the flush sends it there."""
+    registry = AgentRegistry(rt.redis)
+
+    def flush_dead_letter(message: dict[str, Any], retries: dict[str, Any]) -> None:
+        agent_id, channel = message["args"][0], message["args"][1]
+        agent = registry.get(agent_id)
+        reason = dead_letter.reason_of(message.get("options", {}).get("traceback"))
+        if agent is None:
+            log.event(dead_letter.DEAD_EVENT, agent_id=agent_id, channel=channel, reason=reason)
+            return
+        dead_letter.dead_letter(rt, agent, channel, reason, retries.get("retries"))
+
+    return dramatiq.Actor(
+        flush_dead_letter, broker=broker, actor_name=FLUSH_DEAD_LETTER,
+        queue_name=host_queue(rt.settings.host), priority=0, options={},
+    )
+
+
 def declare_actors(broker: Broker, rt: Runtime) -> None:
     """Declare every host actor on ``broker``."""
-    agent_actor(broker, rt, "flush_channel", flush.flush_channel)
+    agent_actor(broker, rt, "flush_channel", flush.flush_channel,
+                max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=FLUSH_DEAD_LETTER)
+    flush_dead_letter_actor(broker, rt)
     agent_actor(broker, rt, "expire_delay", delay.expire)
     sync_host_actor(broker, rt)
     # prepare_turn's group (workers/turn_group.py): results are read by the caller.

@@ -19,8 +19,6 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from tidings.jobs.metrics import DURATION_BUCKETS, REGISTRY
 
-#: Address the exposition server binds: every interface, for a remote Prometheus.
-METRICS_ADDRESS = "0.0.0.0"
 #: The variable that puts prometheus_client into multiprocess mode (set for children).
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -30,6 +28,16 @@ MESSAGES_PROCESSED = Counter(
 )
 MESSAGES_FAILED = Counter(
     "tidings_messages_failed", "dramatiq messages whose actor raised, by actor and queue",
+    ["actor", "queue"], registry=REGISTRY,
+)
+MESSAGES_RETRIED = Counter(
+    "tidings_messages_retried", "dramatiq messages re-enqueued for a retry, by actor and queue",
+    ["actor", "queue"], registry=REGISTRY,
+)
+MESSAGES_DEAD_LETTERED = Counter(
+    "tidings_messages_dead_lettered",
+    "dramatiq messages that exhausted their retries (moved to the dead-letter queue), "
+    "by actor and queue",
     ["actor", "queue"], registry=REGISTRY,
 )
 MESSAGE_SECONDS = Histogram(
@@ -62,12 +70,20 @@ class MessageMetrics(Middleware):
     def after_skip_message(self, broker: Broker, message: Any) -> None:
         self.after_process_message(broker, message)
 
+    def after_enqueue(self, broker: Broker, message: Any, delay: int | None) -> None:
+        # The Retries middleware re-enqueues with ``retries`` counted in the options.
+        if "retries" in message.options:
+            MESSAGES_RETRIED.labels(message.actor_name, q_name(message.queue_name)).inc()
+
+    def after_nack(self, broker: Broker, message: Any) -> None:
+        MESSAGES_DEAD_LETTERED.labels(message.actor_name, q_name(message.queue_name)).inc()
+
 
 class MetricsServer:
     """A started exposition server (``GET /metrics``); ``port`` is the bound one."""
 
-    def __init__(self, port: int, registry: CollectorRegistry) -> None:
-        self._httpd, self._thread = start_http_server(port, METRICS_ADDRESS, registry)
+    def __init__(self, host: str, port: int, registry: CollectorRegistry) -> None:
+        self._httpd, self._thread = start_http_server(port, host, registry)
         self.port = int(self._httpd.server_port)
 
     def close(self) -> None:
@@ -76,15 +92,9 @@ class MetricsServer:
         self._thread.join(5)
 
 
-def serve(port: int | None) -> MetricsServer | None:
-    """Serve this process's metrics on ``port`` (0: any free port; ``None``: off)."""
-    return None if port is None else MetricsServer(port, REGISTRY)
-
-
-def serve_children(port: int, directory: Path) -> MetricsServer:
-    """Serve the sum of what child processes recorded under ``directory``
-    (children started with :data:`MULTIPROC_ENV` pointing there)."""
+def children_registry(directory: Path) -> CollectorRegistry:
+    """The sum of what child processes recorded under ``directory`` (children started
+    with :data:`MULTIPROC_ENV` pointing there)."""
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(directory))  # type: ignore[no-untyped-call]
-    return MetricsServer(port, registry)
-
+    return registry

@@ -19,8 +19,10 @@ from redis.exceptions import RedisError
 from tidings.jobs import log
 from tidings.jobs.cap import spill
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import channels as channel_scripts
 
 #: B11: the persistent spill stem; the name is ``<stem><unix seconds>[-N].json``.
 PERSISTENT_STEM = "notification-overflow-"
@@ -43,20 +45,15 @@ class RedisSpillIndex:
 
     def __init__(self, rt: Runtime, agent: AgentRecord) -> None:
         self.rt = rt
+        self.agent_id = agent.agent_id
         self.keys = AgentKeys(agent.agent_id)
 
     def known(self, digest: str) -> str | None:
-        value = self.rt.redis.hget(self.keys.persistent_spills, digest)
-        if isinstance(value, bytes):
-            return value.decode("utf-8", "replace")
-        return value if isinstance(value, str) else None
+        return replies.text_or_none(self.rt.redis.hget(self.keys.persistent_spills, digest))
 
     def remember(self, digest: str, name: str) -> None:
-        self.rt.scripts(
-            "persistent_spill_remember",
-            [self.keys.persistent_spills, self.keys.persistent_spill_order],
-            [digest, name, repr(self.rt.clock.now()), INDEX_SIZE],
-        )
+        channel_scripts.remember_spill(self.rt.scripts, self.agent_id, digest=digest, name=name,
+                                       used_at=repr(self.rt.clock.now()), kept=INDEX_SIZE)
 
 
 def _known(root: Path, index: SpillIndex, request: spill.SpillRequest) -> str | None:

@@ -77,16 +77,29 @@ def _publish_warning(
     return True
 
 
+@dataclass(frozen=True)
+class KnownSets:
+    """The agent's warning state as the sync tick read it for many agents at once (C27)."""
+
+    blocked: frozenset[str]
+    #: The overflow notice's last count, as read (C50).
+    blocked_overflow: Any
+    oversized: frozenset[str]
+
+
 def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
-                  present: list[str]) -> list[str]:
+                  present: list[str], known: KnownSets | None) -> list[str]:
     """C28, C50: warn new blocked channels one by one while the set has room; count the
     rest in the overflow notice. Two round trips however many files are present."""
     k = AgentKeys(agent.agent_id)
-    pipe = rt.redis.pipeline(transaction=False)
-    pipe.smembers(k.blocked)
-    pipe.get(k.blocked_overflow)
-    members, last = pipe.execute()
-    warned = {replies.text(member) for member in members}
+    if known is None:
+        pipe = rt.redis.pipeline(transaction=False)
+        pipe.smembers(k.blocked)
+        pipe.get(k.blocked_overflow)
+        members, last = pipe.execute()
+        warned = {replies.text(member) for member in members}
+    else:
+        warned, last = set(known.blocked), known.blocked_overflow
     resolved = [channel for channel in warned if allow.allows(channel)]
     if resolved:
         rt.redis.srem(k.blocked, *resolved)
@@ -110,8 +123,10 @@ def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
     return newly
 
 
-def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: bool) -> ScanResult:
-    """C28 for one agent: warn about new blocked and oversized files, forget resolved ones."""
+def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: bool,
+         known: KnownSets | None = None) -> ScanResult:
+    """C28 for one agent: warn about new blocked and oversized files, forget resolved ones
+    (``known``: the Redis side as the sync tick read it; else it is read here)."""
     k = AgentKeys(agent.agent_id)
     found = ScanResult()
     present_big: set[str] = set()
@@ -130,9 +145,9 @@ def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: 
             ):
                 found.oversized.append(stem)
     if registry_loaded:
-        found.blocked = _warn_blocked(rt, agent, allow, blocked)
-    for member in rt.redis.smembers(k.oversized):
-        channel = replies.text(member)
+        found.blocked = _warn_blocked(rt, agent, allow, blocked, known)
+    oversized = known.oversized if known else map(replies.text, rt.redis.smembers(k.oversized))
+    for channel in oversized:
         if channel not in present_big:
             rt.redis.srem(k.oversized, channel)
     return found

@@ -17,6 +17,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import channels as channel_scripts
 
 #: C50: blocked channels warned one by one per agent (and the blocked set's bound).
 MAX_WARNED_BLOCKED = 100
@@ -34,8 +35,8 @@ def overflow_body(count: int) -> str:
 
 def join(rt: Runtime, agent: AgentRecord, channel: str) -> int:
     """Join the blocked set: 1 joined, 0 already there, -1 the set is full (C50)."""
-    k = AgentKeys(agent.agent_id)
-    return int(rt.scripts("blocked_join", [k.blocked], [channel, MAX_WARNED_BLOCKED]))
+    return channel_scripts.join_blocked(rt.scripts, agent.agent_id, channel,
+                                        cap=MAX_WARNED_BLOCKED)
 
 
 def announce(rt: Runtime, agent: AgentRecord, count: int, last: object) -> bool:

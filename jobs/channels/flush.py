@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidings.jobs import metrics
-from tidings.jobs.channels import names, system_events
+from tidings.jobs.channels import dead_letter, names, system_events
 from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
 from tidings.jobs.runtime import Runtime
 from tidings.store import faults, locks, rates, replies
@@ -25,6 +25,7 @@ from tidings.store.jsonfmt import compact, sha256_hex
 from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import channels as channel_scripts
 
 #: C14: records taken per batch.
 BATCH_RECORDS = 500
@@ -52,13 +53,9 @@ def _current_sha(agent: AgentRecord, channel: str) -> tuple[str, bytes | None]:
 
 
 def _commit(rt: Runtime, agent: AgentRecord, channel: str, through_seq: int) -> int:
-    k = AgentKeys(agent.agent_id)
-    removed = rt.scripts(
-        "flush_commit",
-        [k.buffer(channel), k.applied(channel), k.intent(channel), k.flush_flag(channel)],
-        [through_seq, rt.settings.flush_flag_ttl],
-    )
-    return int(removed)
+    return channel_scripts.commit_flush(rt.scripts, agent.agent_id, channel,
+                                        through_seq=through_seq,
+                                        flag_ttl=rt.settings.flush_flag_ttl)
 
 
 def settle_intent(rt: Runtime, agent: AgentRecord, channel: str) -> str | None:
@@ -82,12 +79,8 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
     settle_intent(rt, agent, channel)
     raw = rt.redis.lrange(k.buffer(channel), 0, BATCH_RECORDS - 1)
     if not raw:
-        released = rt.scripts(
-            "flush_release",
-            [k.buffer(channel), k.flush_flag(channel), k.buffered_channels],
-            [channel],
-        )
-        return None if int(released) else 0
+        released = channel_scripts.release_flush(rt.scripts, agent.agent_id, channel)
+        return None if released else 0
     records = [Record.decode(replies.data(item)) for item in raw]
     pre_sha, data = _current_sha(agent, channel)
     mirror = apply_batch(
@@ -123,6 +116,8 @@ def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
             return {"status": "error", "reason": "unsafe_path", "channel": channel,
                     "applied": applied}
         if count is None:
+            if applied:
+                dead_letter.revive(rt, agent, channel)
             return {"status": "ok", "channel": channel, "applied": applied, "requeued": False}
         applied += count
     rt.dispatch.flush_channel(agent, channel)

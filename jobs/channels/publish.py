@@ -20,6 +20,7 @@ from tidings.store.files import is_symlink
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import channels as channel_scripts
 
 #: C11: how long a dedup key is remembered.
 DEDUP_SECONDS = 24 * 3600
@@ -124,18 +125,14 @@ def _push(
     *,
     dedup_key: str | None,
     event_id: str,
-) -> list[str]:
-    k = AgentKeys(agent.agent_id)
-    dedup = k.dedup(channel, dedup_key or "")
-    reply = rt.scripts(
-        "buffer_push",
-        [k.buffer(channel), k.flush_flag(channel), k.sequence(channel), dedup,
-         k.buffered_channels],
-        [compact(record), rt.settings.flush_flag_ttl, "1" if dedup_key else "0", event_id,
-         DEDUP_SECONDS, channel],
+) -> channel_scripts.Pushed:
+    pushed = channel_scripts.push(
+        rt.scripts, agent.agent_id, channel, record_json=compact(record),
+        flag_ttl=rt.settings.flush_flag_ttl, dedup_key=dedup_key, event_id=event_id,
+        dedup_seconds=DEDUP_SECONDS,
     )
-    pushed = [replies.text(part) for part in reply]
-    metrics.EVENTS_PUBLISHED.labels(op=record["op"], outcome=pushed[0]).inc()
+    outcome = "duplicate" if pushed.duplicate else "queued"
+    metrics.EVENTS_PUBLISHED.labels(op=record["op"], outcome=outcome).inc()
     return pushed
 
 
@@ -143,14 +140,14 @@ def _settle(
     rt: Runtime,
     agent: AgentRecord,
     channel: str,
-    pushed: list[str],
+    pushed: channel_scripts.Pushed,
     wait: bool,
     *,
     event_id: str | None,
 ) -> Result:
-    if pushed[0] == "duplicate":
-        return {"status": "ok", "event_id": pushed[1], "duplicate": True}
-    seq, flag_set = int(pushed[1]), pushed[2] == "1"
+    if pushed.duplicate:
+        return {"status": "ok", "event_id": pushed.first_event_id, "duplicate": True}
+    seq, flag_set = pushed.seq, pushed.flag_set
     if flag_set:
         rt.dispatch.flush_channel(agent, channel)
     # Only an inline dispatch (or a wait) can have flushed by now; skip the read otherwise.

@@ -200,3 +200,18 @@ def owes_alarm(state: dict[str, Any], now: float) -> bool:
     if state.get("status") == EXPIRING:
         return _complete(state.get("completion"))
     return structural_problem(state, now) is None and is_due(state, now)
+
+
+def wake_deadline(root: Path, now: float) -> float | None:
+    """D9: from when a sync tick must visit this agent whatever its files do (Unix s;
+    ``0``: at once, an alarm is still owed), or ``None``: no live delay. A tick that
+    skips unchanged agents (channels.md C27) still visits this one when it is due."""
+    state = read_state(root).state
+    if state is None:
+        return None
+    if owes_alarm(state, now):
+        return 0.0
+    if state.get("status") != ACTIVE or structural_problem(state, now) is not None:
+        return None
+    deadline = float(state["deadline_epoch"])
+    return deadline if deadline > now else None

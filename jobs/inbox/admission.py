@@ -14,10 +14,10 @@ from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.text import cap
-from tidings.store import rates, replies
-from tidings.store.inbox_keys import ADMISSION_ATTRIBUTES, InboxKeys
+from tidings.store import rates
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.jsonread import encodable, input_problem
+from tidings.store.scripts import inbox as inbox_scripts
 
 #: M8: open (non-terminal) items per agent, and terminal items retained.
 MAX_OPEN = 10_000
@@ -39,10 +39,6 @@ def error(reason: str, message: str, **fields: Any) -> Result:
 
 def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-
-
-def attributes_arg() -> str:
-    return " ".join(ADMISSION_ATTRIBUTES)
 
 
 def _check(source_kind: object, summary: object, payload: object, key: object) -> Result | None:
@@ -92,17 +88,14 @@ def admit(
     event = {"event_id": event_id, "source_kind": source_kind, "created_at": created_at,
              "summary": text, "payload": payload or {}}
     wake_entry = {"kind": "inbox", "agent_id": agent_id, "at": created_at, "event_id": event_id}
-    k = InboxKeys(agent_id)
-    reply = rt.scripts(
-        "inbox_admit",
-        [*k.item_keys(), k.sequence, k.wake_stream],
-        [event_id, compact(event), int(now * 1000), key_digest(key) if key else "", MAX_OPEN,
-         "1" if wake else "0", compact(wake_entry)],
+    admitted = inbox_scripts.admit(
+        rt.scripts, agent_id, event_id=event_id, event_json=compact(event),
+        created_ms=int(now * 1000), key_digest=key_digest(key) if key else None,
+        open_bound=MAX_OPEN, wake_entry_json=compact(wake_entry) if wake else None,
     )
-    outcome = replies.text(reply[0])
-    if outcome == "duplicate":
-        return {"status": "ok", "event_id": replies.text(reply[1]), "duplicate": True}
-    if outcome == "inbox_full":
+    if admitted.outcome == "duplicate":
+        return {"status": "ok", "event_id": admitted.existing, "duplicate": True}
+    if admitted.outcome == "inbox_full":
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
     metrics.items_entered("pending")
     if wake:
@@ -120,37 +113,28 @@ def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
                      event_id=event_id)
     assert isinstance(event_id, str)
     now = rt.clock.now()
-    reply = rt.scripts(
-        "inbox_ignore",
-        InboxKeys(agent_id).item_keys(),
-        [event_id, utc_stamp_ms(now), int(now * 1000), MAX_TERMINAL, attributes_arg()],
+    ignored = inbox_scripts.ignore(
+        rt.scripts, agent_id, event_id=event_id, now_iso=utc_stamp_ms(now),
+        now_ms=int(now * 1000), terminal_kept=MAX_TERMINAL,
     )
-    outcome = replies.text(reply[0])
-    if outcome == "not_found":
+    if ignored.outcome == "not_found":
         return error("not_found", f"no retained item {event_id}", event_id=event_id)
-    if outcome == "not_ignorable":
-        state = replies.text(reply[1])
-        return error("not_ignorable", f"a {state} item cannot be ignored", event_id=event_id)
-    metrics.items_entered("ignored", int(outcome == "ok"))
+    if ignored.outcome == "not_ignorable":
+        return error("not_ignorable", f"a {ignored.previous} item cannot be ignored",
+                     event_id=event_id)
+    metrics.items_entered("ignored", int(ignored.outcome == "ok"))
     return {"status": "ok", "event_id": event_id, "state": "ignored",
-            "changed": outcome == "ok"}
+            "changed": ignored.outcome == "ok"}
 
 
 def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> Result:
     """M51: running items become retryable (needs-repair after a marked side effect)
     and the open turn is closed. With ``expired_turn``, only if that turn still holds
     the slot past its lease (M43 step 1). Idempotent."""
-    k = InboxKeys(agent_id)
-    mode = "expired" if expired_turn else "startup"
-    reply = rt.scripts(
-        "inbox_recover",
-        [*k.item_keys(), k.turn_slot, k.turns],
-        [mode, int(rt.clock.now() * 1000), expired_turn or ""],
-    )
-    if replies.text(reply[0]) == "noop":
-        return {"retryable": [], "needs_repair": [], "closed_turn": None}
-    closed = replies.text(reply[1])
-    retryable, needs_repair = replies.text(reply[2]).split(), replies.text(reply[3]).split()
-    metrics.items_entered("deferred", len(retryable))
-    metrics.items_entered("needs-repair", len(needs_repair))
-    return {"retryable": retryable, "needs_repair": needs_repair, "closed_turn": closed or None}
+    recovered = inbox_scripts.recover(rt.scripts, agent_id, now_ms=int(rt.clock.now() * 1000),
+                                      expired_turn=expired_turn)
+    if recovered.changed:
+        metrics.items_entered("deferred", len(recovered.retryable))
+        metrics.items_entered("needs-repair", len(recovered.needs_repair))
+    return {"retryable": recovered.retryable, "needs_repair": recovered.needs_repair,
+            "closed_turn": recovered.closed_turn}

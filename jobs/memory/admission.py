@@ -34,6 +34,8 @@ from tidings.store import faults, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import ScriptReplyError
+from tidings.store.scripts import memory as memory_scripts
 
 #: M40: compare-and-set attempts before ``checkpoint_conflict``.
 CAS_ATTEMPTS = 3
@@ -108,7 +110,7 @@ def _attempt(
     if isinstance(state, TooNew):
         return result("error", trigger, reason="checkpoint_too_new")
     observed = observe(agent.memory_repo, state if isinstance(state, Snapshot) else None,
-                       now=rt.clock.now())
+                       now=rt.clock.now(), threads=rt.settings.memory_observe_threads)
     if observed.status != "ok" or observed.snapshot is None:
         return result(observed.status, trigger, reason=observed.reason or observed.status)
     snapshot = observed.snapshot
@@ -148,8 +150,6 @@ def _commit(
 ) -> Result | None:
     k = InboxKeys(agent.agent_id)
     fields = encode_checkpoint(snapshot, (_version(read_version) or 0) + 1)
-    pairs = [part for name, value in fields.items() if name != "version"
-             for part in (name, value)]
     event_id, event = "", ""
     now = rt.clock.now()
     if content is not None:
@@ -159,25 +159,25 @@ def _commit(
                          "created_at": utc_stamp_ms(now), "observed_at": snapshot.observed_at,
                          "summary": summary, "payload": payload})
         faults.reach("admit.before_script")
-    reply = rt.scripts(
-        "memory_admit",
-        [*k.item_keys(), k.sequence, k.checkpoint],
-        [read_version, "1" if content is not None else "0", inbox.MAX_OPEN, event_id, event,
-         int(now * 1000), *pairs],
+    admitted = memory_scripts.admit(
+        rt.scripts, agent.agent_id, read_version=read_version, event_id=event_id or None,
+        event_json=event, open_bound=inbox.MAX_OPEN, created_ms=int(now * 1000),
+        checkpoint={name: value for name, value in fields.items() if name != "version"},
     )
-    outcome = replies.text(reply[0])
-    if outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):
+    if admitted.outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):
         # This very commit ran and only its reply was lost: the client re-sent the script
         # after a connection error, and the re-run met its own checkpoint (M40).
-        version = str((_version(read_version) or 0) + 1)
-    elif outcome == "conflict":
+        version = (_version(read_version) or 0) + 1
+    elif admitted.outcome == "conflict":
         return None
-    elif outcome == "inbox_full":
+    elif admitted.outcome == "inbox_full":
         return result("error", trigger, reason="inbox_full", observed_at=snapshot.observed_at)
+    elif admitted.version is None:
+        raise ScriptReplyError(f"memory_admit answered {admitted}")
     else:
-        version = replies.text(reply[1])
+        version = admitted.version
     return result(status, trigger, event_id=event_id or None,
-                  checkpoint_version=int(version), observed_at=snapshot.observed_at)
+                  checkpoint_version=version, observed_at=snapshot.observed_at)
 
 
 def _version(raw: str) -> int | None:

@@ -18,7 +18,9 @@ from contextlib import contextmanager
 from tidings.jobs import log
 from tidings.jobs.memory.holder import holder_gone, new_token
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
+from tidings.store.scripts import memory as memory_scripts
 
 #: M52: how long a waiter tries before answering ``observation_busy``.
 WAIT_SECONDS = 30.0
@@ -31,15 +33,17 @@ class ObservationBusy(Exception):
 
 
 class _Renewer(threading.Thread):
-    def __init__(self, rt: Runtime, key: str, token: str, lease_ms: int) -> None:
-        super().__init__(name=f"observe-lock-renew {key}", daemon=True)
-        self._rt, self._key, self._token, self._lease_ms = rt, key, token, lease_ms
+    def __init__(self, rt: Runtime, agent_id: str, token: str, lease_ms: int) -> None:
+        self._key = InboxKeys(agent_id).observe_lock
+        super().__init__(name=f"observe-lock-renew {self._key}", daemon=True)
+        self._rt, self._agent_id, self._token, self._lease_ms = rt, agent_id, token, lease_ms
         self._done = threading.Event()
 
     def run(self) -> None:
         while not self._done.wait(self._lease_ms / 3000):
             try:
-                held = self._rt.scripts("lock_renew", [self._key], [self._token, self._lease_ms])
+                held = memory_scripts.renew_observe_lock(
+                    self._rt.scripts, self._agent_id, token=self._token, lease_ms=self._lease_ms)
             except Exception as exc:  # a failed renewal must not kill the observation
                 log.event("observe_lock_renew_failed", key=self._key, error=type(exc).__name__)
                 continue
@@ -52,41 +56,41 @@ class _Renewer(threading.Thread):
         self.join()
 
 
-def _take(rt: Runtime, key: str, token: str, lease_ms: int) -> bool:
+def _take(rt: Runtime, agent_id: str, token: str, lease_ms: int) -> bool:
     """SET NX; a refusal of a key that holds our own token means an earlier try of this
     same SET took the lock and only its reply was lost (the client re-sent it after a
     connection error), so the lock is ours rather than busy until its lease runs out.
     A key whose holder process is gone from this host is taken over (M52)."""
+    key = InboxKeys(agent_id).observe_lock
     if rt.redis.set(key, token, nx=True, px=lease_ms):
         return True
-    held = rt.redis.get(key)
-    held = held.decode("utf-8", "replace") if isinstance(held, bytes) else held
+    held = replies.text_or_none(rt.redis.get(key))
     if held == token:
         return True
     if held is None or not holder_gone(held):
         return False
     log.event("observe_lock_taken_over", key=key, holder=held.split(" ", 1)[-1])
-    return bool(rt.scripts("lock_takeover", [key], [held, token, lease_ms]))
+    return memory_scripts.take_over_observe_lock(rt.scripts, agent_id, gone_token=held,
+                                                 token=token, lease_ms=lease_ms)
 
 
 @contextmanager
 def observe_lock(rt: Runtime, agent_id: str) -> Iterator[None]:
     """Hold the agent's observation lock for the ``with`` block, or raise
     :class:`ObservationBusy` after :data:`WAIT_SECONDS`."""
-    key = InboxKeys(agent_id).observe_lock
     token = new_token()
     lease_ms = max(1, int(rt.settings.observe_lock_seconds * 1000))
     deadline = rt.clock.monotonic() + WAIT_SECONDS
     pause = _FIRST_PAUSE
-    while not _take(rt, key, token, lease_ms):
+    while not _take(rt, agent_id, token, lease_ms):
         if rt.clock.monotonic() >= deadline:
             raise ObservationBusy(f"the observation lock of {agent_id} stayed busy")
         rt.clock.sleep(pause)
         pause = min(pause * 2, _MAX_PAUSE)
-    renewer = _Renewer(rt, key, token, lease_ms)
+    renewer = _Renewer(rt, agent_id, token, lease_ms)
     renewer.start()
     try:
         yield
     finally:
         renewer.stop()
-        rt.scripts("lock_release", [key], [token])
+        memory_scripts.release_observe_lock(rt.scripts, agent_id, token=token)

@@ -22,6 +22,8 @@ from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.jsonread import loads_or
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import inbox as inbox_scripts
+from tidings.store.scripts import turns as turn_scripts
 
 #: Most ids accepted in ``ignored`` (more than a turn can claim, with room for slips).
 MAX_IGNORED = 1_000
@@ -117,20 +119,18 @@ def _settle(
     claimed = set((record["claimed"] or "").split())
     not_claimed = [i for i in ignored if i not in claimed]
     now = rt.clock.now()
-    k = InboxKeys(agent_id)
-    reply = rt.scripts(
-        "inbox_finish", [*k.item_keys(), k.turn_slot, k.turns],
-        [turn_id, int(now * 1000), utc_stamp_ms(now), "1" if ok else "0",
-         "1" if side_effects else "0", compact(memory), compact(not_claimed),
-         inbox.MAX_TERMINAL, inbox.attributes_arg(), *[i for i in ignored if i in claimed]],
+    finished = inbox_scripts.finish(
+        rt.scripts, agent_id, turn_id=turn_id, now_ms=int(now * 1000), now_iso=utc_stamp_ms(now),
+        ok=ok, side_effects=side_effects, memory_json=compact(memory),
+        not_claimed_json=compact(not_claimed), terminal_kept=inbox.MAX_TERMINAL,
+        ignored_claimed=[i for i in ignored if i in claimed],
     )
-    outcome = replies.text_or_none(reply[0])
-    if outcome == "unknown_turn":
+    if finished.outcome == "unknown_turn":
         return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
-    if outcome == "turn_expired":
+    if finished.outcome == "turn_expired":
         return error("turn_expired", "the turn's lease passed; its items were recovered",
                      turn_id=turn_id)
-    settled = loads_or(replies.text_or_none(reply[1]) or None, {})
+    settled = loads_or(finished.result_json or None, {})
     if not isinstance(settled, dict):
         settled = {}
     for state, field in SETTLED_STATES:
@@ -144,14 +144,11 @@ def mark_side_effect(rt: Runtime, agent: AgentRecord, turn_id: object) -> Result
         return error("invalid_input", "turn must be a Turn or its turn_id")
     assert isinstance(turn_id, str)
     now = rt.clock.now()
-    k = InboxKeys(agent.agent_id)
-    reply = rt.scripts("turn_side_effect", [k.admissions, k.turns],
-                       [turn_id, int(now * 1000), utc_stamp_ms(now)])
-    outcome = replies.text_or_none(reply[0])
-    if outcome != "ok":
+    marked = turn_scripts.mark_side_effect(rt.scripts, agent.agent_id, turn_id=turn_id,
+                                           now_ms=int(now * 1000), now_iso=utc_stamp_ms(now))
+    if marked.outcome != "ok":
         messages = {"unknown_turn": f"no turn {turn_id}",
                     "turn_expired": "the turn's lease passed; its items were recovered",
                     "turn_finished": "the turn is already finished"}
-        return error(outcome or "error", messages.get(outcome or "", outcome or ""),
-                     turn_id=turn_id)
-    return {"status": "ok", "turn_id": turn_id, "marked": [replies.text(i) for i in reply[1:]]}
+        return error(marked.outcome, messages[marked.outcome], turn_id=turn_id)
+    return {"status": "ok", "turn_id": turn_id, "marked": marked.marked}

@@ -23,10 +23,10 @@ from tidings.jobs.memory import render_memory_entry
 from tidings.jobs.memory.admission import observe_memory, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.render import render_attention
-from tidings.store import replies
-from tidings.store.inbox_keys import TURN_ATTRIBUTES, InboxKeys
 from tidings.store.jsonfmt import utc_stamp_ms
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import inbox as inbox_scripts
+from tidings.store.scripts import turns as turn_scripts
 
 #: M11: turn kinds; the first two observe memory.
 OBSERVING_KINDS = ("ordinary", "scheduled")
@@ -83,19 +83,16 @@ def error(reason: str, message: str, **fields: Any) -> Result:
 
 def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Result | None, int]:
     """M43 step 1; an expired holder is recovered first (M51). Returns (error, lease ms)."""
-    k = InboxKeys(agent_id)
     for _ in range(_SLOT_ATTEMPTS):
         now = rt.clock.now()
         lease_ms = int((now + rt.settings.turn_lease_seconds) * 1000)
-        reply = rt.scripts(
-            "turn_begin", [k.turn_slot, k.turns, k.turn_order],
-            [turn_id, kind, int(now * 1000), lease_ms, KEPT_TURNS, " ".join(TURN_ATTRIBUTES)],
-        )
-        outcome = replies.text(reply[0])
-        if outcome == "ok":
+        began = turn_scripts.begin(rt.scripts, agent_id, turn_id=turn_id, kind=kind,
+                                   now_ms=int(now * 1000), lease_ms=lease_ms,
+                                   turns_kept=KEPT_TURNS)
+        if began.outcome == "ok":
             return None, lease_ms
-        holder = replies.text(reply[1])
-        if outcome == "busy":
+        holder = began.holder
+        if began.outcome == "busy":
             break
         recovered = inbox.recover(rt, agent_id, expired_turn=holder)
         log.event("turn_expired_recovered", agent_id=agent_id, turn_id=holder,
@@ -133,17 +130,16 @@ def claim_turn(
 ) -> Result:
     """M43 after the pre-turn work: claim ≤ 20 items and render the turn."""
     version = memory.get("checkpoint_version")
-    k = InboxKeys(agent.agent_id)
-    reply = rt.scripts(
-        "inbox_claim", [*k.item_keys(), k.turn_slot, k.turns],
-        [begun.turn_id, utc_stamp_ms(rt.clock.now()), "1" if begun.observing else "0",
-         MAX_CLAIM, memory.get("status", "error"), "" if version is None else version],
+    claimed = inbox_scripts.claim(
+        rt.scripts, agent.agent_id, turn_id=begun.turn_id,
+        now_iso=utc_stamp_ms(rt.clock.now()), observing=begun.observing, limit=MAX_CLAIM,
+        memory_status=memory.get("status", "error"), memory_version=version,
     )
-    if replies.text(reply[0]) == "lost":
+    if claimed.lost:
         return error("turn_expired", "the turn was recovered before it claimed its items",
                      turn_id=begun.turn_id)
-    metrics.items_entered("processing", len(reply) - 1)
-    items = read_items(rt, agent.agent_id, [replies.text(i) for i in reply[1:]])
+    metrics.items_entered("processing", len(claimed.event_ids))
+    items = read_items(rt, agent.agent_id, claimed.event_ids)
     return {
         "status": "ok",
         "turn_id": begun.turn_id,

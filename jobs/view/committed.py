@@ -18,6 +18,7 @@ from tidings.store.jsonfmt import compact
 from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import wake as wake_scripts
 
 FpEntry = list[Any]
 
@@ -61,10 +62,10 @@ def swap(rt: Runtime, agent: AgentRecord, seen: Committed,
 
 def _swap_texts(rt: Runtime, agent: AgentRecord, seen: Committed, delivered: str,
                 wake: str) -> bool:
-    k = AgentKeys(agent.agent_id)
-    done = rt.scripts("fp_swap", [k.delivered_fp, k.wake_fp],
-                      [seen.delivered_text, delivered, seen.wake_text, wake])
-    return bool(int(done))
+    return wake_scripts.swap_fingerprints(
+        rt.scripts, agent.agent_id, expected_delivered=seen.delivered_text,
+        delivered=delivered, expected_wake=seen.wake_text, wake=wake,
+    )
 
 
 def _replace(fp: list[FpEntry], filename: str, entry: FpEntry | None) -> list[FpEntry]:

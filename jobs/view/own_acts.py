@@ -18,8 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tidings.jobs.runtime import Runtime
+from tidings.store import replies
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import wake as wake_scripts
 
 #: How long (s) an act that died mid-way keeps holding wakes back.
 ACT_EXPIRY_SECONDS = 30.0
@@ -27,21 +29,17 @@ ACT_EXPIRY_SECONDS = 30.0
 
 def generation(rt: Runtime, agent: AgentRecord) -> str:
     """The act generation as the wake script compares it (``""``: no act yet)."""
-    raw = rt.redis.get(AgentKeys(agent.agent_id).act_generation)
-    if raw is None:
-        return ""
-    return raw.decode("ascii") if isinstance(raw, bytes) else str(raw)
+    return replies.text_or_none(rt.redis.get(AgentKeys(agent.agent_id).act_generation)) or ""
 
 
 @contextmanager
 def own_act(rt: Runtime, agent: AgentRecord) -> Iterator[None]:
     """Bracket an own act: its state change and its wake-fingerprint commit go inside."""
-    k = AgentKeys(agent.agent_id)
     token = uuid.uuid4().hex
     now = rt.clock.now()
-    rt.scripts("own_act_begin", [k.act_generation, k.acts_in_flight],
-               [token, now + ACT_EXPIRY_SECONDS, now])
+    wake_scripts.begin_own_act(rt.scripts, agent.agent_id, token=token,
+                               expires_at=now + ACT_EXPIRY_SECONDS, now=now)
     try:
         yield
     finally:
-        rt.scripts("own_act_end", [k.act_generation, k.acts_in_flight], [token])
+        wake_scripts.end_own_act(rt.scripts, agent.agent_id, token=token)

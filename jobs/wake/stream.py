@@ -20,6 +20,7 @@ from tidings.store.jsonfmt import compact
 from tidings.store.jsonread import MAX_DEPTH, loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.scripts import wake as wake_scripts
 
 #: C26: approximately how many entries the stream keeps.
 STREAM_MAXLEN = 1000
@@ -94,7 +95,8 @@ def try_consume(rt: Runtime, agent: AgentRecord) -> Entry | None:
         chosen = _choose(entries)
         assert chosen is not None  # the newest entry is never superseded
         wake_id, entry = chosen
-        if int(rt.scripts("wake_cursor", [k.wake_cursor], [cursor, wake_id])):
+        if wake_scripts.advance_cursor(rt.scripts, agent.agent_id, expected=cursor,
+                                       cursor=wake_id):
             return {**entry, "wake_id": wake_id}
 
 

@@ -6,13 +6,26 @@ stranded flushes, runs the delay backstop, takes a coherent read, warns about
 blocked and oversized files, and — when the masked fingerprint moved — appends a
 wake signal carrying the stamped ``check`` result, in one script that first
 checks no other delivery committed in between.
+
+A tick visits either every agent of the host (a full scan) or the agents the
+scheduler names: those a filesystem watcher saw change, those with a due delay and
+those a previous tick asked to see again (C27). The Redis reads of all visited
+agents (committed fingerprints, blocked and oversized sets, buffered channels) go
+out in one pipeline per :data:`PREFETCH_BATCH` agents; what each agent needs next
+time goes back in one pipeline to the host's *due* set.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-from tidings.jobs.channels import allowlist
+from tidings.jobs import log, metrics
+from tidings.jobs.channels import allowlist, dead_letter
 from tidings.jobs.channels import blocked as scans
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.delay import alarm as delay_alarm
@@ -28,8 +41,55 @@ from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
+from tidings.store.scripts import channels as channel_scripts
+from tidings.store.scripts import wake as wake_scripts
 
 Result = dict[str, Any]
+
+#: Agents whose Redis state one pipeline reads (bounds the tick's memory and the
+#: staleness of what it read; every write that depends on it is compare-and-set).
+PREFETCH_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class Known:
+    """One agent's Redis state, read for a batch of agents in one pipeline."""
+
+    committed: committed.Committed
+    #: The act generation (C53), read before any file of the agent.
+    generation: str
+    sets: scans.KnownSets
+    buffered: tuple[str, ...]
+
+
+#: The batch's :class:`Known` state by agent id, while :func:`sync_host` runs.
+_known: ContextVar[dict[str, Known]] = ContextVar("tidings_sync_known")
+
+
+def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
+    """The Redis state :func:`sync_agent` reads, for all ``agents`` in one round trip."""
+    pipe = rt.redis.pipeline(transaction=False)
+    for agent in agents:
+        k = AgentKeys(agent.agent_id)
+        pipe.mget([k.delivered_fp, k.wake_fp, k.act_generation])
+        pipe.smembers(k.blocked)
+        pipe.get(k.blocked_overflow)
+        pipe.smembers(k.oversized)
+        pipe.smembers(k.buffered_channels)
+    answers = pipe.execute()
+    known: dict[str, Known] = {}
+    for n, agent in enumerate(agents):
+        (delivered, wake, generation), blocked, overflow, oversized, buffered = (
+            answers[5 * n: 5 * n + 5])
+        known[agent.agent_id] = Known(
+            committed.Committed(replies.text_or_none(delivered) or "",
+                                replies.text_or_none(wake) or ""),
+            replies.text_or_none(generation) or "",
+            scans.KnownSets(frozenset(map(replies.text, blocked)), overflow,
+                            frozenset(map(replies.text, oversized))),
+            tuple(sorted(map(replies.text, buffered))),
+        )
+    return known
 
 #: C26: the synthetic call the orchestrator injects with a notification wake.
 WAKE_CALL: dict[str, Any] = {
@@ -39,17 +99,16 @@ WAKE_CALL: dict[str, Any] = {
 
 
 def enqueue_stranded(rt: Runtime, agent: AgentRecord) -> list[str]:
-    """C15: start a flush for every non-empty buffer whose flag lapsed."""
+    """C15: start a flush for every non-empty buffer whose flag lapsed, except those
+    dead-lettered (C52)."""
     k = AgentKeys(agent.agent_id)
     started: list[str] = []
-    for member in rt.redis.smembers(k.buffered_channels):
-        channel = replies.text(member)
-        claimed = rt.scripts(
-            "flush_claim_stranded",
-            [k.buffer(channel), k.flush_flag(channel), k.buffered_channels],
-            [channel, rt.settings.flush_flag_ttl],
-        )
-        if int(claimed):
+    known = _known.get({}).get(agent.agent_id)
+    buffered = set(known.buffered) if known else {
+        replies.text(member) for member in rt.redis.smembers(k.buffered_channels)}
+    for channel in sorted(buffered - dead_letter.dead_channels(rt, agent) if buffered else ()):
+        if channel_scripts.claim_stranded(rt.scripts, agent.agent_id, channel,
+                                          flag_ttl=rt.settings.flush_flag_ttl):
             rt.dispatch.flush_channel(agent, channel)
             started.append(channel)
     return started
@@ -70,21 +129,21 @@ def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> dict[str, A
 
 
 def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation,
-            generation: str) -> Any:
+            generation: str) -> str | None:
     """Append the signal unless a delivery or an own act of the agent (C53) came between."""
     entry = wake_entry(rt, agent, obs)
     if entry is None:
         return None
-    k = AgentKeys(agent.agent_id)
-    return rt.scripts(
-        "wake_signal",
-        [k.wake_fp, k.delivered_fp, k.wake_stream, k.act_generation, k.acts_in_flight],
-        [seen.wake_text, compact(obs.masked_fp), compact(obs.raw_fp), NOTIFICATION_KIND,
-         compact(entry), STREAM_MAXLEN, generation, rt.clock.now()],
+    return wake_scripts.signal(
+        rt.scripts, agent.agent_id, expected_wake=seen.wake_text,
+        wake=compact(obs.masked_fp), delivered=compact(obs.raw_fp), kind=NOTIFICATION_KIND,
+        entry_json=compact(entry), stream_length=STREAM_MAXLEN, act_generation=generation,
+        now=rt.clock.now(),
     )
 
 
-def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> bool:
+def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist,
+               seen: committed.Committed) -> bool:
     """Whether one fingerprint pass already equals the committed wake fingerprint.
 
     Most agents are quiet most ticks: then the outcome of C27 is "stop" whatever a
@@ -93,58 +152,130 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist) -> b
     target = delay_state.live_target(rt, agent, allow)
     raw = fingerprint(agent.root, allow, target if target != DAEMON else None)
     masked = wake_mask.masked_fingerprint(agent.root, raw, target)
-    return bool(masked == committed.read(rt, agent).wake(agent.root, target))
+    return bool(masked == seen.wake(agent.root, target))
 
 
 @answering("sync_agent")
 def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
-    """C27 for one agent; an unexpected failure answers ``internal_error`` (C52)."""
-    generation = own_acts.generation(rt, agent)  # C53: taken before anything is read
+    """C27 for one agent, with the Redis state :func:`sync_host` read beforehand if any;
+    an unexpected failure answers ``internal_error`` (C52).
+
+    ``retry: True`` asks for a visit at the next tick even if nothing changes on disk:
+    an unstable read, a signal that could not be stamped, or a commit that lost its
+    compare-and-set.
+    """
+    known = _known.get({}).get(agent.agent_id)
+    # C53: the act generation is taken before anything is read (a batch read it earlier)
+    generation = known.generation if known else own_acts.generation(rt, agent)
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
     result: Result = {"status": "ok", "agent_id": agent.agent_id,
                       "flushes": enqueue_stranded(rt, agent), "woke": False}
     delay_alarm.reconcile(rt, agent)
-    if _unchanged(rt, agent, allow):
-        found = scans.scan(rt, agent, allow, registry_loaded=state.loaded)
+    sets = known.sets if known else None
+    if _unchanged(rt, agent, allow, known.committed if known else committed.read(rt, agent)):
+        found = scans.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
     obs = observe(rt, agent)
     if not obs.stable:
-        return {**result, "stable": False}
-    found = scans.scan(rt, agent, allow, registry_loaded=state.loaded)
+        return {**result, "stable": False, "retry": True}
+    found = scans.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
     result.update(stable=True, blocked=found.blocked, oversized=found.oversized)
     seen = committed.read(rt, agent)
     if obs.masked_fp == seen.wake(agent.root, obs.delayed):
         return result
     if not obs.payloads:
-        committed.swap(rt, agent, seen, seen.delivered, obs.masked_fp)
+        if not committed.swap(rt, agent, seen, seen.delivered, obs.masked_fp):
+            result["retry"] = True
         return result
     wake_id = _signal(rt, agent, seen, obs, generation)
-    if wake_id is not None:
+    if wake_id is None:
+        result["retry"] = True
+    else:
         rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
-        result.update(woke=True, wake_id=replies.text(wake_id))
+        result.update(woke=True, wake_id=wake_id)
     return result
 
 
-def sync_host(rt: Runtime, host: str) -> Result:
-    """C27 for every agent registered on ``host``; one agent's failure never stops the rest.
+def _batches(agents: Sequence[AgentRecord]) -> Iterator[Sequence[AgentRecord]]:
+    for start in range(0, len(agents), PREFETCH_BATCH):
+        yield agents[start:start + PREFETCH_BATCH]
 
-    Clears the host's ``sync:running`` marker at the end, which the scheduler sets
-    before it enqueues a tick so that ticks never pile up.
+
+def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
+             gone: list[str]) -> list[AgentRecord]:
+    registry = AgentRegistry(rt.redis)
+    if agent_ids is None:
+        return registry.on_host(host)
+    wanted = sorted(set(agent_ids))
+    agents: list[AgentRecord] = []
+    for agent_id, record in zip(wanted, registry.get_many(wanted), strict=True):
+        if record is None or record.host != host:
+            gone.append(agent_id)  # removed or moved: nothing more to visit here
+        else:
+            agents.append(record)
+    return agents
+
+
+def next_visit(rt: Runtime, outcome: Result, agent: AgentRecord) -> float | None:
+    """When this agent must be visited again whatever its files do (Unix s; ``0`` = at
+    the next tick), or ``None``: a failed or unfinished visit, else a live delay (D9)."""
+    if outcome.get("status") != "ok" or outcome.get("retry"):
+        return 0.0
+    return delay_alarm.wake_deadline(agent.root, rt.clock.now())
+
+
+def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) -> Result:
+    """C27 for the agents of ``host`` (``agent_ids``; ``None``: every one, a full scan);
+    one agent's failure never stops the rest.
+
+    Clears the host's ``sync:running`` marker of this kind of tick at the end, which
+    the scheduler sets before it enqueues a tick so that ticks never pile up.
     """
+    started = time.perf_counter()
+    full = agent_ids is None
     woke = 0
     failed: list[str] = []
-    agents = AgentRegistry(rt.redis).on_host(host)
+    gone: list[str] = []
+    due: dict[str, float | None] = {}
+    agents: list[AgentRecord] = []
     try:
-        for agent in agents:
-            outcome = sync_agent(rt, agent)
-            woke += bool(outcome.get("woke"))
-            if outcome.get("status") != "ok":
-                failed.append(agent.agent_id)
+        agents = _visited(rt, host, agent_ids, gone)
+        for batch in _batches(agents):
+            token = _known.set(prefetch(rt, batch))
+            try:
+                for agent in batch:
+                    outcome = sync_agent(rt, agent)  # answers internal_error, never raises
+                    woke += bool(outcome.get("woke"))
+                    if outcome.get("status") != "ok":
+                        failed.append(agent.agent_id)
+                    due[agent.agent_id] = next_visit(rt, outcome, agent)
+            finally:
+                _known.reset(token)
     finally:
-        last = {"at": utc_stamp(rt.clock.now()), "agents": len(agents), "woke": woke}
-        with rt.redis.pipeline(transaction=False) as pipe:
-            pipe.set(keys.sync_last(host), compact(last))
-            pipe.delete(keys.sync_running(host))
-            pipe.execute()
+        _finish(rt, host, full, due, gone, woke)
+    scan = "full" if full else "changed"
+    metrics.SYNC_TICKS.labels(scan).inc()
+    metrics.SYNC_AGENTS_VISITED.labels(scan).inc(len(agents))
+    log.event("notification_sync_tick", logging.DEBUG, host=host, scan=scan,
+              visited=len(agents), woke=woke, failed=len(failed),
+              ms=round((time.perf_counter() - started) * 1000, 1))
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}
+
+
+def _finish(rt: Runtime, host: str, full: bool, due: dict[str, float | None],
+            gone: list[str], woke: int) -> None:
+    """One pipeline: what each visited agent needs next time, the tick's summary (for
+    the console) and the marker cleared."""
+    pipe = rt.redis.pipeline(transaction=False)
+    last = {"at": utc_stamp(rt.clock.now()), "agents": len(due), "woke": woke,
+            "scan": "full" if full else "changed"}
+    pipe.set(keys.sync_last(host), compact(last))
+    at = {agent_id: when for agent_id, when in due.items() if when is not None}
+    if at:
+        pipe.zadd(keys.sync_due(host), at)
+    done = [agent_id for agent_id, when in due.items() if when is None] + gone
+    if done:
+        pipe.zrem(keys.sync_due(host), *done)
+    pipe.delete(keys.sync_running(host, changed=not full))
+    pipe.execute()

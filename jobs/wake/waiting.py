@@ -20,7 +20,8 @@ from tidings.jobs.wake.stream import (
 )
 from tidings.store.keys import AgentKeys
 from tidings.store.replies import text as _text
-from tidings.store.scripts import Scripts
+from tidings.store.scripts import AsyncScripts
+from tidings.store.scripts import wake as wake_scripts
 
 
 async def _unconsumed(aredis: Any, k: AgentKeys, cursor: str) -> list[tuple[str, Entry]]:
@@ -30,7 +31,7 @@ async def _unconsumed(aredis: Any, k: AgentKeys, cursor: str) -> list[tuple[str,
     return [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]
 
 
-async def try_consume(aredis: Any, scripts: Scripts, agent_id: str) -> Entry | None:
+async def try_consume(aredis: Any, scripts: AsyncScripts, agent_id: str) -> Entry | None:
     """One non-blocking attempt: the chosen entry with ``wake_id``, cursor advanced."""
     k = AgentKeys(agent_id)
     while True:
@@ -42,12 +43,13 @@ async def try_consume(aredis: Any, scripts: Scripts, agent_id: str) -> Entry | N
         chosen = _choose(entries)
         assert chosen is not None  # the newest entry is never superseded
         wake_id, entry = chosen
-        if int(await scripts("wake_cursor", [k.wake_cursor], [cursor, wake_id])):
+        if await wake_scripts.advance_cursor_async(scripts, agent_id, expected=cursor,
+                                                   cursor=wake_id):
             return {**entry, "wake_id": wake_id}
 
 
 async def wait_for_wake(
-    aredis: Any, scripts: Scripts, agent_id: str, timeout: object
+    aredis: Any, scripts: AsyncScripts, agent_id: str, timeout: object
 ) -> Entry | None:
     """C26: the oldest unconsumed wake signal, awaiting up to ``timeout`` seconds."""
     seconds = _check_timeout(timeout)
@@ -66,3 +68,24 @@ async def wait_for_wake(
         since = _text(raw) if raw is not None else "0-0"
         await aredis.xread({k.wake_stream: since}, count=1,
                            block=max(1, min(remaining_ms, BLOCK_SLICE_MS)))
+
+
+async def latest_id(aredis: Any, agent_id: str) -> str:
+    """The id of the agent's newest wake signal (``0-0`` when there is none)."""
+    newest = await aredis.xrevrange(AgentKeys(agent_id).wake_stream, count=1)
+    return _text(newest[0][0]) if newest else "0-0"
+
+
+async def signals_after(
+    aredis: Any, agent_id: str, after: str, block_ms: int = BLOCK_SLICE_MS
+) -> list[tuple[str, Entry]]:
+    """Wake signals appended after id ``after``, awaiting up to ``block_ms`` for one.
+
+    Reads only: the agent's cursor is not moved, so a watcher (``tidings mcp``'s
+    resource updates) never takes a signal from the orchestrator's ``wait_for_wake``.
+    """
+    reply = await aredis.xread({AgentKeys(agent_id).wake_stream: after}, count=STREAM_MAXLEN,
+                               block=max(1, block_ms))
+    if not reply:
+        return []
+    return [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]

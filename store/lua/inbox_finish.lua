@@ -48,20 +48,7 @@ for id in string.gmatch(redis.call("HGET", KEYS[10], tid .. ":claimed") or "", "
 end
 
 -- M8: forget the oldest terminal items beyond the retention bound.
-local attributes = {}
-for attribute in string.gmatch(ARGV[9], "%S+") do attributes[#attributes + 1] = attribute end
-while redis.call("ZCARD", KEYS[6]) > tonumber(ARGV[8]) do
-  local old = redis.call("ZPOPMIN", KEYS[6])[1]
-  local digest = redis.call("HGET", KEYS[2], old .. ":key")
-  if digest and redis.call("HGET", KEYS[8], digest) == old then
-    redis.call("HDEL", KEYS[8], digest)
-  end
-  redis.call("HDEL", KEYS[1], old)
-  for _, attribute in ipairs(attributes) do
-    redis.call("HDEL", KEYS[2], old .. ":" .. attribute)
-  end
-  redis.call("ZREM", KEYS[7], old)
-end
+forget_beyond(ARGV[8], ARGV[9])  -- prelude_retention.lua
 
 local function json_ids(ids)
   if #ids == 0 then return "[]" end

@@ -19,18 +19,5 @@ redis.call("ZREM", KEYS[4], id)
 redis.call("ZREM", KEYS[5], id)
 redis.call("ZADD", KEYS[6], ARGV[3], id)
 
-local attributes = {}
-for attribute in string.gmatch(ARGV[5], "%S+") do attributes[#attributes + 1] = attribute end
-while redis.call("ZCARD", KEYS[6]) > tonumber(ARGV[4]) do
-  local old = redis.call("ZPOPMIN", KEYS[6])[1]
-  local digest = redis.call("HGET", KEYS[2], old .. ":key")
-  if digest and redis.call("HGET", KEYS[8], digest) == old then
-    redis.call("HDEL", KEYS[8], digest)
-  end
-  redis.call("HDEL", KEYS[1], old)
-  for _, attribute in ipairs(attributes) do
-    redis.call("HDEL", KEYS[2], old .. ":" .. attribute)
-  end
-  redis.call("ZREM", KEYS[7], old)
-end
+forget_beyond(ARGV[4], ARGV[5])  -- prelude_retention.lua
 return {"ok", state}

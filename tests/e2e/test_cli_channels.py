@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.processes import run_cli
+from tests.support.processes import add_agent, run_cli
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.e2e
@@ -34,6 +34,7 @@ def test_every_tool_action_through_the_cli(
     w.mkdir()
     with redis_server.client() as c:
         c.flushall()
+    add_agent(w, env)
 
     def run(*args: str) -> tuple[int, Any]:
         return cli(env, w, *args)
@@ -82,7 +83,7 @@ def test_every_tool_action_through_the_cli(
     with ThreadPoolExecutor(4) as pool:
         results = dict(zip(steps, pool.map(lambda s: run(*s), steps), strict=True))
     check = results[("notification", "check")][1]
-    assert check["_notification_placeholder"] is True and "_meta" in check
+    assert check["_notification_placeholder"] is True and "_meta" not in check  # bare (C45)
     assert results[("notification", "list")] == (0, {"status": "ok", "hooks": []})
     assert results[("hooks", "list")] == results[("notification", "list")]
     added = results[steps[3]]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.polling import wait_until
-from tests.support.processes import ProcessGroup, run_cli
+from tests.support.processes import ProcessGroup, add_agent, run_cli
 from tests.support.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.e2e
@@ -88,6 +88,7 @@ def test_real_redis_two_workers(procs: ProcessGroup, e2e_env: dict[str, str], re
     workdir = tmp_path / "w"
     workdir.mkdir()
     run_env = {**e2e_env, **env}
+    add_agent(workdir, run_env)
     done = run_cli(["publish", "system", "--event", '{"text":"hi"}', "--workdir", str(workdir)],
                    run_env)
     assert done.returncode == 0, done.stderr
@@ -116,6 +117,7 @@ def test_bad_input_through_the_cli(redis: RedisServer, e2e_env: dict[str, str], 
     workdir = tmp_path / "w"
     workdir.mkdir()
     env = {**e2e_env, "TIDINGS_REDIS_URL": redis.url}
+    add_agent(workdir, env)
     done = run_cli([*args, "--workdir", str(workdir), "--inline"], env)
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["reason"] == reason
@@ -131,6 +133,7 @@ def test_symlinked_notification_dir_through_the_cli(redis: RedisServer, e2e_env:
     elsewhere.mkdir()
     (workdir / ".notification").symlink_to(elsewhere)
     env = {**e2e_env, "TIDINGS_REDIS_URL": redis.url}
+    add_agent(workdir, env)
     done = run_cli(["publish", "system", "--event", "{}", "--workdir", str(workdir), "--inline"],
                    env)
     assert done.returncode == 1

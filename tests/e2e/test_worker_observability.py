@@ -1,9 +1,12 @@
 """Issue 7, acceptance 4 (metrics half) and the structured logs: a real ``tidings
-worker`` serves tidings' Prometheus metrics and logs JSON lines with message context."""
+worker`` serves tidings' Prometheus metrics and logs JSON lines with message context.
+Issue 14, acceptance 5: the process collectors, ``tidings_build_info`` and the status
+gauges, scraped from a real worker."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ import pytest
 
 import tidings
 from tests.support.polling import wait_until
-from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
+from tests.support.processes import ProcessGroup, TidingsProcess, add_agent, run_cli
 from tests.support.redis_server import RedisServer
 from tests.support.scrape import scrape
 from tidings.store.settings import Settings
@@ -27,6 +30,17 @@ TIDINGS_FAMILIES = {
     "tidings_alarms_published", "tidings_alarm_lateness_seconds", "tidings_observations",
     "tidings_observation_duration_seconds", "tidings_inbox_admissions", "tidings_spills",
     "tidings_messages_processed", "tidings_messages_failed", "tidings_message_duration_seconds",
+    "tidings_messages_retried", "tidings_messages_dead_lettered",
+}
+#: Issue 14: the process collectors, the build and the status gauges (tidings/_metrics.py).
+PROCESS_FAMILIES = {
+    "process_cpu_seconds", "process_resident_memory_bytes", "process_open_fds",
+    "python_info", "python_gc_collections", "tidings_build_info",
+}
+GAUGE_FAMILIES = {
+    "tidings_status_read_ok", "tidings_queue_depth", "tidings_queue_in_flight",
+    "tidings_queue_delayed", "tidings_queue_dead", "tidings_scheduler_leader",
+    "tidings_inbox_items", "tidings_live_delays", "tidings_agents",
 }
 
 
@@ -36,6 +50,7 @@ def server(own_redis: RedisServer) -> RedisServer:
 
 
 def publish(env: dict[str, str], workdir: Path, channel: str, text: str) -> None:
+    add_agent(workdir, env)
     done = run_cli(["publish", channel, "--event", json.dumps({"text": text}),
                     "--workdir", str(workdir), "--wait"], env)
     assert done.returncode == 0, done.stderr
@@ -69,7 +84,7 @@ def test_worker_serves_tidings_metrics_and_logs_json_with_message_context(
             ("tidings_messages_processed_total", labels)) and m,
         timeout=10, what="flush counted",
     )
-    assert set(metrics) >= TIDINGS_FAMILIES
+    assert set(metrics) >= TIDINGS_FAMILIES | PROCESS_FAMILIES | GAUGE_FAMILIES
     assert metrics["tidings_flush_batch_records"][("tidings_flush_batch_records_sum", ())] == 1
     assert metrics["tidings_events_coalesced"][("tidings_events_coalesced_total", ())] == 0
     assert ("tidings_message_duration_seconds_count", labels) in \
@@ -123,3 +138,59 @@ def test_worker_processes_share_one_metrics_endpoint(
 
     wait_until(lambda: applied() == published, timeout=10, what="every record counted once")
     assert workers.stop() == 0
+
+
+def test_worker_gauges_follow_tidings_status(
+    procs: ProcessGroup, e2e_env: dict[str, str], server: RedisServer, tmp_path: Path
+) -> None:
+    """The gauges are computed at scrape time from the reads of ``tidings status``: a
+    dead letter, a leader lease, an inbox item and a live delay each show."""
+    host = e2e_env["TIDINGS_HOST"]
+    env = {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0"}
+    worker = procs.start("worker", env=env)
+    port = worker.wait_ready()["metrics_port"]
+    workdir = tmp_path / "agent"
+    workdir.mkdir()
+    add_agent(workdir, env)
+    hub = tidings.connect(server.url, settings=Settings(host=host))
+    try:
+        agent = hub.find_agent(workdir)
+        assert agent is not None
+        assert agent.admit("ticket", "a pending item")["status"] == "ok"
+        assert agent.notification("delay", {"channel": "email", "seconds": 300})["status"] \
+            == "ok"
+    finally:
+        hub.close()
+        hub.redis.close()
+    queue = host_queue(host)
+    with server.client() as client:
+        # Scored now (ms), as dramatiq does: the broker's maintenance drops old dead letters.
+        client.zadd(f"tidings:{queue}.XQ", {"dead-message-id": time.time() * 1000})
+        procs.start("scheduler", env=env).wait_ready()
+
+        seen: list[tuple[float | None, ...]] = []
+
+        def figures() -> tuple[float | None, ...] | None:
+            m = scrape(port)
+            values = (
+                m["tidings_status_read_ok"][("tidings_status_read_ok", ())],
+                m["tidings_queue_dead"].get(("tidings_queue_dead", (("queue", queue),))),
+                m["tidings_scheduler_leader"].get(("tidings_scheduler_leader",
+                                                   (("host", host),))),
+                m["tidings_inbox_items"].get(("tidings_inbox_items",
+                                              (("host", host), ("state", "pending")))),
+                m["tidings_live_delays"].get(("tidings_live_delays", (("host", host),))),
+            )
+            seen[:] = [values]
+            return values if values == (1, 1, 1, 1, 1) else None
+
+        try:
+            wait_until(figures, timeout=30, what="gauges matching the status reads")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last (ok, dead, leader, pending, delays): {seen}") \
+                from None
+        status = json.loads(run_cli(["status", "--json"], env).stdout)
+        assert [q["dead"] for q in status["queues"] if q["name"] == queue] == [1]
+    build = scrape(port)["tidings_build_info"]
+    [(name, labels)] = build
+    assert name == "tidings_build_info" and dict(labels)["version"] == tidings.__version__

@@ -171,8 +171,9 @@ def test_d16_planted_pickle_is_refused_by_a_running_scheduler(
 def test_c27_sync_tick_keeps_one_sync_host_pending(
     client: Any, host_settings: Settings
 ) -> None:
-    """Without a worker, ticks never pile up more than one ``sync_host`` message."""
-    fast = host_settings.model_copy(update={"sync_interval": 0.1})
+    """Without a worker, ticks never pile up more than one ``sync_host`` message (a full
+    scan is due every tick here; with nothing changed no other tick is sent)."""
+    fast = host_settings.model_copy(update={"sync_interval": 0.1, "full_scan_seconds": 0.1})
     service = SchedulerService(client, fast, lease_settings=FAST_LEASE)
     service.start()
     queue = f"tidings:tidings.host.{fast.host}.msgs"

@@ -19,7 +19,7 @@ from tests.support.delay import STATE
 from tests.support.redis_server import RedisServer
 from tidings._demo import CHAPTERS, Tour
 from tidings._demo_status import status
-from tidings.cli.status import print_tables
+from tidings.cli.status_view import print_tables
 from tidings.scheduler.alarm_job import ALARM_JOB_REF
 from tidings.scheduler.jobstore import StoredJob
 from tidings.scheduler.lease import LeaderLease, LeaseSettings

@@ -127,3 +127,10 @@ class ProcessGroup:
 
     def __iter__(self) -> Iterator[TidingsProcess]:
         return iter(self.processes)
+
+
+def add_agent(workdir: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
+    """``tidings agents add --workdir W``: only it (and ``up --workdir``) registers (api.md)."""
+    done = run_cli(["agents", "add", "--workdir", str(workdir), "--json", *extra], env)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout)["agent"])

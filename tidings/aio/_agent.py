@@ -20,7 +20,7 @@ from tidings.jobs.channels import applied
 from tidings.jobs.turns import prepare as turns
 from tidings.jobs.wake import waiting
 from tidings.store.models import AgentRecord
-from tidings.store.scripts import Scripts
+from tidings.store.scripts import AsyncScripts
 
 Result = dict[str, Any]
 
@@ -30,7 +30,7 @@ class Waits(Protocol):
     scripts and the awaited worker group."""
 
     aredis: Any
-    scripts: Scripts
+    scripts: AsyncScripts
 
     async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]: ...
 

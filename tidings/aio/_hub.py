@@ -15,7 +15,7 @@ from tidings.scheduler.service import EventSink, SchedulerService
 from tidings.store.async_connection import async_client_for, async_client_like
 from tidings.store.clock import Clock
 from tidings.store.models import AgentRecord
-from tidings.store.scripts import Scripts
+from tidings.store.scripts import AsyncScripts
 from tidings.store.settings import RedisConfig, Settings
 from tidings.workers.turn_group_async import AsyncGroupPreTurn
 
@@ -28,7 +28,7 @@ class AsyncHub:
     def __init__(self, hub: Hub, aredis: Any) -> None:
         self.sync = hub
         self.aredis = aredis
-        self.scripts = Scripts(aredis)
+        self.scripts = AsyncScripts(aredis)
         self._pre_turn = AsyncGroupPreTurn(hub.broker, aredis, hub.settings.turn_wait_seconds)
 
     async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]:

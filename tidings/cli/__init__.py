@@ -3,6 +3,9 @@
 Common options (``--redis-url``, ``--workdir``, ``--json``, ``--inline``) are
 accepted before and after the subcommand. Exit codes: 0 success, 1 a result with
 ``status: error`` (or ``failed``), 2 bad usage or no store.
+
+Building the parser imports nothing beyond the standard library; each command
+loads what it uses when it runs (``tests/unit/test_cli_imports.py``).
 """
 
 from __future__ import annotations
@@ -10,12 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tidings.cli import (
     agents,
     dead,
     demo,
     hooks,
+    mcp,
     memory,
     processes,
     producers,
@@ -23,11 +28,25 @@ from tidings.cli import (
     tool,
     web,
 )
-from tidings.cli._common import EXIT_USAGE, UsageError, common_options, emit_error
+from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, common_options, emit_error
 from tidings.store.errors import NoStoreError, TidingsError
 
 #: Subcommand modules; each has ``register(subparsers, common)``.
-COMMANDS = (processes, agents, producers, tool, hooks, memory, status, dead, web, demo)
+COMMANDS = (processes, agents, producers, tool, hooks, memory, status, dead, web, demo, mcp)
+
+
+class _Version(argparse.Action):
+    """``--version``: looks the installed version up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from tidings import __version__  # noqa: PLC0415 - importlib.metadata, on request
+
+        print(f"tidings {__version__}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tidings", parents=[common], description="Keep long-running LLM agents informed."
     )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.register(subparsers, common)
@@ -55,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except TidingsError as exc:
         emit_error(args, exc.reason, exc.message)
-        return 1
+        return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
 

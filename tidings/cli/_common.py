@@ -1,4 +1,8 @@
-"""Shared CLI plumbing: common options, opening the hub, printing results."""
+"""Shared CLI plumbing: common options, opening the hub, reading JSON, printing results.
+
+Only the standard library is imported here: ``tidings --help`` and a command's
+argument errors never load Redis, pydantic or dramatiq (issue 14).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,23 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tidings.store import jsonread
-from tidings.store.settings import Settings
+
+if TYPE_CHECKING:
+    from tidings._agent import Agent
+    from tidings._hub import Hub
+    from tidings.store.settings import Settings
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+#: A subcommand's handler: parsed arguments in, exit code out.
+Handler = Callable[[argparse.Namespace], int]
 
 _COMMON_DEFAULTS: dict[str, Any] = {
     "redis_url": None,
@@ -19,6 +34,9 @@ _COMMON_DEFAULTS: dict[str, Any] = {
     "json": None,
     "inline": False,
 }
+
+#: What a JSON option's help says about ``-`` and ``@PATH`` (api.md, More CLI rules).
+JSON_SOURCES = "JSON text, '-' for standard input or '@PATH' for a file"
 
 
 class UsageError(Exception):
@@ -29,11 +47,23 @@ class UsageError(Exception):
         self.reason = reason
 
 
+def lazy(target: str) -> Handler:
+    """The handler ``"module:function"``, imported when the command runs, so that
+    building the parser loads no command's machinery."""
+    module, _, name = target.partition(":")
+
+    def run(args: argparse.Namespace) -> int:
+        handler: Handler = getattr(import_module(module), name)
+        return handler(args)
+
+    return run
+
+
 def common_options(*, workdir: bool = True) -> argparse.ArgumentParser:
     """Options valid before and after the subcommand (SUPPRESS keeps either from
     overwriting the other)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--redis-url", default=argparse.SUPPRESS,
+    common.add_argument("--redis-url", default=argparse.SUPPRESS, metavar="URL",
                         help="Redis URL (default: TIDINGS_REDIS_URL, else the embedded store)")
     if workdir:
         common.add_argument("--workdir", default=argparse.SUPPRESS,
@@ -54,27 +84,78 @@ def wants_json(args: argparse.Namespace) -> bool:
     return bool(value) or not sys.stdout.isatty()
 
 
+def check_redis_url(url: str, where: str) -> None:
+    """Raise :class:`UsageError` (exit 2, one line) for a URL no client could use."""
+    from tidings.store.settings import RedisConfig  # noqa: PLC0415 - pydantic, on use only
+
+    try:
+        config = RedisConfig.from_url(url)
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        if config.scheme in ("redis", "rediss") and not parts.hostname:
+            raise ValueError("no host")
+    except ValueError as exc:
+        raise UsageError(f"bad Redis URL in {where}: {exc}", reason="invalid_redis_url") from None
+
+
 def settings(args: argparse.Namespace) -> Settings:
-    base = Settings()
+    """The process settings, with ``--redis-url`` applied and the URL checked."""
+    from pydantic import ValidationError  # noqa: PLC0415 - see check_redis_url
+
+    from tidings.store.settings import Settings  # noqa: PLC0415 - see check_redis_url
+
+    try:
+        base = Settings()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = "TIDINGS_" + "_".join(str(p) for p in error["loc"]).upper()
+        raise UsageError(f"bad {name}: {error['msg']}", reason="invalid_setting") from None
     url = option(args, "redis_url")
-    return base.model_copy(update={"redis_url": url}) if url else base
+    if url:
+        check_redis_url(url, "--redis-url")
+        return base.model_copy(update={"redis_url": url})
+    if base.redis_url:
+        check_redis_url(base.redis_url, "TIDINGS_REDIS_URL")
+    return base
 
 
-def open_hub(args: argparse.Namespace) -> Any:
+def open_hub(args: argparse.Namespace) -> Hub:
+    """A client hub: it enqueues and reads, and declares no actors (no worker runs here)."""
     from tidings._hub import connect  # noqa: PLC0415 - keeps `tidings --help` light
 
     s = settings(args)
-    return connect(s.redis_url, settings=s)
+    return connect(s.redis_url, settings=s, declare_actors=False)
 
 
-def open_agent(args: argparse.Namespace, hub: Any) -> Any:
-    workdir = option(args, "workdir") or os.getcwd()
-    return hub.agent(workdir, inline=bool(option(args, "inline")))
+def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
+    """The registered agent of ``--workdir`` (default: the current directory).
+
+    Only ``agents add`` and ``up --workdir`` register (api.md, More CLI rules).
+    """
+    from tidings.errors import UnknownAgentError  # noqa: PLC0415 - see open_hub
+
+    workdir = os.path.realpath(option(args, "workdir") or os.getcwd())
+    agent = hub.find_agent(workdir, inline=bool(option(args, "inline")))
+    if agent is None:
+        raise UnknownAgentError(
+            f"no agent is registered for {workdir}; register it with "
+            f"`tidings agents add --workdir {workdir}`"
+        )
+    return agent
 
 
 def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -> Any:
-    """A JSON option's value through the bounded reader (C47): too deep answers the
-    call's own invalid-input reason, anything else unreadable ``invalid_json``."""
+    """A JSON option's value through the bounded reader (C47); ``-`` reads standard
+    input, ``@PATH`` the file PATH. Too deep answers the call's own invalid-input
+    reason, anything else unreadable ``invalid_json``."""
+    if text == "-":
+        text = sys.stdin.read()
+    elif text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{what}: cannot read {text[1:]!r}: {exc}",
+                             reason="unreadable_file") from None
     parsed = jsonread.parse(text)
     if isinstance(parsed, jsonread.Malformed):
         if parsed.reason == "too_deep":

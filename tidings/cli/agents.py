@@ -14,21 +14,21 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     sub = a.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
 
     add = sub.add_parser("add", parents=[common], help="register an agent")
-    add.add_argument("--memory-repo")
-    add.add_argument("--agent-id")
-    add.add_argument("--host")
+    add.add_argument("--memory-repo", help="the agent's memory git repository")
+    add.add_argument("--agent-id", help="the agent's id (default: a digest of the workdir)")
+    add.add_argument("--host", help="the host that serves the agent (default: TIDINGS_HOST)")
     add.set_defaults(handler=add_agent)
 
     ls = sub.add_parser("list", parents=[common], help="list registered agents")
     ls.set_defaults(handler=list_agents)
 
     rm = sub.add_parser("remove", parents=[common], help="forget an agent")
-    rm.add_argument("--agent-id")
+    rm.add_argument("--agent-id", help="the agent to forget (or give --workdir)")
     rm.set_defaults(handler=remove_agent)
 
     mv = sub.add_parser("move", parents=[common],
                         help="serve an agent from another host (safe with messages in flight)")
-    mv.add_argument("--agent-id")
+    mv.add_argument("--agent-id", help="the agent to move (or give --workdir)")
     mv.add_argument("--host", required=True, help="the agent's new host (its TIDINGS_HOST)")
     mv.add_argument("--settle-seconds", type=float, default=30.0,
                     help="how long to wait for the old host's running jobs of the agent")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tidings.cli._common import UsageError, emit, open_agent, open_hub, parse_json
+from tidings.cli._common import JSON_SOURCES, UsageError, emit, open_agent, open_hub, parse_json
 from tidings.store import jsonread
 
 
@@ -19,21 +19,23 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     ls = sub.add_parser("list", parents=[common], help="list registered hooks")
     ls.set_defaults(handler=_action("list"))
     add = sub.add_parser("add", parents=[common], help="register a hook (manifest JSON)")
-    add.add_argument("--input", required=True, help="the manifest (JSON object)")
+    add.add_argument("--input", required=True,
+                     help=f"the manifest, a JSON object ({JSON_SOURCES})")
     add.set_defaults(handler=_action("add"))
     edit = sub.add_parser("edit", parents=[common], help="change fields of a hook")
-    edit.add_argument("name")
-    edit.add_argument("--input", required=True, help="fields to change (JSON object)")
+    edit.add_argument("name", help="the hook's name")
+    edit.add_argument("--input", required=True,
+                      help=f"fields to change, a JSON object ({JSON_SOURCES})")
     edit.set_defaults(handler=_action("edit"))
     drop = sub.add_parser("drop", parents=[common], help="revoke a hook's channel")
-    drop.add_argument("name")
+    drop.add_argument("name", help="the hook's name")
     drop.set_defaults(handler=_action("drop"))
 
     s = subparsers.add_parser("settings", parents=[common], help="show notification settings")
     s.set_defaults(handler=_action("settings"))
 
     d = subparsers.add_parser("delay", parents=[common], help="delay one channel (0 cancels)")
-    d.add_argument("channel")
+    d.add_argument("channel", help="the channel to delay")
     d.add_argument("seconds", help="whole seconds; 0 cancels the live delay")
     d.set_defaults(handler=_action("delay"))
 

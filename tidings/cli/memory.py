@@ -6,7 +6,11 @@ import argparse
 from typing import Any
 
 from tidings.cli._common import emit, open_agent, open_hub
-from tidings.jobs.inbox.items import DEFAULT_PAGE, STATES
+
+#: Item states (api.md), for ``--state``; the projection refuses any other.
+STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignored")
+#: Items per page of ``tidings inbox`` (the projection's own default).
+DEFAULT_PAGE = 30
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -16,13 +20,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     o.set_defaults(handler=observe)
 
     i = subparsers.add_parser("inbox", parents=[common], help="the inbox projection")
-    i.add_argument("--state", choices=STATES)
-    i.add_argument("--limit", type=int, default=DEFAULT_PAGE)
+    i.add_argument("--state", choices=STATES, help="only items in this state")
+    i.add_argument("--limit", type=int, default=DEFAULT_PAGE, help="items per page")
     i.add_argument("--before", help="start after this event id")
     i.set_defaults(handler=list_inbox)
     actions = i.add_subparsers(dest="inbox_command", metavar="ACTION")
     ignore = actions.add_parser("ignore", parents=[common], help="ignore one item")
-    ignore.add_argument("event_id")
+    ignore.add_argument("event_id", help="the item's event id")
     ignore.set_defaults(handler=ignore_item)
 
 

@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tidings.cli._common import emit, open_agent, open_hub, parse_json
-from tidings.jobs.view.delivery import check_placeholder
+from tidings.cli._common import JSON_SOURCES, emit, open_agent, open_hub, parse_json
+
+#: The tool's actions (channels.md C44), listed by ``notification --help``; the tool
+#: itself answers an unknown action (tests/unit/test_cli_rules.py keeps the two equal).
+ACTIONS = ("check", "dismiss_channel", "dismiss_event", "dismiss_ref", "add", "list", "edit",
+           "drop", "delay", "settings", "manual")
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    n = subparsers.add_parser("notification", parents=[common],
-                              help="run one action of the notification tool")
-    n.add_argument("action")
-    n.add_argument("--input", help="the action's input (JSON object)")
+    listing = ", ".join(ACTIONS)
+    n = subparsers.add_parser(
+        "notification", parents=[common], help="run one action of the notification tool",
+        description="Run one action of the agent-facing notification tool and print its "
+                    f"result unchanged (check: the bare placeholder). Actions: {listing}.",
+    )
+    n.add_argument("action", metavar="ACTION", help=f"one of: {listing}")
+    n.add_argument("--input", help=f"the action's input, a JSON object ({JSON_SOURCES})")
     n.set_defaults(handler=notification)
 
     c = subparsers.add_parser("check", parents=[common],
@@ -22,17 +30,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def notification(args: argparse.Namespace) -> int:
+    """The tool's result exactly as the tool returns it (api.md, More CLI rules; C45)."""
     payload = None
     if args.input is not None:
         payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")
     with open_hub(args) as hub:
-        agent = open_agent(args, hub)
-        result = agent.notification(args.action, payload)
-        if args.action == "check":
-            result = agent.stamp(result)
-        return emit(args, result)
+        return emit(args, open_agent(args, hub).notification(args.action, payload))
 
 
 def check(args: argparse.Namespace) -> int:
     with open_hub(args) as hub:
-        return emit(args, open_agent(args, hub).stamp(check_placeholder()))
+        agent = open_agent(args, hub)
+        return emit(args, agent.stamp(agent.notification("check")))

@@ -1,0 +1,55 @@
+"""How a long-running command waits: signals, health checks and systemd's watchdog."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tidings._sdnotify import notify, watchdog_interval
+
+#: Longest pause between two health checks of a running process (seconds).
+CHECK_SECONDS = 0.5
+
+#: Answers ``None`` while healthy, else what went wrong.
+Health = Callable[[], str | None]
+
+
+def say(payload: dict[str, Any]) -> None:
+    """One JSON line on stdout (ready lines, scheduler events)."""
+    sys.stdout.write(json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def ready(payload: dict[str, Any]) -> None:
+    """The ready line, and ``READY=1`` to systemd (``Type=notify``)."""
+    say(payload)
+    notify("READY=1")
+
+
+def _healthy() -> str | None:
+    return None
+
+
+def run_until_stopped(health: Health = _healthy) -> str | None:
+    """Block until SIGINT or SIGTERM (``None``) or until ``health`` names a failure (returned).
+
+    While healthy, systemd's watchdog is fed; a hung process stops feeding it and is
+    restarted by ``WatchdogSec=``.
+    """
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    watchdog = watchdog_interval()
+    period = min(CHECK_SECONDS, watchdog) if watchdog else CHECK_SECONDS
+    while not stop.wait(period):
+        failure = health()
+        if failure is not None:
+            return failure
+        if watchdog:
+            notify("WATCHDOG=1")
+    notify("STOPPING=1")
+    return None

@@ -1,0 +1,115 @@
+"""``tidings up``, ``tidings worker`` and ``tidings scheduler`` (parsers in processes.py)."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+from typing import Any
+
+from tidings import _logging
+from tidings._embedded import NOT_DURABLE_WARNING, EmbeddedServer
+from tidings._hub import connect
+from tidings._metrics import serve_metrics
+from tidings.cli._common import UsageError, option, settings
+from tidings.cli._lifecycle import ready, run_until_stopped, say
+from tidings.cli.pool import run_pool
+from tidings.store.connection import client_for, ping, redact
+from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+
+
+def _embedded(port: int) -> EmbeddedServer:
+    try:
+        return EmbeddedServer(port=port).start()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise UsageError(f"port {port} is already in use (another `tidings up`?); "
+                         "choose another with --port", reason="port_in_use") from None
+
+
+def up(args: argparse.Namespace) -> int:
+    s = settings(args)
+    _logging.configure(s)
+    server = None
+    if not s.redis_url:
+        server = _embedded(args.port)
+        s = s.model_copy(update={"redis_url": server.url})
+        print(f"tidings: {NOT_DURABLE_WARNING}", file=sys.stderr, flush=True)
+    workdirs = list(args.workdirs)
+    if isinstance(option(args, "workdir"), str):
+        workdirs.append(option(args, "workdir"))
+    exporter = None
+    try:
+        hub = connect(s.redis_url, settings=s)
+    except BaseException:
+        if server is not None:
+            server.close()
+        raise
+    try:
+        agents = [hub.agent(w).record.public for w in workdirs]
+        hub.start_worker(threads=args.threads)
+        exporter = serve_metrics(s, hub.redis)
+        ready({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
+               "embedded": server is not None, "durable": server is None, "host": s.host,
+               "agents": agents, "metrics_port": exporter.port if exporter else None})
+        hub.start_scheduler(on_event=say)
+        run_until_stopped()
+    finally:
+        if exporter is not None:
+            exporter.close()
+        hub.close()
+        if server is not None:
+            server.close()
+    return 0
+
+
+def _client(s: Settings) -> tuple[Any, str]:
+    url = s.redis_url or EMBEDDED_DEFAULT_URL
+    client = client_for(RedisConfig.from_url(url))
+    ping(client, url)
+    return client, url
+
+
+def worker(args: argparse.Namespace) -> int:
+    from tidings.workers.process import HostWorker  # noqa: PLC0415 - only a single worker
+
+    s = settings(args)
+    _logging.configure(s)
+    if args.processes > 1:
+        return run_pool(args, s)
+    client, _ = _client(s)
+    host_worker = HostWorker(client, s, threads=args.threads)
+    host_worker.start()
+    exporter = serve_metrics(s, client)
+    ready({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid(),
+           "metrics_port": exporter.port if exporter else None})
+    try:
+        run_until_stopped()
+    finally:
+        if exporter is not None:
+            exporter.close()
+        host_worker.stop()
+    return 0
+
+
+def scheduler(args: argparse.Namespace) -> int:
+    from tidings.scheduler.service import SchedulerService  # noqa: PLC0415 - APScheduler
+
+    s = settings(args)
+    _logging.configure(s)
+    client, _ = _client(s)
+    service = SchedulerService(client, s, on_event=say)
+    exporter = serve_metrics(s, client)
+    ready({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
+           "holder": service.holder, "metrics_port": exporter.port if exporter else None})
+    service.start()
+    try:
+        run_until_stopped()
+    finally:
+        service.stop()
+        if exporter is not None:
+            exporter.close()
+        client.close()
+    return 0
