@@ -19,7 +19,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis import Redis
 
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
 from tidings.store.scripts import Scripts
 from tidings.store.scripts import scheduler as scheduler_scripts
@@ -96,7 +96,7 @@ def leader_hosts(redis: Redis) -> set[str]:
     prefix, suffix = keys.scheduler_leader("\0").split("\0")
     found = set()
     for raw in redis.scan_iter(match=f"{prefix}*{suffix}", count=LEADER_SCAN_COUNT):
-        key = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        key = replies.text(raw)
         if key.startswith(prefix) and key.endswith(suffix):
             found.add(key[len(prefix):-len(suffix)])
     return found

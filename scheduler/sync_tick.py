@@ -32,7 +32,7 @@ from redis import Redis
 
 from tidings.jobs import log, metrics
 from tidings.scheduler.watcher import Watcher
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.registry import AgentRegistry
 from tidings.workers.dispatch import send
 from tidings.workers.routing import host_queue
@@ -114,7 +114,7 @@ class SyncTicker:
             visit = self._carried | changes.changed | changes.unwatched
             if not sent_full:
                 visit |= changes.fresh
-            visit.update(m.decode() if isinstance(m, bytes) else str(m) for m in due)
+            visit.update(replies.text(m) for m in due)
             self._carried = set()
             sent: list[str] = []
             if visit:

@@ -145,6 +145,19 @@ def encodable(text: str) -> bool:
     return _LONE_SURROGATE.search(text) is None
 
 
+def echo(value: Any) -> Any:
+    """A caller's value as an error result repeats it: strings lose lone surrogates
+    (C48), scalars stay, anything else becomes a short ``repr``. A result is then
+    always writable as UTF-8 JSON."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(REPLACEMENT, value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, dict | list) and not depth_exceeds(value):
+        return _replace_surrogates(value)
+    return repr(value)[:200]
+
+
 def input_problem(
     value: Any, what: str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None
 ) -> Malformed | None:

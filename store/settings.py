@@ -93,6 +93,11 @@ class Settings(BaseSettings):
     #: Standing files of the memory repository (memory-inbox.md M39): exact
     #: repository-relative paths whose change adds the persona sentence.
     memory_standing_files: tuple[str, ...] = ("PERSONA.md", "SOUL.md", "MEMORY.md")
+    #: Threads reading the worktree side of one memory observation (memory-inbox.md
+    #: M24). 1 is a single libgit2 pass; more split the work tree by top-level name,
+    #: each thread with its own Repository (bench/memory.py: on a busy 2-core host
+    #: the split costs more CPU than it saves in wall time).
+    memory_observe_threads: int = Field(default=1, ge=1, le=16)
     #: How long ``prepare_turn`` waits for its worker group (observation lock wait +
     #: observation) before the turn proceeds without the missing result.
     turn_wait_seconds: float = Field(default=90.0, gt=0)

@@ -13,6 +13,7 @@ from typing import Any
 from dramatiq import Message
 from dramatiq.common import q_name
 
+from tidings.store import replies
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.keys import NAMESPACE
 from tidings.workers.queue_stats import existing_queues
@@ -27,10 +28,6 @@ SPENT_OPTIONS = ("retries", "traceback", "redis_message_id", "eta")
 
 def _xq(queue: str) -> str:
     return f"{NAMESPACE}:{queue}.XQ"
-
-
-def _text(raw: Any) -> str:
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
 def _error(options: dict[str, Any]) -> str | None:
@@ -56,7 +53,7 @@ def dead_letters(redis: Any, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]
     out = []
     for queue, entries, raws in zip(queues, listed, bodies, strict=True):
         for (member, score), raw in zip(entries, raws, strict=False):
-            row: dict[str, Any] = {"message_id": _text(member), "queue": queue,
+            row: dict[str, Any] = {"message_id": replies.text(member), "queue": queue,
                                    "died_at": utc_stamp(score / 1000), "actor": None,
                                    "error": None, "traceback": None, "args": None}
             if raw is not None:

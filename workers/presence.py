@@ -19,7 +19,7 @@ from typing import Any
 
 from dramatiq import Middleware
 
-from tidings.store import keys
+from tidings.store import keys, replies
 
 #: Seconds between heartbeats.
 HEARTBEAT_SECONDS = 5.0
@@ -32,7 +32,7 @@ def worker_counts(fields: dict[Any, Any], now: float) -> dict[str, int]:
     """Fresh workers per host, from the raw ``tidings:workers`` hash."""
     counts: dict[str, int] = {}
     for raw_field, raw_seen in fields.items():
-        name = raw_field.decode() if isinstance(raw_field, bytes) else str(raw_field)
+        name = replies.text(raw_field)
         try:
             seen = float(raw_seen)
         except ValueError:

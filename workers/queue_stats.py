@@ -17,6 +17,7 @@ from typing import Any
 
 from redis import Redis
 
+from tidings.store import replies
 from tidings.store.keys import NAMESPACE
 from tidings.workers.routing import QUEUE_PREFIX
 
@@ -32,7 +33,7 @@ def _key(queue: str, suffix: str = "") -> str:
 
 def queue_of(key: bytes | str) -> str | None:
     """The queue a broker key belongs to, or ``None`` for other keys."""
-    text = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+    text = replies.text(key)
     name = text.removeprefix(f"{NAMESPACE}:")
     if name == text or not name.startswith(QUEUE_PREFIX):
         return None

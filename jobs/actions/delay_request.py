@@ -46,6 +46,7 @@ from tidings.jobs.wake import tick
 from tidings.store import locks
 from tidings.store.errors import LockTimeout, TidingsError
 from tidings.store.jsonfmt import utc_stamp
+from tidings.store.jsonread import echo
 from tidings.store.models import AgentRecord
 
 #: D4: locked attempts when an overdue request is found (one retry).
@@ -55,7 +56,8 @@ Result = dict[str, Any]
 
 
 def _error(reason: str, message: str, **fields: Any) -> Result:
-    return {"status": "error", "reason": reason, **fields, "message": message}
+    return {"status": "error", "reason": reason, **{k: echo(v) for k, v in fields.items()},
+            "message": echo(message)}
 
 
 def _invalid(

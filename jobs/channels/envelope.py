@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tidings.store.jsonfmt import compact, utc_stamp
-from tidings.store.jsonread import MAX_DEPTH, encodable, input_problem
+from tidings.store.jsonread import MAX_DEPTH, echo, encodable, input_problem
 from tidings.store.models import Envelope, Event
 
 #: C10: the largest whole envelope, serialised.
@@ -26,7 +26,9 @@ Result = dict[str, Any]
 
 
 def error(reason: str, message: str, **fields: Any) -> Result:
-    return {"status": "error", "reason": reason, "message": message, **fields}
+    """An error result; the caller's values it repeats are made writable (C48)."""
+    return {"status": "error", "reason": reason, "message": echo(message),
+            **{k: echo(v) for k, v in fields.items()}}
 
 
 def new_channel_event_id(now: float) -> str:

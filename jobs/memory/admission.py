@@ -110,7 +110,7 @@ def _attempt(
     if isinstance(state, TooNew):
         return result("error", trigger, reason="checkpoint_too_new")
     observed = observe(agent.memory_repo, state if isinstance(state, Snapshot) else None,
-                       now=rt.clock.now())
+                       now=rt.clock.now(), threads=rt.settings.memory_observe_threads)
     if observed.status != "ok" or observed.snapshot is None:
         return result(observed.status, trigger, reason=observed.reason or observed.status)
     snapshot = observed.snapshot

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pygit2
+from pygit2 import C, ffi
 from pygit2.enums import DeltaStatus, DiffOption
+from pygit2.errors import check_error
 
 from tidings.jobs.memory import indexfile
 from tidings.jobs.memory.model import (
@@ -115,10 +117,13 @@ def read_staged(
     return entries
 
 
-def read_worktree(index: pygit2.Index) -> WorktreeSide:
-    """Index → worktree: flags and stage-0 entry of each path whose worktree differs."""
+def read_worktree(index: pygit2.Index, under: list[bytes] | None = None) -> WorktreeSide:
+    """Index → worktree: flags and stage-0 entry of each path whose worktree differs;
+    with ``under``, only the paths that are, or lie below, one of those literal paths."""
+    diff = index.diff_to_workdir(_INDEX_TO_WORKTREE) if under is None else _diff_under(
+        index, under)
     found: WorktreeSide = {}
-    for delta in index.diff_to_workdir(_INDEX_TO_WORKTREE).deltas:
+    for delta in diff.deltas:
         code = delta.status_char()  # a plain str: far cheaper than the status enum per delta
         flags = _WORKTREE_CODES.get(code)
         if flags is None:
@@ -134,6 +139,24 @@ def read_worktree(index: pygit2.Index) -> WorktreeSide:
             entry = IndexEntry(0, int(old.mode), str(old.id))
         found[raw] = (flags, entry)
     return found
+
+
+def _diff_under(index: pygit2.Index, under: list[bytes]) -> pygit2.Diff:
+    """``Index.diff_to_workdir`` limited to literal paths: pathspec matching disabled
+    (M25), so ``[x]`` or ``*`` is only itself; libgit2 then walks only those paths."""
+    options = ffi.new("git_diff_options *")
+    check_error(C.git_diff_options_init(options, 1))
+    options.flags = int(_INDEX_TO_WORKTREE | DiffOption.DISABLE_PATHSPEC_MATCH)
+    names = [ffi.new("char[]", name) for name in under]
+    strings = ffi.new("char *[]", names)
+    options.pathspec.strings = strings
+    options.pathspec.count = len(names)
+    out = ffi.new("git_diff **")
+    repo = index._repo
+    assert repo is not None  # privateindex binds every index it loads
+    check_error(C.git_diff_index_to_workdir(out, repo._repo, index._index, options))
+    diff: pygit2.Diff = pygit2.Diff.from_c(bytes(ffi.buffer(out)[:]), repo)
+    return diff
 
 
 def merge(staged: StagedSide, worktree: WorktreeSide, index: pygit2.Index) -> dict[bytes, Listed]:

@@ -21,7 +21,7 @@ import time
 import pygit2
 
 from tidings.jobs import log
-from tidings.jobs.memory import listing, privateindex
+from tidings.jobs.memory import listing, partition, privateindex
 from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
 from tidings.jobs.memory.head import head_state, identity
 from tidings.jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
@@ -35,12 +35,14 @@ IndexStat = tuple[int, int, int] | None
 
 
 def observe(
-    repo_path: str | os.PathLike[str] | None, previous: Snapshot | None, *, now: float
+    repo_path: str | os.PathLike[str] | None, previous: Snapshot | None, *, now: float,
+    threads: int = 1,
 ) -> ObserveResult:
     """Observe ``repo_path``. Never raises for repository oddities (M12).
 
     ``previous`` (the checkpoint's snapshot) only feeds the stat cache (M19);
-    ``now`` is the injectable clock's time for ``observed_at``.
+    ``now`` is the injectable clock's time for ``observed_at``; ``threads`` > 1 reads
+    the worktree side of the listing on that many threads (M24, :mod:`partition`).
     """
     if repo_path is None:
         return ObserveResult("unavailable", reason="not_configured")
@@ -48,7 +50,7 @@ def observe(
     try:
         for attempt in range(1, OBSERVE_ATTEMPTS + 1):
             try:
-                return ObserveResult("ok", _attempt(path, previous, now))
+                return ObserveResult("ok", _attempt(path, previous, now, threads))
             except Unstable as exc:
                 log.event("memory.observe_unstable", logging.INFO, repo=path, attempt=attempt,
                           detail=str(exc))
@@ -60,7 +62,7 @@ def observe(
     return ObserveResult("unstable", reason="unstable")
 
 
-def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
+def _attempt(repo_path: str, previous: Snapshot | None, now: float, threads: int) -> Snapshot:
     started_ns = time.time_ns()  # M19: the host's real clock, never the injectable one
     with opened(repo_path) as repo:
         index_path = os.path.join(repo.path, "index")
@@ -68,7 +70,12 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float) -> Snapshot:
         head = head_state(repo)
         index, index_data = privateindex.load(repo, index_path)
         staged = listing.read_staged(repo, index, head, index_path)
-        worktree = listing.read_worktree(index)
+        if threads > 1:
+            names = partition.top_level_names(
+                repo.workdir, listing.head_tree(repo, head.head), staged)
+            worktree = partition.read_worktree(repo_path, index_path, index_data, names, threads)
+        else:
+            worktree = listing.read_worktree(index)
         listed = listing.merge(staged, worktree, index)
         ident = identity(repo, head, previous.identity.root_commit if previous else None)
         ordered = sorted(listed)

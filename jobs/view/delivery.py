@@ -135,9 +135,10 @@ def stamp_with(
     notes = notifications(rt, agent, obs, persistent)
     if not notes and not is_placeholder(result):
         return None
-    stamped = copy.deepcopy(result)
+    # Only ``_meta`` changes: copy that path, not the caller's whole (maybe deep) result.
+    stamped = dict(result)
     existing = stamped.get("_meta")
-    meta: dict[str, Any] = existing if isinstance(existing, dict) else {}
+    meta: dict[str, Any] = dict(existing) if isinstance(existing, dict) else {}
     attention = notes.get("attention", {})
     guidance = (
         {"transient": {"ref": GUIDANCE_REF, "sources": _sources(attention)}}

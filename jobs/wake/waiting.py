@@ -68,3 +68,24 @@ async def wait_for_wake(
         since = _text(raw) if raw is not None else "0-0"
         await aredis.xread({k.wake_stream: since}, count=1,
                            block=max(1, min(remaining_ms, BLOCK_SLICE_MS)))
+
+
+async def latest_id(aredis: Any, agent_id: str) -> str:
+    """The id of the agent's newest wake signal (``0-0`` when there is none)."""
+    newest = await aredis.xrevrange(AgentKeys(agent_id).wake_stream, count=1)
+    return _text(newest[0][0]) if newest else "0-0"
+
+
+async def signals_after(
+    aredis: Any, agent_id: str, after: str, block_ms: int = BLOCK_SLICE_MS
+) -> list[tuple[str, Entry]]:
+    """Wake signals appended after id ``after``, awaiting up to ``block_ms`` for one.
+
+    Reads only: the agent's cursor is not moved, so a watcher (``tidings mcp``'s
+    resource updates) never takes a signal from the orchestrator's ``wait_for_wake``.
+    """
+    reply = await aredis.xread({AgentKeys(agent_id).wake_stream: after}, count=STREAM_MAXLEN,
+                               block=max(1, block_ms))
+    if not reply:
+        return []
+    return [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]

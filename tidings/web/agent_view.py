@@ -23,6 +23,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.delivery import attention_preview
 from tidings.jobs.view.read import coherent_read, snapshot
 from tidings.jobs.view.status import delay_from_state
+from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.keys import AgentKeys
@@ -35,10 +36,6 @@ RECENT_WAKES = 20
 INBOX_ITEMS = 30
 #: Checkpoint fields shown (the path table is not read).
 CHECKPOINT_FIELDS = ("version", "observed_at", "head", "identity", "overflow_count")
-
-
-def _text(raw: Any) -> str:
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
 def _loads(raw: Any) -> Any:
@@ -76,9 +73,9 @@ def wake_about(entry: Any) -> str:
 def wake_rows(reply: Any) -> list[dict[str, Any]]:
     rows = []
     for wake_id, fields in reply or []:
-        decoded = {_text(k): _text(v) for k, v in fields.items()}
+        decoded = {replies.text(k): replies.text(v) for k, v in fields.items()}
         entry = _loads(decoded.get("entry"))
-        text = _text(wake_id)
+        text = replies.text(wake_id)
         rows.append({"id": text, "at": stream_time(text), "kind": decoded.get("kind", "?"),
                      "about": wake_about(entry),
                      "entry": entry if entry is not None else decoded})
@@ -130,6 +127,7 @@ def agent_page(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
         "checkpoint": checkpoint_view(checkpoint),
         "hooks": [dict(m) for m in hooks.manifests], "hooks_error": hooks.error,
         "hooks_loaded": state.loaded,
-        "blocked": sorted(map(_text, blocked)), "oversized": sorted(map(_text, oversized)),
-        "wakes": wake_rows(wakes), "wake_cursor": _text(cursor) if cursor else None,
+        "blocked": sorted(map(replies.text, blocked)),
+        "oversized": sorted(map(replies.text, oversized)),
+        "wakes": wake_rows(wakes), "wake_cursor": replies.text(cursor) if cursor else None,
     }

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tidings.jobs.view.status import delay_from_state
-from tidings.store import keys
+from tidings.store import keys, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
 
@@ -31,10 +31,6 @@ class Listed:
     agent_id: str
     host: str
     workdir: str
-
-
-def _text(raw: Any) -> str:
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
 #: A search with this prefix matches host names exactly.
@@ -58,7 +54,7 @@ def matching_ids(redis: Any, needle: str) -> list[str]:
                  if (r.host.casefold() == host if host is not None
                      else needle in r.workdir.casefold())]
         return sorted(found)
-    ids = sorted(map(_text, redis.hkeys(keys.AGENTS)))
+    ids = sorted(map(replies.text, redis.hkeys(keys.AGENTS)))
     return [i for i in ids if needle in i.casefold()] if needle else ids
 
 
@@ -73,8 +69,8 @@ def last_wake(reply: Any) -> dict[str, Any] | None:
     if not reply:
         return None
     wake_id, fields = reply[0]
-    decoded = {_text(k): _text(v) for k, v in fields.items()}
-    text = _text(wake_id)
+    decoded = {replies.text(k): replies.text(v) for k, v in fields.items()}
+    text = replies.text(wake_id)
     return {"id": text, "at": stream_time(text), "kind": decoded.get("kind", "?")}
 
 
@@ -87,18 +83,18 @@ def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]
             pipe.zcard(InboxKeys(agent_id).selectable)
             pipe.xrevrange(agent_keys.wake_stream, count=1)
             pipe.smembers(agent_keys.blocked)
-        records, *replies = pipe.execute()
+        records, *answers = pipe.execute()
     out = []
     for i, raw in enumerate(records[: len(ids)]):
         row = _record(raw)
         if row is None:  # removed since the id listing, or unreadable
             continue
-        pending, wake, blocked = replies[3 * i: 3 * i + 3]
+        pending, wake, blocked = answers[3 * i: 3 * i + 3]
         root = Path(row.workdir)
         live, overdue = delay_from_state(root, now) if root.is_dir() else (None, False)
         out.append({"agent_id": row.agent_id, "host": row.host, "workdir": row.workdir,
                     "pending": int(pending), "live_delay": live, "alarm_overdue": overdue,
-                    "last_wake": last_wake(wake), "blocked": sorted(map(_text, blocked))})
+                    "last_wake": last_wake(wake), "blocked": sorted(map(replies.text, blocked))})
     return out
 
 

@@ -1,0 +1,93 @@
+"""``tidings mcp``: serve one registered agent over MCP (extra ``tidings[mcp]``).
+
+Stdout is the protocol: every message of this command, errors included, goes to
+stderr. Only the standard library is imported until the command runs; the SDK
+then, so the core install never needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, option, settings
+
+if TYPE_CHECKING:
+    from tidings._hub import Hub
+    from tidings.store.models import AgentRecord
+
+#: ``--transport http`` port when ``--port`` is not given.
+DEFAULT_HTTP_PORT = 8765
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    m = subparsers.add_parser("mcp", parents=[common],
+                              help="serve one registered agent over MCP (extra tidings[mcp])")
+    m.add_argument("--agent-id", help="the agent to serve (default: the --workdir's agent)")
+    m.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                   help="stdio (default), or streamable HTTP on loopback")
+    m.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT,
+                   help=f"port of --transport http (default {DEFAULT_HTTP_PORT})")
+    m.set_defaults(handler=run)
+
+
+def registered(hub: Hub, agent_id: str | None, workdir: str) -> AgentRecord:
+    """The agent to serve; it must already be registered (nothing is written here)."""
+    from tidings.errors import UnknownAgentError  # noqa: PLC0415 - see the module docstring
+
+    if agent_id:
+        record = hub.registry.get(agent_id)
+        if record is None:
+            raise UnknownAgentError(f"no agent registered as {agent_id!r}; register it with "
+                                    "`tidings agents add --workdir W --agent-id ID`")
+        return record
+    found = hub.find_agent(workdir)
+    if found is None:
+        real = os.path.realpath(workdir)
+        raise UnknownAgentError(f"no agent registered for workdir {real}; register it with "
+                                f"`tidings agents add --workdir {real}`")
+    return found.record
+
+
+async def serve(args: argparse.Namespace) -> None:
+    import tidings.aio  # noqa: PLC0415 - see the module docstring
+    from tidings._agent import Agent  # noqa: PLC0415
+    from tidings.mcp.server import AgentServer  # noqa: PLC0415
+
+    s = settings(args)
+    async with tidings.aio.connect(s.redis_url, settings=s) as hub:
+        record = registered(hub.sync, args.agent_id, option(args, "workdir") or os.getcwd())
+        agent = Agent(hub.sync, record, inline=bool(option(args, "inline")))
+        server = AgentServer(tidings.aio.AsyncAgent(hub, agent))
+        if args.transport == "http":
+            await server.serve_http(args.port)
+        else:
+            await server.serve_stdio()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import anyio  # noqa: PLC0415 - part of the mcp extra
+        import mcp  # noqa: F401, PLC0415 - checked here so the message names the extra
+    except ImportError:
+        print("tidings: `tidings mcp` needs the MCP SDK: pip install 'tidings[mcp]'",
+              file=sys.stderr)
+        return EXIT_USAGE
+    from tidings import _logging  # noqa: PLC0415
+    from tidings.errors import NoStoreError, TidingsError  # noqa: PLC0415
+
+    try:
+        _logging.configure(settings(args))
+        anyio.run(serve, args)
+    except UsageError as exc:
+        print(f"tidings: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except NoStoreError as exc:
+        print(f"tidings: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except TidingsError as exc:
+        print(f"tidings: {exc.message} ({exc.reason})", file=sys.stderr)
+        return EXIT_ERROR
+    return 0

@@ -1,0 +1,131 @@
+"""The MCP server of one agent: handlers, resource subscriptions and the wake watcher.
+
+Both eras of the protocol are served: a client of the handshake era subscribes with
+``resources/subscribe`` and gets ``notifications/resources/updated`` on its session;
+a 2026-07-28 client listens with ``subscriptions/listen`` and gets the same update
+through the SDK's subscription bus. The watcher reads the wake stream without
+moving the agent's cursor, so an orchestrator's ``wait_for_wake`` loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib.metadata import version
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+
+from tidings.aio import AsyncAgent
+from tidings.jobs.view.delivery import check_placeholder
+from tidings.jobs.wake import waiting
+from tidings.mcp import tools
+
+log = logging.getLogger("tidings.mcp")
+
+ATTENTION_URI = "tidings://attention"
+#: Pause after a failed read of the wake stream before the watcher tries again (seconds).
+WATCH_RETRY_SECONDS = 1.0
+INSTRUCTIONS = (
+    "tidings keeps you informed. Call `notification` with action `check` to see what is "
+    "live, read the `tidings://attention` resource (subscribe to hear of changes), and "
+    "use `inbox` for memory changes and other events."
+)
+
+
+class AgentServer:
+    """``tidings mcp`` for one agent."""
+
+    def __init__(self, agent: AsyncAgent) -> None:
+        self.agent = agent
+        self.bus = InMemorySubscriptionBus()
+        self.subscribers: set[ServerSession] = set()
+        self.server: Server[Any] = Server(
+            "tidings", version=version("tidings"), instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources, on_read_resource=self.read_resource,
+            on_subscribe_resource=self.subscribe, on_unsubscribe_resource=self.unsubscribe,
+            on_subscriptions_listen=ListenHandler(self.bus),
+        )
+
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools.tools())
+
+    async def call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await tools.call(self.agent, params.name, params.arguments)
+
+    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(
+            name="attention", uri=ATTENTION_URI, mime_type="application/json",
+            description="The live notifications (the stamped check result); subscribe to "
+                        "hear when a wake signal changes it.")])
+
+    async def read_resource(
+        self, ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        if str(params.uri) != ATTENTION_URI:
+            raise ValueError(f"unknown resource {params.uri}")
+        stamped = await self.agent.stamp(check_placeholder())
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=ATTENTION_URI, mime_type="application/json", text=json.dumps(stamped))])
+
+    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        if str(params.uri) == ATTENTION_URI:
+            self.subscribers.add(ctx.session)
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: Any, params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        self.subscribers.discard(ctx.session)
+        return types.EmptyResult()
+
+    async def announce(self) -> None:
+        """One wake signal: tell every subscriber of either era."""
+        await self.bus.publish(ResourceUpdated(uri=ATTENTION_URI))
+        for session in list(self.subscribers):
+            try:
+                await session.send_resource_updated(ATTENTION_URI)
+            except Exception as exc:  # a closed session: forget it, keep the others
+                log.info("mcp_subscriber_dropped error=%s", type(exc).__name__)
+                self.subscribers.discard(session)
+
+    async def watch(self) -> None:
+        """Announce each wake signal of the agent, until cancelled."""
+        after: str | None = None
+        while True:
+            try:
+                if after is None:
+                    after = await waiting.latest_id(self.agent.hub.aredis, self.agent.agent_id)
+                signals = await waiting.signals_after(self.agent.hub.aredis,
+                                                      self.agent.agent_id, after)
+            except Exception as exc:
+                log.warning("mcp_wake_watch_failed error=%s", type(exc).__name__)
+                await anyio.sleep(WATCH_RETRY_SECONDS)
+                continue
+            if signals:
+                after = signals[-1][0]
+                await self.announce()
+
+    async def serve_stdio(self) -> None:
+        async with stdio_server() as (read, write), anyio.create_task_group() as group:
+            group.start_soon(self.watch)
+            await self.server.run(read, write, self.server.create_initialization_options())
+            group.cancel_scope.cancel()
+
+    async def serve_http(self, port: int, host: str = "127.0.0.1") -> None:
+        import uvicorn  # noqa: PLC0415 - only the http transport needs it
+
+        app = self.server.streamable_http_app(host=host)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.watch)
+            await uvicorn.Server(config).serve()
+            group.cancel_scope.cancel()

@@ -1,0 +1,91 @@
+"""The MCP tools of ``tidings mcp``: each maps to one agent call, errors to ``isError``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent, Tool
+
+from tidings._tool_dialects import notification_tool_schema
+from tidings.aio import AsyncAgent
+from tidings.jobs.guard import internal_error
+from tidings.store.errors import TidingsError
+
+Result = dict[str, Any]
+
+#: Largest page of inbox items one ``inbox`` call returns (the projection's own bound).
+INBOX_LIMIT_MAX = 200
+INBOX_STATES = ["pending", "processing", "deferred", "needs-repair", "handled", "ignored"]
+
+INBOX_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": INBOX_LIMIT_MAX,
+                  "description": "Items to return, newest first (default 30)."},
+        "state": {"type": ["string", "null"], "enum": [*INBOX_STATES, None],
+                  "description": "Only items in this state."},
+    },
+    "additionalProperties": False,
+}
+IGNORE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"event_id": {"type": "string", "description": "The inbox item to ignore."}},
+    "required": ["event_id"],
+    "additionalProperties": False,
+}
+
+
+def tools() -> list[Tool]:
+    notification = notification_tool_schema("mcp")
+    return [
+        Tool(name=notification["name"], description=notification["description"],
+             input_schema=notification["inputSchema"]),
+        Tool(name="inbox", input_schema=INBOX_SCHEMA,
+             description="Your inbox items (memory changes and other events), newest first; "
+                         "reading never wakes you."),
+        Tool(name="inbox_ignore", input_schema=IGNORE_SCHEMA,
+             description="Move a pending, deferred or processing inbox item to ignored."),
+    ]
+
+
+def as_result(result: Result) -> CallToolResult:
+    """The result JSON as text and as structured content; ``isError`` on error or failed."""
+    failed = result.get("status") in ("error", "failed")
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(result))],
+                          structured_content=result, is_error=failed)
+
+
+async def _inbox(agent: AsyncAgent, arguments: Result) -> Result:
+    extra = set(arguments) - {"limit", "state"}
+    if extra:
+        return {"status": "failed", "error_code": "INVALID_ARGUMENT",
+                "message": f"inbox: unknown argument(s): {', '.join(sorted(extra))}"}
+    limit = arguments.get("limit")
+    items = await agent.inbox(30 if limit is None else limit, arguments.get("state"))
+    return {"status": "ok", "items": items}
+
+
+async def _ignore(agent: AsyncAgent, arguments: Result) -> Result:
+    if set(arguments) != {"event_id"}:
+        return {"status": "failed", "error_code": "INVALID_ARGUMENT",
+                "message": "inbox_ignore takes exactly one argument, event_id"}
+    return await agent.ignore(arguments["event_id"])
+
+
+async def call(agent: AsyncAgent, name: str, arguments: Result | None) -> CallToolResult:
+    """Run tool ``name``; nothing raises out of here (C52)."""
+    given = arguments or {}
+    try:
+        if name == "notification":
+            return as_result(await agent.call_tool(given))
+        if name == "inbox":
+            return as_result(await _inbox(agent, given))
+        if name == "inbox_ignore":
+            return as_result(await _ignore(agent, given))
+        return as_result({"status": "error", "reason": "unknown_tool",
+                          "message": f"no tool named {name!r}"})
+    except TidingsError as exc:
+        return as_result(dict(exc.as_result()))
+    except Exception as exc:
+        return as_result(internal_error(f"mcp tool {name}", exc))
