@@ -11,6 +11,10 @@ gets) in the same run, over the same workdirs:
   the interval), scheduler tick, worker threads and writer in one process;
 - RSS per registered agent of the tick process (goal ≤ 10 KB).
 
+``blocked_flood`` (channels.md C50, issue 11 acceptance 3): a quiet tick over an
+agent with 1,500 unregistered channel files beside the same tick over 100, after
+their warnings went out; the goal is a ratio of at most 2.
+
 ``python bench/sync_tick.py [--agents 10000] [--channels 20] [--force-full-scan]``
 """
 
@@ -40,7 +44,9 @@ from tidings.scheduler.sync_tick import SyncTicker
 from tidings.scheduler.watcher import Watcher
 from tidings.store import keys
 from tidings.store.clock import SystemClock
+from tidings.store.listing import RACY_SECONDS
 from tidings.store.models import AgentRecord
+from tidings.store.registry import AgentRegistry
 from tidings.store.settings import Settings
 
 HOST = "bench"
@@ -50,6 +56,10 @@ RATE = 200.0
 LATENCY_SECONDS = float(os.environ.get("BENCH_LATENCY_SECONDS", "35"))
 TODAY_LATENCY_SECONDS = float(os.environ.get("BENCH_TODAY_LATENCY_SECONDS", "15"))
 ROUNDS = 7
+#: C50: rogue files in the flooded workdir and in its in-run baseline.
+FLOOD_ROGUES = 1500
+BASELINE_ROGUES = 100
+FLOOD_ROUNDS = 30
 
 
 class _Inline:
@@ -209,6 +219,34 @@ def latency(rt: Runtime, watcher: Watcher | None, records: list[AgentRecord],
             "max_s": round(max(samples, default=float("nan")), 3)}
 
 
+def _rogue_agent(rt: Runtime, root: Path, rogues: int, channels: int) -> AgentRecord:
+    d = root / f"rogue{rogues}" / ".notification"
+    d.mkdir(parents=True)
+    for c in range(channels):
+        (d / f"mcp.c{c}.json").write_text(json.dumps({"header": f"c{c}", "data": {"n": c}}))
+    for n in range(rogues):
+        (d / f"rogue{n}.json").write_text("{}")
+    record = AgentRecord(agent_id=f"rogue{rogues}", workdir=str(d.parent), host=HOST)
+    AgentRegistry(rt.redis).put(record)
+    for _ in range(3):  # warnings out, flushed, and delivered: from now on quiet ticks
+        sync.sync_agent(rt, record)
+    return record
+
+
+def _flood(rt: Runtime, root: Path, channels: int) -> dict[str, Any]:
+    """C50: a quiet tick over 1,500 rogue files against one over 100."""
+    baseline = _rogue_agent(rt, root, BASELINE_ROGUES, channels)
+    flooded = _rogue_agent(rt, root, FLOOD_ROGUES, channels)
+    time.sleep(RACY_SECONDS)  # planted earlier: listings of just-changed directories are not reused
+    base_ms = statistics.median(timed_ms(lambda: sync.sync_agent(rt, baseline))
+                                for _ in range(FLOOD_ROUNDS))
+    flood_ms = statistics.median(timed_ms(lambda: sync.sync_agent(rt, flooded))
+                                 for _ in range(FLOOD_ROUNDS))
+    return {"rogue_files": FLOOD_ROGUES, "baseline_rogue_files": BASELINE_ROGUES,
+            "tick_ms": round(flood_ms, 3), "baseline_tick_ms": round(base_ms, 3),
+            "ratio": round(flood_ms / base_ms, 2), "goal_ratio": 2.0}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--agents", type=int, default=10_000)
@@ -244,6 +282,7 @@ def main() -> None:
         out["rss"] = {"before_ticks_kb": rss_before, "after_full_scans_kb": rss_today,
                       "full_scan_caches_per_agent_kb": round(
                           (rss_today - rss_before) / args.agents, 2)}
+        out["blocked_flood"] = _flood(rt, Path(tmp), args.channels)
         client.close()
     ratios: dict[str, Any] = {}
     if "watcher" in out:
