@@ -30,14 +30,32 @@ from typing import Any
 GOAL_P99_MS = 100.0
 GOAL_ADDED_THREADS = 16
 GOAL_RSS_RATIO = 0.5
-#: How long one wait lasts before the waiter looks at the stop flag (seconds).
-WAIT_SLICE = 2.0
+#: How long one wait lasts (seconds): an orchestrator's usual long wait; the run ends
+#: by cancelling (aio) or abandoning (daemon threads) the waiters.
+WAIT_SLICE = 60.0
+#: Time for the last signals to reach their waiters after the producer stops (seconds).
+SETTLE = 2.0
+#: Connections of the threaded side's sync client: one per waiting thread.
+SYNC_CONNECTIONS = 5000
 
 
 def proc_status() -> dict[str, int]:
     fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text()
                   .splitlines() if ":" in line)
     return {"threads": int(fields["Threads"]), "rss_kb": int(fields["VmRSS"].split()[0])}
+
+
+def wait_blocked(url: str, count: int) -> None:
+    """Until ``count`` clients are blocked in XREAD: every waiter is waiting."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 120
+    while int(client.info("clients")["blocked_clients"]) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit("the waiters did not all block")
+        time.sleep(0.1)
+    client.close()
 
 
 def agent_ids(count: int) -> list[str]:
@@ -56,36 +74,38 @@ async def wait_aio(url: str, base: Path, count: int) -> dict[str, Any]:
     import tidings.aio
 
     latencies: list[float] = []
-    stop = asyncio.Event()
     async with tidings.aio.connect(url) as hub:
         agents = [await hub.agent(base / a, agent_id=a) for a in agent_ids(count)]
         before = proc_status()
 
         async def waiter(agent: tidings.aio.AsyncAgent) -> None:
-            while not stop.is_set():
+            while True:
                 received(await agent.wait_for_wake(WAIT_SLICE), latencies)
 
         tasks = [asyncio.create_task(waiter(a)) for a in agents]
-        await asyncio.sleep(1.0)
+        await asyncio.to_thread(wait_blocked, url, count)
         print("ready", flush=True)
         during = await asyncio.to_thread(sys.stdin.readline) and proc_status()
-        stop.set()
-        await asyncio.gather(*tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return {"before": before, "during": during, "latencies": latencies}
 
 
 def wait_threads(url: str, base: Path, count: int) -> dict[str, Any]:
+    import redis
+
     import tidings
 
     latencies: list[float] = []
     lock = threading.Lock()
-    stop = threading.Event()
-    with tidings.connect(url) as hub:
+    client = redis.Redis.from_url(url, max_connections=SYNC_CONNECTIONS, socket_timeout=30)
+    with tidings.connect(client=client) as hub:
         agents = [hub.agent(base / a, agent_id=a) for a in agent_ids(count)]
         before = proc_status()
 
         def waiter(agent: Any) -> None:
-            while not stop.is_set():
+            while True:
                 signal = agent.wait_for_wake(WAIT_SLICE)
                 with lock:
                     received(signal, latencies)
@@ -93,14 +113,12 @@ def wait_threads(url: str, base: Path, count: int) -> dict[str, Any]:
         threads = [threading.Thread(target=waiter, args=(a,), daemon=True) for a in agents]
         for thread in threads:
             thread.start()
-        time.sleep(1.0)
+        wait_blocked(url, count)
         print("ready", flush=True)
         sys.stdin.readline()
         during = proc_status()
-        stop.set()
-        for thread in threads:
-            thread.join()
-    return {"before": before, "during": during, "latencies": latencies}
+        with lock:
+            return {"before": before, "during": during, "latencies": list(latencies)}
 
 
 def child(mode: str, url: str, base: Path, count: int) -> None:
@@ -109,6 +127,7 @@ def child(mode: str, url: str, base: Path, count: int) -> None:
     else:
         figures = wait_threads(url, base, count)
     print(json.dumps(figures), flush=True)
+    os._exit(0)  # the threaded side's waiters are still blocked: leave without them
 
 
 # -- the producing side (this process) ----------------------------------------------------
@@ -140,7 +159,7 @@ def run_side(mode: str, url: str, base: Path, args: argparse.Namespace) -> dict[
     assert side.stdin is not None and side.stdout is not None
     assert side.stdout.readline().strip() == "ready", f"{mode} side did not start"
     sent = produce(url, args.agents, args.rate, args.seconds)
-    time.sleep(WAIT_SLICE)  # the last signals reach their waiters
+    time.sleep(SETTLE)
     side.stdin.write("stop\n")
     side.stdin.flush()
     figures = json.loads(side.stdout.readline())
@@ -153,6 +172,8 @@ def run_side(mode: str, url: str, base: Path, args: argparse.Namespace) -> dict[
         "threads_added": figures["during"]["threads"] - figures["before"]["threads"],
         "threads": figures["during"]["threads"],
         "rss_mb": round(figures["during"]["rss_kb"] / 1024, 1),
+        "rss_added_mb": round((figures["during"]["rss_kb"] - figures["before"]["rss_kb"]) / 1024,
+                              1),
     }
 
 
@@ -185,6 +206,8 @@ def main() -> None:
         "benchmark": "aio_wake", "agents": args.agents, "rate_per_s": args.rate,
         "seconds": args.seconds, "aio": aio, "baseline_threads": threads,
         "rss_ratio": round(aio["rss_mb"] / threads["rss_mb"], 3),
+        "rss_added_ratio": round(aio["rss_added_mb"] / max(threads["rss_added_mb"], 0.1), 3),
+        "load_average": os.getloadavg()[0],
         "goals": {"p99_ms": GOAL_P99_MS, "threads_added": GOAL_ADDED_THREADS,
                   "rss_ratio": GOAL_RSS_RATIO},
         "met": {"p99": aio["p99_ms"] <= GOAL_P99_MS,

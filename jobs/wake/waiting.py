@@ -52,8 +52,8 @@ async def wait_for_wake(
             if await wake_scripts.advance_cursor_async(scripts, agent_id, expected=cursor,
                                                        cursor=wake_id):
                 return {**entry, "wake_id": wake_id}
-        elif block is None:
-            return None
+        elif block is None or time.monotonic() >= deadline:
+            return None  # the read above waited out the rest of the timeout
 
 
 async def latest_id(aredis: Any, agent_id: str) -> str:
