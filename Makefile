@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,web]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,test,web]'
 	touch $(STAMP)
 
 demo: venv
