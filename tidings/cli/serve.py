@@ -80,9 +80,9 @@ def worker(args: argparse.Namespace) -> int:
     if args.processes > 1:
         return run_pool(args, s)
     client, _ = _client(s)
+    exporter = serve_metrics(s, client)  # first: a busy port stops nothing half-started
     host_worker = HostWorker(client, s, threads=args.threads)
     host_worker.start()
-    exporter = serve_metrics(s, client)
     ready({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid(),
            "metrics_port": exporter.port if exporter else None})
     try:
