@@ -70,8 +70,7 @@ def changed(initial: object, current: object) -> bool | None:
         return None
     if i != c:
         return True
-    if i:
-        assert isinstance(initial, dict) and isinstance(current, dict)
+    if i and isinstance(initial, dict) and isinstance(current, dict):  # both present
         return initial.get("sha256") != current.get("sha256")
     return False
 

@@ -40,9 +40,7 @@ async def try_consume(aredis: Any, scripts: AsyncScripts, agent_id: str) -> Entr
         entries = await _unconsumed(aredis, k, cursor)
         if not entries:
             return None
-        chosen = _choose(entries)
-        assert chosen is not None  # the newest entry is never superseded
-        wake_id, entry = chosen
+        wake_id, entry = _choose(entries)
         if await wake_scripts.advance_cursor_async(scripts, agent_id, expected=cursor,
                                                    cursor=wake_id):
             return {**entry, "wake_id": wake_id}
