@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,web]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,test,web]'
 	touch $(STAMP)
 
 demo: venv
@@ -28,7 +28,7 @@ test: venv lint
 TYPECHECK := build/typecheck
 
 lint: venv
-	$(BIN)/ruff check tidings workers jobs scheduler store tests bench
+	$(BIN)/ruff check tidings workers jobs scheduler store tests bench examples
 	$(BIN)/python -m tests.support.linktree $(TYPECHECK)
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/lint-imports --no-cache $(CURDIR)/pyproject.toml

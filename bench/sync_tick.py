@@ -4,6 +4,10 @@ Prints one JSON object: per-agent tick times for a quiet agent (nothing
 changed), for an agent with one changed channel (wake signal appended), and a
 whole-host tick, each with the in-run baseline of a bare coherent read of the
 same workdir (the part of a tick every agent pays).
+
+``blocked_flood`` (channels.md C50, issue 11 acceptance 3): a quiet tick over an
+agent with 1,500 unregistered channel files beside the same tick over 100, after
+their warnings went out; the goal is a ratio of at most 2.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.read import coherent_read
 from tidings.jobs.wake.tick import sync_agent, sync_host
 from tidings.store.clock import SystemClock
+from tidings.store.listing import RACY_SECONDS
 from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
 from tidings.store.settings import Settings
@@ -29,6 +34,9 @@ from tidings.store.settings import Settings
 CHANNELS = 20
 AGENTS = 50
 ROUNDS = 30
+#: C50: rogue files in the flooded workdir and in its in-run baseline.
+FLOOD_ROGUES = 1500
+BASELINE_ROGUES = 100
 
 
 class _Inline:
@@ -66,6 +74,28 @@ def _agent(rt: Runtime, root: Path, n: int) -> AgentRecord:
     return record
 
 
+def _rogue_agent(rt: Runtime, root: Path, rogues: int) -> AgentRecord:
+    record = _agent(rt, root, 1000 + rogues)
+    d = record.root / ".notification"
+    for n in range(rogues):
+        (d / f"rogue{n}.json").write_text("{}")
+    for _ in range(3):  # warnings out, flushed, and delivered: from now on quiet ticks
+        sync_agent(rt, record)
+    return record
+
+
+def _flood(rt: Runtime, root: Path) -> dict[str, Any]:
+    """C50: a quiet tick over 1,500 rogue files against one over 100."""
+    baseline = _rogue_agent(rt, root, BASELINE_ROGUES)
+    flooded = _rogue_agent(rt, root, FLOOD_ROGUES)
+    time.sleep(RACY_SECONDS)  # planted earlier: listings of just-changed directories are not reused
+    base_ms = _timed(lambda: sync_agent(rt, baseline))
+    flood_ms = _timed(lambda: sync_agent(rt, flooded))
+    return {"rogue_files": FLOOD_ROGUES, "baseline_rogue_files": BASELINE_ROGUES,
+            "tick_ms": flood_ms, "baseline_tick_ms": base_ms,
+            "ratio": round(flood_ms / base_ms, 2), "goal_ratio": 2.0}
+
+
 def main() -> None:
     client = fakeredis.FakeRedis(server=fakeredis.FakeServer(), version=(7,))
     jobs = _Inline()
@@ -87,6 +117,7 @@ def main() -> None:
 
         changed_ms = _timed(changed)
         host_ms = _timed(lambda: sync_host(rt, "bench"), rounds=5)
+        flood = _flood(rt, Path(tmp))
     client.close()
     print(json.dumps({
         "bench": "sync_tick",
@@ -101,6 +132,7 @@ def main() -> None:
             "changed_tick_over_read": round(changed_ms / read_ms, 2),
             "host_tick_over_agents_x_quiet": round(host_ms / (AGENTS * quiet_ms), 2),
         },
+        "blocked_flood": flood,
     }))
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from tidings.store.errors import UnsafePathError
+from tidings.store.listing import Listing, listing
 
 #: The most bytes any reader takes from one file (1 MiB).
 MAX_READ_BYTES = 1_048_576
@@ -274,6 +275,15 @@ class DirView:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+
+    def listing(self) -> Listing:
+        """Names and regular files, reused while the directory is unchanged (C50)."""
+        return listing(self.fd)
+
+    def entry(self, name: str) -> Entry | None:
+        """``name`` as ``lstat`` sees it now, or ``None`` if it is gone."""
+        st = _lstat_at(self.fd, name)
+        return None if st is None else Entry(name, st)
 
     def entries(self) -> list[Entry]:
         found: list[Entry] = []

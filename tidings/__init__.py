@@ -14,7 +14,6 @@ scheduler and pygit2 they never touch.
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -72,13 +71,21 @@ __all__ = [
     "notification_tool_schema",
 ]
 
-try:
-    __version__ = version("tidings")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+def _version() -> str:
+    """The installed distribution's version (importlib.metadata costs ~40 ms: on use only)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("tidings")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+        globals()[name] = value
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tidings' has no attribute {name!r}")

@@ -55,7 +55,7 @@ class GroupPreTurn:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         observation, render = self.send(agent, observe)
         deadline = time.monotonic() + rt.settings.turn_wait_seconds
-        memory = skipped("pre_turn")
+        memory = skipped()
         if observation is not None:
             memory = self._wait(observation, deadline, agent) or result(
                 "error", "pre_turn", reason="worker_timeout")

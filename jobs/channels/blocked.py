@@ -9,6 +9,7 @@ allowlist admits but that is over the 1 MiB read limit gets the same treatment.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tidings.jobs import log
@@ -17,11 +18,14 @@ from tidings.jobs.channels import names, system_events
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
-from tidings.store.files import MAX_READ_BYTES, list_dir
+from tidings.store.files import MAX_READ_BYTES, directory
 from tidings.store.keys import AgentKeys
+from tidings.store.listing import Listing
 from tidings.store.models import AgentRecord
 
 NOTIFICATION_DIR = ".notification"
+#: Listings whose flaggable stems are remembered (one per agent directory).
+LISTING_MEMO_SIZE = 16_384
 #: C28: stems of files that are never flagged.
 UNFLAGGED_STEMS = frozenset({"hooks", "large_result_acks", names.DAEMON})
 
@@ -48,6 +52,21 @@ def flaggable_stem(name: str) -> str | None:
     if names.name_error(stem) is not None or stem in UNFLAGGED_STEMS:
         return None
     return stem
+
+
+@lru_cache(maxsize=LISTING_MEMO_SIZE)
+def _flaggable(listing: Listing, hook_channels: frozenset[str]) -> tuple[tuple[str, ...],
+                                                                          tuple[str, ...]]:
+    """The stems of flaggable regular files: (blocked, allowed); memoised per listing, so
+    a flood of rogue files costs nothing while the directory is unchanged (C50)."""
+    allow = Allowlist(hook_channels)
+    blocked: list[str] = []
+    allowed: list[str] = []
+    for name in listing.names:
+        stem = flaggable_stem(name) if name in listing.regular else None
+        if stem is not None:
+            (allowed if allow.allows(stem) else blocked).append(stem)
+    return tuple(blocked), tuple(allowed)
 
 
 @dataclass
@@ -88,7 +107,7 @@ class KnownSets:
 
 
 def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
-                  present: list[str], known: KnownSets | None) -> list[str]:
+                  present: tuple[str, ...], known: KnownSets | None) -> list[str]:
     """C28, C50: warn new blocked channels one by one while the set has room; count the
     rest in the overflow notice. Two round trips however many files are present."""
     k = AgentKeys(agent.agent_id)
@@ -130,14 +149,14 @@ def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: 
     k = AgentKeys(agent.agent_id)
     found = ScanResult()
     present_big: set[str] = set()
-    blocked: list[str] = []
-    for entry in list_dir(agent.root, NOTIFICATION_DIR) or []:
-        stem = flaggable_stem(entry.name)
-        if stem is None or not entry.is_regular:
-            continue
-        if not allow.allows(stem):
-            blocked.append(stem)
-        elif entry.stat.st_size > MAX_READ_BYTES:
+    blocked: tuple[str, ...] = ()
+    with directory(agent.root, NOTIFICATION_DIR) as view:
+        blocked, allowed = _flaggable(view.listing(), allow.hook_channels) if view else ((), ())
+        for stem in allowed:
+            assert view is not None
+            entry = view.entry(f"{stem}.json")
+            if entry is None or not entry.is_regular or entry.stat.st_size <= MAX_READ_BYTES:
+                continue
             present_big.add(stem)
             if rt.redis.sadd(k.oversized, stem) and _publish_warning(
                 rt, agent, k.oversized, stem, "notification_store", "oversized_channel",

@@ -20,6 +20,7 @@ from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.memory import (
     Comparison,
     Snapshot,
+    checkpoint,
     compare,
     decode_checkpoint,
     encode_checkpoint,
@@ -178,6 +179,8 @@ def _commit(
         raise ScriptReplyError(f"memory_admit answered {admitted}")
     else:
         version = admitted.version
+    if str(version) == fields["version"]:
+        checkpoint.remember(fields, snapshot)
     return result(status, trigger, event_id=event_id or None,
                   checkpoint_version=version, observed_at=snapshot.observed_at)
 

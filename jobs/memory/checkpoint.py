@@ -151,6 +151,15 @@ def decode_checkpoint(fields: Mapping[bytes | str, bytes | str] | None) -> Check
     return state
 
 
+def remember(fields: Mapping[str, str], snapshot: Snapshot) -> None:
+    """Keep ``snapshot`` as the decoding of the checkpoint fields just written for it, so
+    the next read of the same fields (a turn's reconcile after its pre-turn observation)
+    decodes nothing. Fields read later are compared with these in full, as Redis
+    returns them (bytes); any difference decodes them as usual."""
+    text: Fields = {name: value.encode("utf-8") for name, value in fields.items()}
+    _keep(text["identity"], text, snapshot)
+
+
 def _keep(key: bytes | str, text: Fields, state: Snapshot) -> None:
     with _decoded_lock:
         _decoded.pop(key, None)

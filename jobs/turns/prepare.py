@@ -20,7 +20,7 @@ from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.inbox.items import read_items
 from tidings.jobs.inbox.text import render_inbox_text
 from tidings.jobs.memory import render_memory_entry
-from tidings.jobs.memory.admission import observe_memory, result
+from tidings.jobs.memory.admission import observe_memory
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.render import render_attention
 from tidings.store.jsonfmt import utc_stamp_ms
@@ -48,9 +48,10 @@ class PreTurn(Protocol):
         """``(memory result, attention lane)``; never raises."""
 
 
-def skipped(trigger: str) -> Result:
-    """M11/M50: the memory result of a turn that does not observe."""
-    return result("skipped", trigger)
+def skipped() -> Result:
+    """M11/M50, memory-inbox.md §9: ``Turn.memory`` of a turn that does not observe is
+    exactly ``{"status": "skipped"}``."""
+    return {"status": "skipped"}
 
 
 def safe_attention(rt: Runtime, agent: AgentRecord) -> Result:
@@ -67,7 +68,7 @@ def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Res
     attention render runs on a thread of its own while this one observes, so the turn
     waits for the longer of the two, not their sum (as the worker group does)."""
     if not observe:
-        return skipped("pre_turn"), safe_attention(rt, agent)
+        return skipped(), safe_attention(rt, agent)
     attention: list[Result] = []
     render = threading.Thread(target=lambda: attention.append(safe_attention(rt, agent)),
                               name=f"pre-turn-render {agent.agent_id}", daemon=True)

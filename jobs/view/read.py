@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,15 @@ from tidings.jobs.view import wake_mask
 from tidings.store.errors import TidingsError
 from tidings.store.files import MAX_READ_BYTES, DirView, Entry, directory, stat_key
 from tidings.store.jsonfmt import sha256_hex
+from tidings.store.listing import Listing
 from tidings.store.models import AgentRecord
 
 #: C22: attempts before an observation is marked unstable.
 COHERENT_ATTEMPTS = 3
 #: Cached content hashes kept per process.
 HASH_CACHE_SIZE = 65_536
+#: Listings whose allowed channel names are remembered (one per agent directory).
+LISTING_MEMO_SIZE = 16_384
 
 __all__ = [
     "NOTIFICATION_DIR", "FpEntry", "Observation", "coherent_read", "failed_read", "fingerprint",
@@ -87,19 +91,26 @@ def is_candidate(name: str) -> bool:
     return name.endswith(".json") and name not in NON_CHANNEL_FILES and not name.startswith(".")
 
 
-def _chosen(entries: list[Entry], allow: Allowlist, exclude: str | None) -> list[Entry]:
+@lru_cache(maxsize=LISTING_MEMO_SIZE)
+def _channel_names(listing: Listing, hook_channels: frozenset[str]) -> tuple[str, ...]:
+    """The allowed channel file names of a listing, sorted (memoised per listing: a
+    directory flooded with rogue names costs nothing while it is unchanged, C50)."""
+    allow = Allowlist(hook_channels)
+    return tuple(sorted(
+        name for name in listing.names
+        if name in listing.regular and is_candidate(name) and name[:-5] != DAEMON
+        and allow.allows(name[:-5])
+    ))
+
+
+def _chosen(view: DirView, allow: Allowlist, exclude: str | None) -> list[Entry]:
     """Allowed, regular channel files of at most 1 MiB, sorted by name (C19)."""
-    chosen = [
-        e
-        for e in entries
-        if is_candidate(e.name)
-        and e.is_regular
-        and e.stat.st_size <= MAX_READ_BYTES
-        and e.name[:-5] != exclude
-        and e.name[:-5] != DAEMON
-        and allow.allows(e.name[:-5])
-    ]
-    return sorted(chosen, key=lambda e: e.name)
+    chosen = []
+    for name in _channel_names(view.listing(), allow.hook_channels):
+        entry = view.entry(name) if name[:-5] != exclude else None
+        if entry is not None and entry.is_regular and entry.stat.st_size <= MAX_READ_BYTES:
+            chosen.append(entry)
+    return chosen
 
 
 def _known_sha(root: Path, name: str, st: os.stat_result) -> str | None:
@@ -125,7 +136,7 @@ def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> lis
     """C20 over the allowed channel files (minus ``exclude``) and the daemon aggregate."""
     fp: list[FpEntry] = []
     with directory(root, NOTIFICATION_DIR) as view:
-        for entry in _chosen(view.entries(), allow, exclude) if view is not None else []:
+        for entry in _chosen(view, allow, exclude) if view is not None else []:
             sha = _known_sha(root, entry.name, entry.stat)
             read = None if sha is not None else _read_entry(root, view, entry)
             if sha is not None:
@@ -144,7 +155,7 @@ def _snapshot(
     payloads: dict[str, Any] = {}
     seen: list[FpEntry] = []
     with directory(root, NOTIFICATION_DIR) as view:
-        for entry in _chosen(view.entries(), allow, exclude) if view is not None else []:
+        for entry in _chosen(view, allow, exclude) if view is not None else []:
             read = _read_entry(root, view, entry)
             if read is None:
                 continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import time
 import urllib.error
 import urllib.request
 
@@ -44,3 +46,10 @@ def test_non_loopback_with_token_answers_401_without_it(
     assert status_code(f"{base}/", {"Accept": "text/html"}) == 401
     assert status_code(f"{base}/api/status", {"Authorization": "Bearer wrong"}) == 401
     assert status_code(f"{base}/api/status", {"Authorization": "Bearer t0ken"}) == 200
+    events = urllib.request.Request(f"{base}/events", headers={"Authorization": "Bearer t0ken"})
+    with urllib.request.urlopen(events, timeout=10) as stream:
+        assert stream.readline().startswith(b"retry:")
+        started = time.monotonic()
+        # An open event stream does not hold the exit (uvicorn ends by re-raising SIGTERM).
+        assert web.stop(timeout=10) in (0, -signal.SIGTERM)
+    assert time.monotonic() - started < 8

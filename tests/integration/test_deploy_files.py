@@ -5,27 +5,30 @@ the systemd units run exactly the commands the tests run."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-import redis
 import yaml
 from honcho.environ import parse_procfile
 
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer, redis_binary
-from tidings.cli import build_parser
+from tidings.cli import build_parser, main
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 UNITS = DEPLOY / "systemd"
-#: Where the units expect the console script (a system-wide ``pip install``).
-UNIT_TIDINGS = "/usr/local/bin/tidings"
+#: Where the units expect the console script (the virtualenv of deploy/README.md).
+UNIT_TIDINGS = "/opt/tidings/venv/bin/tidings"
 #: Shell words that separate commands inside ``sh -c`` scripts.
 SHELL_SEPARATORS = {";", "&&", "||", "|", "do", "done", "then", "fi", "while", "true"}
 
@@ -85,7 +88,7 @@ def test_compose_file_has_the_services_and_settings_it_needs() -> None:
         if name != "redis":
             assert service["build"]["dockerfile"] == "deploy/Dockerfile"
             env = service["environment"]
-            assert env["TIDINGS_REDIS_URL"].startswith("redis://redis:")
+            assert urlsplit(env["TIDINGS_REDIS_URL"]).hostname == "redis"
             assert env["TIDINGS_HOST"]
     redis = services["redis"]
     conf_mount = next(v for v in redis["volumes"] if v.startswith("./redis.conf:"))
@@ -164,32 +167,187 @@ def test_redis_conf_turns_on_aof_every_second_and_explains_always() -> None:
     assert re.search(r"^#.*\balways\b", (DEPLOY / "redis.conf").read_text("utf-8"), re.M)
 
 
-@pytest.mark.redis_server
-def test_redis_server_accepts_the_shipped_conf(tmp_path: Path) -> None:
-    """The real validator: redis-server starts with deploy/redis.conf (port, bind and
-    data dir overridden for the test) and reports the durability settings."""
-    server = RedisServer(tmp_path)
-    server.process = subprocess.Popen(
-        [redis_binary(), str(DEPLOY / "redis.conf"),
-         "--port", str(server.port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
-         "--logfile", str(tmp_path / "redis.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+def acl_users() -> dict[str, list[str]]:
+    """``user NAME RULE...`` lines of deploy/redis.conf, by name."""
+    users = {}
+    for line in (DEPLOY / "redis.conf").read_text("utf-8").splitlines():
+        words = line.split()
+        if words[:1] == ["user"]:
+            users[words[1]] = words[2:]
+    return users
+
+
+def url_user(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    assert parts.username and parts.password, url
+    return parts.username, parts.password
+
+
+def env_file_url() -> str:
+    for line in (UNITS / "tidings.env").read_text("utf-8").splitlines():
+        if line.startswith("TIDINGS_REDIS_URL="):
+            return line.partition("=")[2]
+    raise AssertionError("tidings.env sets no TIDINGS_REDIS_URL")
+
+
+#: The ACL users the shipped files name: (user, password) of tidings and of the monitor.
+TIDINGS = url_user(env_file_url())
+MONITOR = url_user(compose()["x-urls"]["monitor-url"])
+
+
+def test_urls_in_compose_and_systemd_authenticate_as_acl_users() -> None:
+    """Issue 14, acceptance 1 (files half): every shipped URL names an enabled ACL user
+    with its password; anonymous access is off and protected mode stays on."""
+    users = acl_users()
+    assert redis_directives()["protected-mode"] == "yes"
+    default = users["default"]
+    assert "off" in default and "nopass" not in default and "resetpass" in default
+    urls = [env_file_url(), *compose()["x-urls"].values()]
+    spec = compose()
+    for name, service in spec["services"].items():
+        if name != "redis":
+            urls.append(service["environment"]["TIDINGS_REDIS_URL"])
+            check = service["healthcheck"]["test"]
+            urls.append(check[check.index("--redis-url") + 1])
+    for user, password in map(url_user, urls):
+        rules = users[user]
+        assert "on" in rules and f">{password}" in rules, (user, rules)
+    assert {url_user(u)[0] for u in urls} == {"tidings", "tidings-monitor"}
+    monitor = users["tidings-monitor"]
+    assert "-@all" in monitor and not any(r in monitor for r in ("+@all", "+@write"))
+    redis_check = " ".join(spec["services"]["redis"]["healthcheck"]["test"])
+    assert f"--user {MONITOR[0]} --pass {MONITOR[1]}" in redis_check
+
+
+def test_compose_has_health_checks_the_cli_accepts() -> None:
+    parser = build_parser()
+    for name, service in compose()["services"].items():
+        test = service["healthcheck"]["test"]
+        assert test[0] in ("CMD", "CMD-SHELL"), name
+        if name != "redis":
+            assert test[1] == "tidings", name
+            parser.parse_args(test[2:])
+        assert service.get("depends_on", {}).get("redis", {}).get("condition") in (
+            None, "service_healthy")
+
+
+def unit_settings(unit: str) -> dict[str, list[str]]:
+    """Every ``Key=value`` of a unit file (a key may repeat)."""
+    found: dict[str, list[str]] = {}
+    for line in (UNITS / unit).read_text("utf-8").splitlines():
+        if "=" in line and not line.startswith(("#", "[")):
+            key, _, value = line.partition("=")
+            found.setdefault(key, []).append(value)
+    return found
+
+
+@pytest.mark.parametrize("unit", ["tidings-worker@.service", "tidings-scheduler.service"])
+def test_units_notify_systemd_and_are_hardened(unit: str) -> None:
+    found = unit_settings(unit)
+    expected = {
+        "Type": ["notify"], "NotifyAccess": ["main"], "NoNewPrivileges": ["yes"],
+        "ProtectSystem": ["strict"], "PrivateTmp": ["yes"], "ProtectHome": ["yes"],
+        "Restart": ["on-failure"],
+    }
+    for key, value in expected.items():
+        assert found.get(key) == value, (unit, key, found.get(key))
+    assert int(found["WatchdogSec"][0]) > 0 and int(found["StartLimitBurst"][0]) > 0
+    # The workdirs the units write are the ones the deployment uses (Dockerfile, README).
+    assert "/srv/agents" in found["ReadWritePaths"][0].split()
+    assert found["ExecStart"][0].startswith(UNIT_TIDINGS + " ")
+
+
+class ShippedRedis:
+    """redis-server with deploy/redis.conf as it is: only ``port`` and ``dir`` changed."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = RedisServer(directory).port
+        self.out = (directory / "redis.out").open("wb")
+        self.process = subprocess.Popen(
+            [redis_binary(), str(DEPLOY / "redis.conf"), "--port", str(self.port),
+             "--dir", str(directory)],
+            stdout=self.out, stderr=subprocess.STDOUT,
+        )
+
+    def url(self, user: tuple[str, str]) -> str:
+        return f"redis://{user[0]}:{user[1]}@127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.out.close()
+
+
+#: A second loopback address: Redis's protected mode counts only 127.0.0.1 and ::1 as
+#: local, so a client from here is "remote" to it (a DENIED without ACL users), yet
+#: nothing leaves this machine and no root is needed.
+REMOTE_SOURCE = "127.0.0.2"
+
+
+def resp(port: int, *commands: tuple[str, ...]) -> list[bytes]:
+    """Send each command from :data:`REMOTE_SOURCE`, one reply line each."""
+    replies = []
+    with socket.create_connection((REMOTE_SOURCE, port), timeout=5,
+                                  source_address=(REMOTE_SOURCE, 0)) as sock:
+        stream = sock.makefile("rb")
+        for command in commands:
+            parts = [f"*{len(command)}\r\n".encode()]
+            for word in command:
+                data = word.encode()
+                parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+            sock.sendall(b"".join(parts))
+            replies.append(stream.readline().rstrip())
+    return replies
+
+
+@pytest.fixture
+def shipped(tmp_path: Path) -> Iterator[ShippedRedis]:
+    server = ShippedRedis(tmp_path)
     try:
 
         def answers() -> bool:
-            assert server.process is not None and server.process.poll() is None, \
-                (tmp_path / "redis.log").read_text("utf-8")
+            assert server.process.poll() is None, (tmp_path / "redis.out").read_text("utf-8")
             try:
-                with server.client() as c:
-                    return bool(c.ping())
-            except redis.ConnectionError:
+                return resp(server.port, ("PING",)) == [b"-NOAUTH Authentication required."]
+            except OSError:
                 return False
 
         wait_until(answers, timeout=10, what="redis-server with deploy/redis.conf")
-        with server.client(decode_responses=True) as c:
-            assert c.config_get("appendonly") == {"appendonly": "yes"}
-            assert c.config_get("appendfsync") == {"appendfsync": "everysec"}
-            assert c.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
+        yield server
     finally:
         server.stop()
+
+
+@pytest.mark.redis_server
+def test_shipped_redis_conf_takes_the_shipped_users_from_another_address(
+    shipped: ShippedRedis, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, acceptance 1: from a non-loopback address an anonymous client is refused
+    and the shipped credentials are accepted; tidings runs as the ``tidings`` user and
+    ``tidings status`` as the read-only user, which cannot write."""
+    assert resp(shipped.port, ("PING",), ("SET", "k", "v")) == [
+        b"-NOAUTH Authentication required.", b"-NOAUTH Authentication required."]
+    assert resp(shipped.port, ("AUTH", "default", ""))[0].startswith(b"-WRONGPASS")
+    assert resp(shipped.port, ("AUTH", *TIDINGS), ("PING",), ("SET", "k", "v")) == [
+        b"+OK", b"+PONG", b"+OK"]
+    monitor = resp(shipped.port, ("AUTH", *MONITOR), ("EXISTS", "k"), ("SET", "k", "w"))
+    assert monitor[:2] == [b"+OK", b":1"] and monitor[2].startswith(b"-NOPERM"), monitor
+    assert (tmp_path / "appendonlydir").is_dir()  # the AOF is on, as shipped
+
+    workdir = tmp_path / "agent"
+    workdir.mkdir()
+    tidings_url, monitor_url = shipped.url(TIDINGS), shipped.url(MONITOR)
+    assert main(["agents", "add", "--workdir", str(workdir), "--json",
+                 "--redis-url", tidings_url]) == 0
+    assert main(["publish", "system", "--event", "{}", "--inline", "--json",
+                 "--workdir", str(workdir), "--redis-url", tidings_url]) == 0
+    capsys.readouterr()
+    assert main(["status", "--json", "--redis-url", monitor_url]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert [a["agent_id"] for a in status["agents"]] != []

@@ -69,3 +69,29 @@ def test_import_beside_users_own_modules_that_raise(tmp_path: Path) -> None:
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_metadata_spdx_license_classifiers_urls_and_split_extras() -> None:
+    """Issue 14 (packaging): an SPDX ``license`` string, classifiers and project URLs;
+    linters in ``dev``, not in ``test``; a bounded setuptools build requirement."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    assert project["project"]["license"] == "MIT"
+    metadata = importlib.metadata.metadata("tidings")
+    assert metadata["License-Expression"] == "MIT"
+    classifiers = metadata.get_all("Classifier") or []
+    assert "Programming Language :: Python :: 3.11" in classifiers
+    assert {u.split(",")[0] for u in metadata.get_all("Project-URL") or []} >= {
+        "Homepage", "Source", "Issues"}
+    extras = project["project"]["optional-dependencies"]
+    names = {key: {Requirement(r).name for r in reqs} for key, reqs in extras.items()}
+    assert {"mypy", "ruff", "import-linter"} <= names["dev"]
+    assert not {"mypy", "ruff", "import-linter"} & names["test"]
+    (setuptools,) = [Requirement(r) for r in project["build-system"]["requires"]
+                     if Requirement(r).name == "setuptools"]
+    bounds = {spec.operator for spec in setuptools.specifier}
+    assert bounds == {">=", "<"}
+    assert "'.[dev,test" in (REPO / "Makefile").read_text("utf-8")

@@ -150,8 +150,9 @@ def test_broker_keys_map_to_their_queue(key: str, queue_name: str | None) -> Non
 
 
 def test_the_demo_ends_with_tidings_status(tmp_path: Path) -> None:
-    """``tidings demo``'s last chapter shows the status tables."""
-    assert CHAPTERS[-1] is status
+    """``tidings demo``'s operations chapters show the status tables, then the web console
+    (issue 16)."""
+    assert CHAPTERS[-2] is status
     out = io.StringIO()
     with tidings.connect("embedded", background=True, settings=Settings(host="demo-status")) as hub:
         tour = Tour(hub, hub.agent(tmp_path), tmp_path, Console(file=out, width=120))

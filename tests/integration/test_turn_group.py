@@ -62,7 +62,7 @@ def test_m43_group_and_inline_prepare_the_same_turn(hub: Hub, tmp_path: Path) ->
         assert agent.finish_turn(turn)["status"] == "ok"
         assert hub.redis.xlen(InboxKeys(agent.agent_id).wake_stream) == 0
         bridge = agent.prepare_turn("bridge")
-        assert isinstance(bridge, Turn) and bridge.memory["status"] == "skipped"
+        assert isinstance(bridge, Turn) and bridge.memory == {"status": "skipped"}  # §9
         agent.finish_turn(bridge)
     assert shapes[0] == shapes[1]
     assert shapes[0]["memory"] == ("changed", "pre_turn") and shapes[0]["items"] == 2

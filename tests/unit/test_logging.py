@@ -75,3 +75,29 @@ def test_configure_installs_one_stderr_handler_however_often_called() -> None:
         for handler in [h for h in root.handlers if isinstance(h, _logging._ProcessHandler)]:
             root.removeHandler(handler)
         root.setLevel(level)
+
+
+def test_log_level_setting_and_routine_apscheduler_lines_at_debug() -> None:
+    """api.md TIDINGS_LOG_LEVEL: routine per-tick scheduling lines are DEBUG."""
+    assert Settings(log_level="debug").log_level == "DEBUG"
+    with pytest.raises(ValueError):
+        Settings(log_level="LOUD")
+    tick = logging.LogRecord("apscheduler.executors.default", logging.INFO, __file__, 1,
+                             "Running job %s", ("sync",), None)
+    own = logging.LogRecord("tidings", logging.INFO, __file__, 1, "x", (), None)
+    assert not _logging.RoutineToDebug(logging.INFO).filter(tick)
+    assert tick.levelname == "DEBUG"
+    assert _logging.RoutineToDebug(logging.INFO).filter(own)
+    assert _logging.RoutineToDebug(logging.DEBUG).filter(tick)
+    assert not _logging.RoutineToDebug(logging.WARNING).filter(own)
+
+
+def test_event_fields_are_values_not_a_dict_repr(
+    captured: tuple[io.StringIO, logging.Handler],
+) -> None:
+    stream, handler = captured
+    handler.setFormatter(_logging.JsonFormatter("h1"))
+    log.event("flush_unsafe", channel="mcp.x", count=3)
+    entry = json.loads(stream.getvalue())
+    assert entry["message"] == "flush_unsafe"
+    assert entry["fields"] == {"channel": "mcp.x", "count": 3}

@@ -296,3 +296,11 @@ class TestRecovery:
         seen.append(states(rt, agent)[a])
         assert seen == ["pending", "processing", "deferred", "handled", "handled"]
         assert inbox.ignore(rt, agent.agent_id, a)["reason"] == "not_ignorable"
+
+
+@pytest.mark.parametrize("kind", ["bridge", "peer"])
+def test_memory_of_a_non_observing_turn_is_exactly_skipped(
+    rt: Runtime, agent: AgentRecord, kind: str
+) -> None:
+    """memory-inbox.md §9: ``Turn.memory`` is exactly ``{"status": "skipped"}``."""
+    assert prepare(rt, agent, kind)["memory"] == {"status": "skipped"}

@@ -234,3 +234,45 @@ def test_rates_are_ten_second_buckets(hub: Hub) -> None:
     assert len(series["events"]) == rates.WINDOW_SECONDS // rates.BUCKET_SECONDS
     assert series["events"][-1] == 3.0 and series["wakes"][-1] == 0.5
     assert sum(series["events"][:-1]) == 0
+
+
+def test_cli_lists_and_requeues_dead_letters(hub: Hub, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console's re-enqueue is the CLI's ``tidings dead requeue`` (same public call)."""
+    from tidings.cli import main
+
+    message_id = _dead_letter(hub, "tidings.host.h1")
+
+    class Shared:
+        def __enter__(self) -> Hub:
+            return hub
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr("tidings.cli.dead.open_hub", lambda args: Shared())
+    assert main(["dead", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["dead_letters"]
+    assert [d["message_id"] for d in listed] == [message_id]
+    assert main(["dead", "requeue", message_id, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "ok"
+    assert main(["dead", "requeue", message_id, "--json"]) == 1
+
+
+def test_the_demo_ends_with_the_console_url(tmp_path: Path) -> None:
+    """The demo's last chapter serves the console over the tour's store and prints its URL."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from tidings._demo import CHAPTERS
+    from tidings._demo_tour import Tour
+    from tidings._demo_web import web_console
+
+    assert CHAPTERS[-1] is web_console
+    out = io.StringIO()
+    with tidings.connect("embedded", background=False) as hub:
+        tour = Tour(hub, hub.agent(tmp_path, inline=True), tmp_path, Console(file=out, width=200))
+        web_console(tour)  # fails if the console does not show the agent
+    assert re.search(r"http://127\.0\.0\.1:\d+/", out.getvalue())

@@ -6,18 +6,20 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Generator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tidings._hub import Hub
 from tidings._hub import connect as connect_sync
 from tidings.aio._agent import AsyncAgent
-from tidings.scheduler.service import EventSink, SchedulerService
 from tidings.store.async_connection import async_client_for, async_client_like
 from tidings.store.clock import Clock
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import AsyncScripts
 from tidings.store.settings import RedisConfig, Settings
 from tidings.workers.turn_group_async import AsyncGroupPreTurn
+
+if TYPE_CHECKING:
+    from tidings.scheduler.service import EventSink, SchedulerService
 
 Result = dict[str, Any]
 

@@ -15,12 +15,24 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from tidings.cli import agents, demo, hooks, mcp, memory, processes, producers, status, tool, web
+from tidings.cli import (
+    agents,
+    dead,
+    demo,
+    hooks,
+    mcp,
+    memory,
+    processes,
+    producers,
+    status,
+    tool,
+    web,
+)
 from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, common_options, emit_error
 from tidings.store.errors import NoStoreError, TidingsError
 
 #: Subcommand modules; each has ``register(subparsers, common)``.
-COMMANDS = (processes, agents, producers, tool, hooks, memory, status, web, demo, mcp)
+COMMANDS = (processes, agents, producers, tool, hooks, memory, status, dead, web, demo, mcp)
 
 
 class _Version(argparse.Action):

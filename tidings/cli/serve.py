@@ -102,9 +102,9 @@ def scheduler(args: argparse.Namespace) -> int:
     client, _ = _client(s)
     service = SchedulerService(client, s, on_event=say)
     exporter = serve_metrics(s, client)
+    service.start()
     ready({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
            "holder": service.holder, "metrics_port": exporter.port if exporter else None})
-    service.start()
     try:
         run_until_stopped()
     finally:

@@ -17,6 +17,8 @@ from tidings.web.auth import is_loopback
 
 TOKEN_ENV = "TIDINGS_WEB_TOKEN"
 EXIT_USAGE = 2
+#: Seconds open event streams get to end when the console stops.
+GRACE_SECONDS = 3
 
 
 class StartError(Exception):
@@ -62,7 +64,8 @@ def serve(hub: Any, host: str, port: int, allow_actions: bool) -> int:
                      + "\n")
     sys.stdout.flush()
     log.event("web_started", level=20, host=host, port=bound, allow_actions=allow_actions)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+                            timeout_graceful_shutdown=GRACE_SECONDS)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
 
@@ -74,7 +77,8 @@ class Background:
         self.sock = bind(host, port)
         self.url = f"http://{host}:{self.sock.getsockname()[1]}/"
         config = uvicorn.Config(build_app(hub, loopback=is_loopback(host)), log_level="warning",
-                                lifespan="off", access_log=False)
+                                lifespan="off", access_log=False,
+                                timeout_graceful_shutdown=GRACE_SECONDS)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
                                        name="tidings-web", daemon=True)

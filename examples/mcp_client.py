@@ -1,0 +1,106 @@
+"""An MCP client (the SDK's ``ClientSession`` over stdio) talking to ``tidings mcp``.
+
+Starts ``tidings up`` (embedded store, worker and scheduler) for one agent, then
+``tidings mcp --workdir W`` as the client's stdio server: it checks, delays a
+channel, subscribes to ``tidings://attention`` and hears the update when a
+producer writes a channel file. Everything stays on this machine.
+
+    python examples/mcp_client.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+TIDINGS = str(Path(sys.executable).with_name("tidings"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def produce(workdir: Path) -> None:
+    """A producer that knows nothing of tidings: it writes a channel file atomically."""
+    folder = workdir / ".notification"
+    folder.mkdir(exist_ok=True)
+    (folder / ".mcp.ci.tmp").write_text(json.dumps({"header": "build 42 passed"}))
+    os.replace(folder / ".mcp.ci.tmp", folder / "mcp.ci.json")
+
+
+async def client(server: StdioServerParameters, workdir: Path) -> None:
+    updated = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.set()
+
+    async with stdio_client(server) as (read, write), ClientSession(
+            read, write, message_handler=on_message) as session:
+        await session.initialize()
+        print("tools:", [tool.name for tool in (await session.list_tools()).tools])
+        check = await session.call_tool("notification", {"action": "check"})
+        print("check:", check.structured_content)
+        delay = await session.call_tool("notification", {
+            "action": "delay", "input": {"channel": "mcp.lint", "seconds": 60}})
+        print("delay:", delay.structured_content)
+        with warnings.catch_warnings():  # resources/subscribe: the handshake era's way
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await session.subscribe_resource("tidings://attention")
+        produce(workdir)
+        with anyio.fail_after(10):
+            await updated.wait()
+        attention = await session.read_resource("tidings://attention")
+        live = json.loads(attention.contents[0].text)  # type: ignore[union-attr]
+        print("updated:", live["_meta"]["agent_meta"]["notifications"]["attention"])
+
+
+def wait_for_store(up: subprocess.Popen[bytes], port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and up.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("tidings up did not start")
+
+
+def main() -> None:
+    port = free_port()
+    with tempfile.TemporaryDirectory() as folder:
+        workdir = Path(folder)
+        env = {**os.environ, "TIDINGS_HOST": f"example-{port}"}
+        env.pop("TIDINGS_REDIS_URL", None)
+        up = subprocess.Popen([TIDINGS, "up", "--port", str(port), "--workdir", str(workdir)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for_store(up, port)
+            url = f"redis://127.0.0.1:{port}/0"
+            server = StdioServerParameters(
+                command=TIDINGS, args=["mcp", "--workdir", str(workdir), "--redis-url", url],
+                env={"TIDINGS_HOST": env["TIDINGS_HOST"]})
+            anyio.run(client, server, workdir)
+        finally:
+            up.terminate()
+            up.wait(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""``tidings dead``: dead letters (messages out of retries), and re-enqueueing one.
+
+The web console's re-enqueue action makes the same call (``hub.requeue_dead``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tidings.cli._common import emit, open_hub
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    d = subparsers.add_parser("dead", parents=[common],
+                              help="list dead letters; `dead requeue ID` enqueues one again")
+    sub = d.add_subparsers(dest="dead_command", metavar="ACTION")
+    d.set_defaults(handler=list_dead)
+    r = sub.add_parser("requeue", parents=[common], help="enqueue a dead letter again")
+    r.add_argument("message_id", help="the dead letter's id (from `tidings dead`)")
+    r.set_defaults(handler=requeue_dead)
+
+
+def list_dead(args: argparse.Namespace) -> int:
+    with open_hub(args) as hub:
+        return emit(args, {"status": "ok", "dead_letters": hub.dead_letters()})
+
+
+def requeue_dead(args: argparse.Namespace) -> int:
+    with open_hub(args) as hub:
+        return emit(args, hub.requeue_dead(args.message_id))
