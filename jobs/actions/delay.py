@@ -50,11 +50,11 @@ def alarm_plan(rt: Runtime, agent: AgentRecord) -> AlarmPlan | None:
     if state is None:
         return None
     now = rt.clock.now()
-    request_id = state.get("request_id")
-    if not isinstance(request_id, str) or not request_id:
+    request_id = state.request_id
+    if not request_id:
         return None
     if owes_alarm(state, now):
         return AlarmPlan("expire", request_id, now)
     if structural_problem(state, now) is None:
-        return AlarmPlan("add", request_id, float(state["deadline_epoch"]))
+        return AlarmPlan("add", request_id, state.deadline)
     return None

@@ -24,13 +24,13 @@ from tidings.jobs.channels.names import (
     not_allowlisted_message,
 )
 from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.delay.record import DelayState, is_int
 from tidings.jobs.delay.state import (
     ACTIVE,
     CANCELLED,
     LATEST_DEADLINE_AT,
     LATEST_DEADLINE_EPOCH,
     STATE_VERSION,
-    is_int,
     live_target,
     read_state,
     stats,
@@ -91,10 +91,10 @@ class _Step:
     touched: set[str] = field(default_factory=set)
 
 
-def _live_target(state: dict[str, Any] | None, now: float, allow: Allowlist) -> str | None:
+def _live_target(state: DelayState | None, now: float, allow: Allowlist) -> str | None:
     if state is None or structural_problem(state, now) is not None:
         return None
-    return state["target"] if allow.allows(state["target"]) else None
+    return state.target if allow.allows(state.target) else None
 
 
 def _new_state(channel: str, seconds: int, cap: int, now: float,
@@ -116,11 +116,10 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
     state = read_state(root).state
     now = rt.clock.now()
     if state is not None and delay_alarm.owes_alarm(state, now):
-        rid = state.get("request_id")
-        return _Step(overdue=True, overdue_id=rid if isinstance(rid, str) else None)
+        return _Step(overdue=True, overdue_id=state.request_id)
     live = _live_target(state, now, allow)
-    old_active = state is not None and state.get("status") == ACTIVE
-    old_id = state.get("request_id") if state is not None and old_active else None
+    old_active = state is not None and state.status == ACTIVE
+    old_id = state.request_id if state is not None and old_active else None
     step = _Step()
     if seconds > 0:
         if initial is None:  # request_delay takes the stats of every positive delay
@@ -134,7 +133,7 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
         if live is not None:
             step.result["replaced_channel"] = live
             step.touched.add(live)
-        if isinstance(old_id, str) and old_id:
+        if old_id:
             step.requests.append({"op": "remove", "request_id": old_id})
         step.requests.append({"op": "add", "agent_id": agent.agent_id,
                               "request_id": new["request_id"],
@@ -149,11 +148,11 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
     else:
         if state is None:  # a live target is read from a stored state
             raise ValueError("a live delay without a stored state")
-        write_state(root, {**state, "status": CANCELLED, "cancelled_at": utc_stamp(now)})
+        write_state(root, state.changed(status=CANCELLED, cancelled_at=utc_stamp(now)))
         step.touched.add(channel)
         step.result = {"status": "ok", "action": "cancelled", "channel": channel,
                        "cancelled": True}
-        step.requests.append({"op": "remove", "request_id": state["request_id"]})
+        step.requests.append({"op": "remove", "request_id": state.request_id})
     return step
 
 

@@ -18,12 +18,12 @@ from typing import Any
 
 from tidings.jobs import log, metrics
 from tidings.jobs.channels.names import DELAY_ALARM
+from tidings.jobs.delay.record import DelayState
 from tidings.jobs.delay.state import (
     ACTIVE,
     EXPIRING,
     PUBLISHED,
     is_due,
-    is_finite_number,
     read_state,
     stats,
     structural_problem,
@@ -75,15 +75,16 @@ def changed(initial: object, current: object) -> bool | None:
     return False
 
 
-def completion(state: dict[str, Any], now: float, current: dict[str, Any]) -> dict[str, Any]:
+def completion(state: DelayState, now: float, current: dict[str, Any]) -> dict[str, Any]:
     """D12, for a structurally valid due state."""
-    initial = state.get("initial")
-    initial = initial if isinstance(initial, dict) else dict(UNKNOWN_STATS)
+    if state.started_epoch is None:
+        raise ValueError("only a structurally valid state completes")
+    initial = state.initial if state.initial is not None else dict(UNKNOWN_STATS)
     return {
-        "request_id": state["request_id"],
-        "target": state["target"],
-        "requested_seconds": state["requested_seconds"],
-        "actual_seconds": round(max(0.0, now - state["started_epoch"]), 3),
+        "request_id": state.request_id,
+        "target": state.target,
+        "requested_seconds": state.requested_seconds,
+        "actual_seconds": round(max(0.0, now - state.started_epoch), 3),
         "expired_at": utc_stamp(now),
         "changed": changed(initial, current),
         "initial": initial,
@@ -130,17 +131,17 @@ class _Seen:
 def _look(root: Path, expected: str | None, now: float) -> _Seen | None:
     """D10: ``None`` (take no lock) unless the state may owe an alarm now."""
     state = read_state(root).state
-    if state is None or state.get("status") not in (ACTIVE, EXPIRING):
+    if state is None or state.status not in (ACTIVE, EXPIRING):
         return None
-    request_id = state.get("request_id")
+    request_id = state.raw.get("request_id")
     if expected is not None and request_id != expected:
         return None
-    if state["status"] == EXPIRING:
-        return _Seen(request_id, state.get("target"), None)
-    target, deadline = state.get("target"), state.get("deadline_epoch")
-    if not isinstance(target, str) or target == DELAY_ALARM:
+    if state.status == EXPIRING:
+        return _Seen(request_id, state.raw.get("target"), None)
+    target, deadline = state.target, state.deadline_epoch
+    if target is None or target == DELAY_ALARM:
         return None
-    if not is_finite_number(deadline) or deadline > now:
+    if deadline is None or deadline > now:
         return None
     return _Seen(request_id, target, stats(root, target))
 
@@ -153,27 +154,30 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
     """D11, holding the delay locks."""
     root = agent.root
     state = read_state(root).state
-    if state is None or state.get("status") not in (ACTIVE, EXPIRING):
+    if state is None or state.status not in (ACTIVE, EXPIRING):
         return False
-    if expected is not None and state.get("request_id") != expected:
+    if expected is not None and state.raw.get("request_id") != expected:
         return False
-    if state["status"] == ACTIVE:
+    if state.status == ACTIVE:
         now = rt.clock.now()
         if structural_problem(state, now) is not None or not is_due(state, now):
             return False
-        same = state["target"] == seen.target and state["request_id"] == seen.request_id
+        same = state.target == seen.target and state.request_id == seen.request_id
         current = seen.current if same and seen.current is not None else dict(UNKNOWN_STATS)
-        state = {**state, "status": EXPIRING, "completion": completion(state, now, current)}
-        write_state(root, state)
+        expiring = state.changed(status=EXPIRING, completion=completion(state, now, current))
+        write_state(root, expiring)
         faults.reach("expire.after_expiring")
-    elif not _complete(state.get("completion")):
+        state = DelayState.parse(expiring)
+    elif not _complete(state.completion):
         return False
-    done = state["completion"]
+    done = state.completion
+    if done is None:  # written just above, or found complete
+        return False
     atomic_write(root, ALARM_FILE, alarm_bytes(done))
-    deadline = state.get("deadline_epoch")
-    metrics.alarm_published(rt.clock.now() - deadline if is_finite_number(deadline) else 0.0)
+    deadline = state.deadline_epoch
+    metrics.alarm_published(rt.clock.now() - deadline if deadline is not None else 0.0)
     faults.reach("expire.after_alarm")
-    write_state(root, {**state, "status": PUBLISHED})
+    write_state(root, state.changed(status=PUBLISHED))
     log.event("notification_delay_alarm_published", level=logging.INFO,
               agent_id=agent.agent_id, request_id=done["request_id"], target=done["target"],
               changed=done["changed"])
@@ -194,10 +198,10 @@ def reconcile(rt: Runtime, agent: AgentRecord, expected: str | None = None) -> b
         return False
 
 
-def owes_alarm(state: dict[str, Any], now: float) -> bool:
+def owes_alarm(state: DelayState, now: float) -> bool:
     """Whether :func:`reconcile` would publish this state's alarm now (D4's "overdue")."""
-    if state.get("status") == EXPIRING:
-        return _complete(state.get("completion"))
+    if state.status == EXPIRING:
+        return _complete(state.completion)
     return structural_problem(state, now) is None and is_due(state, now)
 
 
@@ -210,7 +214,7 @@ def wake_deadline(root: Path, now: float) -> float | None:
         return None
     if owes_alarm(state, now):
         return 0.0
-    if state.get("status") != ACTIVE or structural_problem(state, now) is not None:
+    if state.status != ACTIVE or structural_problem(state, now) is not None:
         return None
-    deadline = float(state["deadline_epoch"])
+    deadline = state.deadline
     return deadline if deadline > now else None

@@ -8,18 +8,18 @@ an invalid one is reported once per distinct content per process.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal
 
 from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.channels.files import channel_file_stat
 from tidings.jobs.channels.names import DAEMON, DELAY_ALARM, name_error
 from tidings.jobs.daemon import view as daemon_view
+from tidings.jobs.delay.record import DelayState, is_int
 from tidings.jobs.runtime import Runtime
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact_sorted, sha256_hex
@@ -60,8 +60,15 @@ class StateRead:
     digest: str = ""
 
     @property
-    def state(self) -> dict[str, Any] | None:
-        """The parsed state when it is a JSON object."""
+    def state(self) -> DelayState | None:
+        """The state record when the file holds a JSON object (parsed once, typed)."""
+        if self.kind == "ok" and isinstance(self.value, dict):
+            return DelayState.parse(self.value)
+        return None
+
+    @property
+    def document(self) -> dict[str, Any] | None:
+        """The file's JSON object as read (for views that show it whole)."""
         return self.value if self.kind == "ok" and isinstance(self.value, dict) else None
 
 
@@ -84,28 +91,21 @@ def write_state(root: Path, state: dict[str, Any]) -> None:
     atomic_write(root, STATE_FILE, compact_sorted(state).encode("utf-8"))
 
 
-def is_int(value: object) -> TypeGuard[int]:
-    """An integer that is not a boolean."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_finite_number(value: object) -> TypeGuard[float]:
-    """A finite int or float that is not a boolean."""
-    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
-
-
-def _seconds_problem(state: dict[str, Any]) -> str | None:
-    requested, cap = state.get("requested_seconds"), state.get("max_seconds")
-    if not (is_int(requested) and is_int(cap) and requested >= 1 and cap >= 1):
+def _seconds_problem(state: DelayState) -> str | None:
+    requested, cap = state.requested_seconds, state.max_seconds
+    if requested is None or cap is None or requested < 1 or cap < 1:
         return "requested_seconds and max_seconds must be integers >= 1"
     if requested > cap:
         return "requested_seconds exceeds max_seconds"
     return None
 
 
-def _time_problem(state: dict[str, Any], now: float) -> str | None:
-    started, deadline = state.get("started_epoch"), state.get("deadline_epoch")
-    if not (is_finite_number(started) and is_finite_number(deadline)):
+def _time_problem(state: DelayState, now: float) -> str | None:
+    started, deadline = state.started_epoch, state.deadline_epoch
+    requested, most = state.requested_seconds, state.max_seconds
+    if requested is None or most is None:  # checked before, by structural_problem
+        return "requested_seconds and max_seconds must be integers"
+    if started is None or deadline is None:
         return "started_epoch and deadline_epoch must be finite numbers"
     if started > now + START_SKEW_SECONDS:
         return "started_epoch lies in the future"
@@ -114,33 +114,30 @@ def _time_problem(state: dict[str, Any], now: float) -> str | None:
     duration = deadline - started
     if duration < 0:
         return "deadline_epoch precedes started_epoch"
-    if duration > state["max_seconds"] + DURATION_TOLERANCE:
+    if duration > most + DURATION_TOLERANCE:
         return "deadline_epoch exceeds max_seconds"
-    if abs(duration - state["requested_seconds"]) > DURATION_TOLERANCE:
+    if abs(duration - requested) > DURATION_TOLERANCE:
         return "deadline_epoch does not match requested_seconds"
     return None
 
 
-def structural_problem(state: object, now: float) -> str | None:
+def structural_problem(state: DelayState, now: float) -> str | None:
     """D8's checks of an ``active`` state except "not yet due" and "currently allowed"."""
-    if not isinstance(state, dict):
-        return "state is not a JSON object"
-    if not (is_int(state.get("version")) and state["version"] == STATE_VERSION):
+    if state.version != STATE_VERSION:
         return "unsupported version"
-    if state.get("status") != ACTIVE:
+    if state.status != ACTIVE:
         return "status is not active"
-    target = state.get("target")
-    if not isinstance(target, str) or target == DELAY_ALARM or name_error(target) is not None:
+    target = state.target
+    if target is None or target == DELAY_ALARM or name_error(target) is not None:
         return "target is not a delayable channel name"
-    request_id = state.get("request_id")
-    if not isinstance(request_id, str) or not request_id:
+    if not state.request_id:
         return "request_id must be a non-empty string"
     return _seconds_problem(state) or _time_problem(state, now)
 
 
-def is_due(state: dict[str, Any], now: float) -> bool:
+def is_due(state: DelayState, now: float) -> bool:
     """A structurally valid active state whose deadline has passed."""
-    return bool(state["deadline_epoch"] <= now)
+    return state.deadline <= now
 
 
 def invalid_reason(read: StateRead, now: float) -> str | None:
@@ -152,12 +149,11 @@ def invalid_reason(read: StateRead, now: float) -> str | None:
         return f"unreadable ({read.digest})"
     if read.kind == "malformed":
         return "malformed JSON"
-    state = read.value
-    if not isinstance(state, dict):
+    state = read.state
+    if state is None:
         return "state is not a JSON object"
-    if state.get("status") in (EXPIRING, PUBLISHED, CANCELLED):
-        version = state.get("version")
-        return None if is_int(version) and version == STATE_VERSION else "unsupported version"
+    if state.status in (EXPIRING, PUBLISHED, CANCELLED):
+        return None if state.version == STATE_VERSION else "unsupported version"
     return structural_problem(state, now)
 
 
@@ -198,10 +194,9 @@ def live_target(rt: Runtime, agent: AgentRecord, allow: Allowlist) -> str | None
     if state is None or structural_problem(state, now) is not None:
         report_invalid(agent.root, agent.agent_id, read, now)
         return None
-    if state["deadline_epoch"] <= now or not allow.allows(state["target"]):
+    if state.deadline <= now or not allow.allows(state.target):
         return None
-    target: str = state["target"]
-    return target
+    return state.target
 
 
 def stats(root: Path, channel: str) -> dict[str, Any]:

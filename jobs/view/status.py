@@ -37,10 +37,11 @@ def delay_from_state(root: Path, now: float) -> tuple[dict[str, Any] | None, boo
     state = read_state(root).state
     if state is None:
         return None, False
-    if structural_problem(state, now) is not None or state["deadline_epoch"] <= now:
+    if (structural_problem(state, now) is not None or state.deadline <= now
+            or state.request_id is None):
         return None, owes_alarm(state, now)
-    live = delay_figure(state["request_id"], float(state["deadline_epoch"]), now,
-                        target=state["target"], source="state_file")
+    live = delay_figure(state.request_id, state.deadline, now,
+                        target=state.target, source="state_file")
     return live, False
 
 

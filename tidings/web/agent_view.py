@@ -120,7 +120,7 @@ def agent_page(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
         "files_here": root.is_dir(), "stable": obs.stable, "read_error": obs.error,
         "channels": channel_rows(every, obs.delayed),
         "lane": lane, "overflow": overflow if isinstance(overflow, dict) else None,
-        "delay_state": read_state(root).state if root.is_dir() else None,
+        "delay_state": read_state(root).document if root.is_dir() else None,
         "live_delay": live, "alarm_overdue": overdue,
         "alarm": every.get(DELAY_ALARM),
         "inbox": inbox_items.projection(rt, agent.agent_id, INBOX_ITEMS),
