@@ -109,7 +109,11 @@ class SyncTicker:
                     self.watcher.retry_unwatched()
                 else:
                     self._full_reason = changes.reason or self._full_reason
+            # A full scan sent now reads every agent after this moment: the fresh ones
+            # need no visit of their own (changed ones keep theirs: a scan takes long).
             visit = self._carried | changes.changed | changes.unwatched
+            if not sent_full:
+                visit |= changes.fresh
             visit.update(replies.text(m) for m in due)
             self._carried = set()
             sent: list[str] = []

@@ -15,8 +15,8 @@ found through a watch on its parent. An agent with no watch (limit reached, no
 parent, any other refusal) is *unwatched*: the tick visits it every time, and the
 watcher retries it at every full scan. Reaching the watch limit also asks for one
 full scan at once (events of agents being re-watched may be lost). A newly
-watched agent counts as changed once, which covers writes made before its watch
-existed.
+watched agent is *fresh*: visited once (unless a full scan starts at that tick
+anyway), which covers writes made before its watch existed.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ class Changes:
 
     #: Agents whose watched directories saw an event since the last :meth:`Watcher.take`.
     changed: frozenset[str]
+    #: Agents watched since the last take (registered, or watchable again): visited
+    #: once, unless a full scan starts now anyway.
+    fresh: frozenset[str]
     #: Agents without watches: visited every tick.
     unwatched: frozenset[str]
     #: Events were lost (overflow) or the watcher failed: visit every agent now.
@@ -72,6 +75,7 @@ class Watcher:
         self._owners: dict[int, dict[str, str]] = {}  # wd -> agent id -> role
         self._wds: dict[str, list[int]] = {}
         self._changed: set[str] = set()
+        self._fresh: set[str] = set()
         self._unwatched: set[str] = set()
         self._full_reason = ""
         self._limit_warned = False
@@ -88,29 +92,31 @@ class Watcher:
                 self._unwatch(agent_id)
                 del self._agents[agent_id]
                 self._changed.discard(agent_id)
+                self._fresh.discard(agent_id)
                 self._unwatched.discard(agent_id)
             for agent_id, workdir in workdirs.items():
                 root = Path(workdir)
                 if self._agents.get(agent_id) != root:
                     self._agents[agent_id] = root
-                    self._watch(agent_id)
+                    self._watch(agent_id, self._fresh)
             self._report_unwatched()
 
     def retry_unwatched(self) -> None:
         """Try again to watch the agents without watches (at every full scan)."""
         with self._lock:
             for agent_id in list(self._unwatched):
-                self._watch(agent_id)
+                self._watch(agent_id, self._fresh)
             self._report_unwatched()
 
     def take(self) -> Changes:
         """The changes since the last call (the changed set starts afresh)."""
         with self._lock:
             changed, self._changed = frozenset(self._changed), set()
+            fresh, self._fresh = frozenset(self._fresh - changed), set()
             reason, self._full_reason = self._full_reason, ""
             if not self._thread.is_alive() and not self._closed.is_set():
                 reason = "watcher_error"
-            return Changes(changed, frozenset(self._unwatched), bool(reason), reason)
+            return Changes(changed, fresh, frozenset(self._unwatched), bool(reason), reason)
 
     @property
     def watches(self) -> int:
@@ -128,10 +134,10 @@ class Watcher:
         self._owners.setdefault(wd, {})[agent_id] = role
         self._wds.setdefault(agent_id, []).append(wd)
 
-    def _watch(self, agent_id: str) -> None:
+    def _watch(self, agent_id: str, mark: set[str]) -> None:
         self._unwatch(agent_id)
         root = self._agents[agent_id]
-        self._changed.add(agent_id)
+        mark.add(agent_id)
         try:
             if root.is_dir():
                 self._add(agent_id, root, WORKDIR)
@@ -212,7 +218,7 @@ class Watcher:
                     if self._reshapes(role, event):
                         rewatch.add(agent_id)
         for agent_id in rewatch & self._agents.keys():
-            self._watch(agent_id)
+            self._watch(agent_id, self._changed)
         if rewatch:
             self._report_unwatched()
 
