@@ -147,7 +147,8 @@ class MetricsAddressError(TidingsError):
 
 
 def _start(settings: Settings, registry: CollectorRegistry) -> MetricsServer:
-    assert settings.metrics_port is not None
+    if settings.metrics_port is None:
+        raise ValueError("serving metrics needs TIDINGS_METRICS_PORT")
     try:
         return MetricsServer(settings.metrics_host, settings.metrics_port, registry)
     except OSError as exc:
