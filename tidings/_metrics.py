@@ -148,6 +148,7 @@ def serve_metrics(settings: Settings, redis: Any) -> MetricsServer | None:
 
 def serve_pool_metrics(settings: Settings, directory: Path, redis: Any = None) -> MetricsServer:
     """The sum of what ``--processes N`` children recorded under ``directory``."""
-    assert settings.metrics_port is not None
+    if settings.metrics_port is None:
+        raise ValueError("pool metrics need TIDINGS_METRICS_PORT")
     registry = children_registry(directory)
     return MetricsServer(settings.metrics_host, settings.metrics_port, _served(registry, redis))
