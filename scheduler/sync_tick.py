@@ -142,7 +142,8 @@ class SyncTicker:
     def _refresh(self, version: int) -> None:
         """Watch exactly the agents registered on this host now (C27: registration and
         removal while running)."""
-        assert self.watcher is not None
+        if self.watcher is None:  # only a watching tick refreshes
+            return
         records = AgentRegistry(self.redis).on_host(self.host)
         self.watcher.set_agents({r.agent_id: r.workdir for r in records})
         self._version = version

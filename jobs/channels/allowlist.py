@@ -14,10 +14,10 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tidings.jobs import log
-from tidings.jobs.channels.names import BUILTIN_CHANNELS, MCP_PREFIX, RESERVED_STEMS, name_error
+from tidings.jobs.channels.manifests import Manifest
+from tidings.jobs.channels.names import BUILTIN_CHANNELS, MCP_PREFIX, name_error
 from tidings.jobs.runtime import Runtime
 from tidings.store.files import safe_read, stat_key
 from tidings.store.jsonread import Malformed, loads_or, parse
@@ -32,7 +32,7 @@ HOOKS_FILE = ".notification/hooks.json"
 class RegistryLoad:
     """A registry read: the manifests, or why it could not be loaded (C38)."""
 
-    manifests: tuple[dict[str, Any], ...] = ()
+    manifests: tuple[Manifest, ...] = ()
     error: str | None = None
 
 
@@ -48,14 +48,11 @@ def load_registry(root: Path) -> RegistryLoad:
     value = parsed.value
     if not isinstance(value, list):
         return RegistryLoad()
-    return RegistryLoad(tuple(item for item in value if isinstance(item, dict)))
+    return RegistryLoad(tuple(Manifest.parse(item) for item in value if isinstance(item, dict)))
 
 
-def _hook_channel(manifest: dict[str, Any]) -> str | None:
-    channel = manifest.get("channel")
-    if isinstance(channel, str) and name_error(channel) is None and channel not in RESERVED_STEMS:
-        return channel
-    return None
+def _hook_channel(manifest: Manifest) -> str | None:
+    return manifest.hook_channel
 
 
 @dataclass(frozen=True)

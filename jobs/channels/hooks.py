@@ -13,6 +13,7 @@ from typing import Any
 
 from tidings.jobs.channels import allowlist, names
 from tidings.jobs.channels.envelope import error
+from tidings.jobs.channels.manifests import Manifest
 from tidings.jobs.runtime import Runtime
 from tidings.store import locks
 from tidings.store.errors import LockTimeout, UnsafePathError
@@ -102,25 +103,24 @@ def normalise(fields: dict[str, Any]) -> dict[str, Any]:
     return ordered
 
 
-def _holder(manifests: list[dict[str, Any]], channel: str, skip: str | None) -> str | None:
+def _holder(manifests: list[Manifest], channel: str, skip: str | None) -> str | None:
     for manifest in manifests:
-        if manifest.get("channel") == channel and manifest.get("name") != skip:
-            holder = manifest.get("name")
-            return holder if isinstance(holder, str) else ""
+        if manifest.channel == channel and manifest.name != skip:
+            return manifest.name if manifest.name is not None else ""
     return None
 
 
-def _index(manifests: list[dict[str, Any]], name: str) -> int | None:
-    return next((i for i, m in enumerate(manifests) if m.get("name") == name), None)
+def _index(manifests: list[Manifest], name: str) -> int | None:
+    return next((i for i, m in enumerate(manifests) if m.name == name), None)
 
 
 class _Full(Exception):
     pass
 
 
-def _write(agent: AgentRecord, manifests: list[dict[str, Any]]) -> None:
+def _write(agent: AgentRecord, manifests: list[Manifest]) -> None:
     if manifests:
-        data = compact(manifests).encode("utf-8")
+        data = compact([m.document() for m in manifests]).encode("utf-8")
         if len(data) > MAX_REGISTRY_BYTES:
             raise _Full(f"hooks.json would be {len(data)} bytes; the limit is 1 MiB")
         atomic_write(agent.root, allowlist.HOOKS_FILE, data)
@@ -128,7 +128,7 @@ def _write(agent: AgentRecord, manifests: list[dict[str, Any]]) -> None:
         remove_file(agent.root, allowlist.HOOKS_FILE)
 
 
-Mutation = Callable[[list[dict[str, Any]]], tuple[Result, list[dict[str, Any]] | None]]
+Mutation = Callable[[list[Manifest]], tuple[Result, list[Manifest] | None]]
 
 
 def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> Result:
@@ -167,7 +167,7 @@ def _unblock(rt: Runtime, agent: AgentRecord, channel: str) -> None:
 def add(rt: Runtime, agent: AgentRecord, fields: dict[str, Any]) -> Result:
     """C40 ``add``."""
 
-    def change(manifests: list[dict[str, Any]]) -> tuple[Result, list[dict[str, Any]] | None]:
+    def change(manifests: list[Manifest]) -> tuple[Result, list[Manifest] | None]:
         try:
             manifest = normalise(fields)
         except _Invalid as exc:
@@ -179,7 +179,8 @@ def add(rt: Runtime, agent: AgentRecord, fields: dict[str, Any]) -> Result:
         if holder is not None:
             return error("channel_in_use", f"channel {channel!r} belongs to hook {holder!r}",
                          channel=channel, name=holder), None
-        return {"status": "ok", "reason": "added", "name": name}, [*manifests, manifest]
+        return ({"status": "ok", "reason": "added", "name": name},
+                [*manifests, Manifest.parse(manifest)])
 
     result = _mutate(rt, agent, change)
     if result.get("reason") == "added":
@@ -192,7 +193,7 @@ def list_hooks(rt: Runtime, agent: AgentRecord) -> Result:
     loaded = allowlist.load_registry(agent.root)
     if loaded.error is not None:
         return load_failed(loaded.error)
-    return {"status": "ok", "hooks": [dict(m) for m in loaded.manifests]}
+    return {"status": "ok", "hooks": [m.document() for m in loaded.manifests]}
 
 
 def _name_problem(name: object) -> Result | None:
@@ -215,28 +216,28 @@ def edit(rt: Runtime, agent: AgentRecord, name: object, fields: dict[str, Any]) 
     changes = {k: v for k, v in fields.items() if v is not None}
     new_channel: list[str] = []
 
-    def change(manifests: list[dict[str, Any]]) -> tuple[Result, list[dict[str, Any]] | None]:
-        if problem is not None:
-            return problem, None
-        assert isinstance(name, str)
+    def change(manifests: list[Manifest]) -> tuple[Result, list[Manifest] | None]:
+        if problem is not None or not isinstance(name, str):
+            return problem or error("invalid_manifest", "name must be a non-empty string"), None
         at = _index(manifests, name)
         if at is None:
             return error("not_found", f"no hook named {name!r}", name=name), None
         if not changes:
             return {"status": "ok", "reason": "no_change", "name": name}, None
-        known = {k: v for k, v in manifests[at].items() if k in MANIFEST_FIELDS}
+        stored = manifests[at].raw
+        known = {k: v for k, v in stored.items() if k in MANIFEST_FIELDS}
         try:
             manifest = normalise({**known, **changes})
         except _Invalid as exc:
             return error("invalid_manifest", str(exc), name=name), None
         # Fields an outside writer added are kept as they were.
-        manifest.update((k, v) for k, v in manifests[at].items() if k not in MANIFEST_FIELDS)
+        manifest.update((k, v) for k, v in stored.items() if k not in MANIFEST_FIELDS)
         holder = _holder(manifests, manifest["channel"], name)
         if holder is not None:
             return error("channel_in_use", f"channel {manifest['channel']!r} belongs to hook "
                          f"{holder!r}", channel=manifest["channel"], name=holder), None
         new_channel.append(manifest["channel"])
-        updated = [*manifests[:at], manifest, *manifests[at + 1:]]
+        updated = [*manifests[:at], Manifest.parse(manifest), *manifests[at + 1:]]
         return {"status": "ok", "reason": "edited", "name": name}, updated
 
     result = _mutate(rt, agent, change)
@@ -249,7 +250,7 @@ def drop(rt: Runtime, agent: AgentRecord, name: object) -> Result:
     """C40 ``drop``: revokes the channel; never stops the hook's process."""
     problem = _name_problem(name)
 
-    def change(manifests: list[dict[str, Any]]) -> tuple[Result, list[dict[str, Any]] | None]:
+    def change(manifests: list[Manifest]) -> tuple[Result, list[Manifest] | None]:
         if problem is not None:
             return problem, None
         at = _index(manifests, str(name))

@@ -15,7 +15,7 @@ from tidings.jobs.channels.envelope import DEFAULT_ICON, MAX_ENVELOPE_BYTES
 from tidings.jobs.channels.names import SYSTEM
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.jsonread import MAX_DEPTH, loads_or
-from tidings.store.models import MAX_RETAINED, MIN_RETAINED, AgentRecord
+from tidings.store.models import AgentRecord
 
 #: C12: the retained-event bound when nothing else sets one.
 DEFAULT_RETAINED = 20
@@ -41,10 +41,8 @@ def retained_bound(agent: AgentRecord, channel: str) -> int:
     if channel == SYSTEM:
         return DEFAULT_RETAINED
     for manifest in load_registry(agent.root).manifests:
-        n = manifest.get("max_events")
-        if (manifest.get("channel") == channel and isinstance(n, int)
-                and not isinstance(n, bool) and MIN_RETAINED <= n <= MAX_RETAINED):
-            return n
+        if manifest.channel == channel and manifest.max_events is not None:
+            return manifest.max_events
     return agent.max_events.get(channel, DEFAULT_RETAINED)
 
 

@@ -111,7 +111,6 @@ def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
     if not is_event_id(event_id):
         return error("not_found", "no such item (an event id is 32 hex digits)",
                      event_id=event_id)
-    assert isinstance(event_id, str)
     now = rt.clock.now()
     ignored = inbox_scripts.ignore(
         rt.scripts, agent_id, event_id=event_id, now_iso=utc_stamp_ms(now),

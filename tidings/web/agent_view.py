@@ -125,7 +125,7 @@ def agent_page(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
         "alarm": every.get(DELAY_ALARM),
         "inbox": inbox_items.projection(rt, agent.agent_id, INBOX_ITEMS),
         "checkpoint": checkpoint_view(checkpoint),
-        "hooks": [dict(m) for m in hooks.manifests], "hooks_error": hooks.error,
+        "hooks": [m.document() for m in hooks.manifests], "hooks_error": hooks.error,
         "hooks_loaded": state.loaded,
         "blocked": sorted(map(replies.text, blocked)),
         "oversized": sorted(map(replies.text, oversized)),
