@@ -46,9 +46,7 @@ async def wait_for_wake(
         entries = [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]] \
             if reply else []
         if entries:
-            chosen = _choose(entries)
-            assert chosen is not None  # the newest entry is never superseded
-            wake_id, entry = chosen
+            wake_id, entry = _choose(entries)
             if await wake_scripts.advance_cursor_async(scripts, agent_id, expected=cursor,
                                                        cursor=wake_id):
                 return {**entry, "wake_id": wake_id}
