@@ -39,14 +39,15 @@ def count(redis: Any, kind: str, amount: int, now: float) -> None:
 
 def series(redis: Any, now: float, kinds: Sequence[str] = KINDS,
            window: int = WINDOW_SECONDS) -> dict[str, list[float]]:
-    """Per kind, the rate (per second) of each complete bucket of the last ``window``
-    seconds, oldest first (one ``MGET``)."""
-    last = int(now // BUCKET_SECONDS) - 1
-    buckets = list(range(last - window // BUCKET_SECONDS + 1, last + 1))
+    """Per kind, the rate (per second) of each bucket of the last ``window`` seconds, oldest
+    first, ending with the current bucket's rate so far (one ``MGET``)."""
+    current = int(now // BUCKET_SECONDS)
+    buckets = list(range(current - window // BUCKET_SECONDS, current + 1))
+    elapsed = max(now - current * BUCKET_SECONDS, 1.0)
     names = [key(kind, b) for kind in kinds for b in buckets]
     values = redis.mget(names)
     out: dict[str, list[float]] = {}
     for i, kind in enumerate(kinds):
-        chunk = values[i * len(buckets): (i + 1) * len(buckets)]
-        out[kind] = [int(v or 0) / BUCKET_SECONDS for v in chunk]
+        chunk = [int(v or 0) for v in values[i * len(buckets): (i + 1) * len(buckets)]]
+        out[kind] = [n / BUCKET_SECONDS for n in chunk[:-1]] + [chunk[-1] / elapsed]
     return out

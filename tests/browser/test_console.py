@@ -102,6 +102,10 @@ def test_overview_shows_the_hosts_queue(stack: Stack, browser: Any) -> None:
     wait_until(lambda: "live" in text_of(browser, "#live"), timeout=5, what="live updates")
     wait_until(lambda: text_of(browser, "#hosts tbody tr td:nth-child(2)") == "1", timeout=12,
                what="the up process's worker counted")
+    for n in range(30):
+        stack.agent.publish_event("mcp.burst", {"text": f"burst {n}"}, wait=n == 29)
+    wait_until(lambda: "events/s" in (t := text_of(browser, ".card.chart")) and "now 0.0" not in t,
+               timeout=5, what="the events/s chart to move")
     browser.save_screenshot(str(screenshot_dir() / "overview.png"))
 
 

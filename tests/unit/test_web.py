@@ -226,14 +226,14 @@ def _record(tmp_path: Path, agent_id: str, host: str = "h1") -> Any:
 
 
 def test_rates_are_ten_second_buckets(hub: Hub) -> None:
-    now = 1_790_000_000.0
-    rates.count(hub.redis, rates.EVENTS, 30, now - 5)  # the last complete bucket
-    rates.count(hub.redis, rates.WAKES, 5, now - 5)
-    rates.count(hub.redis, rates.EVENTS, 7, now)  # the current one, not charted yet
+    now = 1_790_000_004.0  # 4 s into a bucket
+    rates.count(hub.redis, rates.EVENTS, 30, now - 10)  # the last complete bucket
+    rates.count(hub.redis, rates.WAKES, 5, now - 10)
+    rates.count(hub.redis, rates.EVENTS, 8, now)  # the current one, so far
     series = rates.series(hub.redis, now)
-    assert len(series["events"]) == rates.WINDOW_SECONDS // rates.BUCKET_SECONDS
-    assert series["events"][-1] == 3.0 and series["wakes"][-1] == 0.5
-    assert sum(series["events"][:-1]) == 0
+    assert len(series["events"]) == rates.WINDOW_SECONDS // rates.BUCKET_SECONDS + 1
+    assert series["events"][-2:] == [3.0, 2.0] and series["wakes"][-2:] == [0.5, 0.0]
+    assert sum(series["events"][:-2]) == 0
 
 
 def test_cli_lists_and_requeues_dead_letters(hub: Hub, capsys: pytest.CaptureFixture[str],
