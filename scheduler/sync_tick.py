@@ -123,7 +123,7 @@ class SyncTicker:
                     self._send(sent)
                 else:
                     self._carried = visit
-            if sent:
+            if sent or sent_full:
                 log.event("notification_sync_planned", logging.DEBUG, host=self.host,
                           full=sent_full, changed=len(sent), unwatched=len(changes.unwatched))
             return {"full": sent_full, "changed": sent}
