@@ -11,6 +11,7 @@ import re
 import secrets
 import threading
 import time
+from typing import TypeGuard
 
 #: An inbox event id.
 EVENT_ID_RE = re.compile(r"[0-9a-f]{32}")
@@ -45,5 +46,5 @@ def new_uuid7() -> str:
         return _compose(ms, random)
 
 
-def is_event_id(value: object) -> bool:
+def is_event_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and EVENT_ID_RE.fullmatch(value) is not None

@@ -123,7 +123,7 @@ class SyncTicker:
                     self._send(sent)
                 else:
                     self._carried = visit
-            if sent:
+            if sent or sent_full:
                 log.event("notification_sync_planned", logging.DEBUG, host=self.host,
                           full=sent_full, changed=len(sent), unwatched=len(changes.unwatched))
             return {"full": sent_full, "changed": sent}
@@ -142,7 +142,8 @@ class SyncTicker:
     def _refresh(self, version: int) -> None:
         """Watch exactly the agents registered on this host now (C27: registration and
         removal while running)."""
-        assert self.watcher is not None
+        if self.watcher is None:  # only a watching tick refreshes
+            return
         records = AgentRegistry(self.redis).on_host(self.host)
         self.watcher.set_agents({r.agent_id: r.workdir for r in records})
         self._version = version

@@ -39,9 +39,11 @@ class Parsed:
 
 @dataclass(frozen=True)
 class Malformed:
-    """Why bytes are not a usable JSON value; ``reason`` is machine-readable."""
+    """Why bytes (or call input) are not a usable JSON value; ``reason`` is machine-readable:
+    files ``not_utf8``, ``invalid_json``, ``too_deep``, ``too_large``; call input
+    ``too_deep``, ``not_unicode``, ``not_json``, ``too_large``."""
 
-    reason: str  # "not_utf8" | "invalid_json" | "too_deep" | "too_large"
+    reason: str
     message: str
 
 

@@ -101,8 +101,8 @@ def wake(tour: Tour) -> None:
              "sync tick notices the new fingerprint and appends a wake signal.")
     _write_directly(tour, "mcp.watch.json", {"header": "1 new issue", "data": {"id": 42}})
     signal = tour.agent.wait_for_wake(5)
-    tour.expect(signal is not None, "wait_for_wake returned the signal")
-    assert signal is not None
+    if signal is None:
+        raise AssertionError("wait_for_wake returned the signal")
     attention = signal["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
     tour.expect("mcp.watch" in attention, "the stamped check carries the new channel")
     tour.show("agent.wait_for_wake(5)", {

@@ -68,8 +68,8 @@ def memory_inbox(tour: Tour) -> None:
         tour.expect(not _inbox_wakes_after(tour, wake_stream, last_wake),
                     "memory events never wake")
         turn = again.prepare_turn()
-        tour.expect(isinstance(turn, Turn), "the turn is prepared")
-        assert isinstance(turn, Turn)
+        if not isinstance(turn, Turn):
+            raise AssertionError("the turn is prepared")
         tour.expect("MEMORY.md" in turn.inbox_text, "the event names the file")
         tour.show("turn.inbox_text (goes under the next turn message)", turn.inbox_text)
         [entry] = turn.inbox[0]["payload"]["changes"]["worktree"]

@@ -27,6 +27,7 @@ from tidings._status import status
 from tidings.jobs import log
 from tidings.jobs.metrics import REGISTRY
 from tidings.store.clock import SystemClock
+from tidings.store.errors import TidingsError
 from tidings.store.settings import Settings
 from tidings.workers.metrics import MetricsServer, children_registry
 
@@ -139,15 +140,31 @@ class _Forward(Collector):
         return iter(self._registry.collect())
 
 
+class MetricsAddressError(TidingsError):
+    """The metrics server cannot bind its address (in use, or not this machine's)."""
+
+    default_reason = "metrics_address_unavailable"
+
+
+def _start(settings: Settings, registry: CollectorRegistry) -> MetricsServer:
+    if settings.metrics_port is None:
+        raise ValueError("serving metrics needs TIDINGS_METRICS_PORT")
+    try:
+        return MetricsServer(settings.metrics_host, settings.metrics_port, registry)
+    except OSError as exc:
+        raise MetricsAddressError(
+            f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port} "
+            f"({exc.strerror}); change TIDINGS_METRICS_PORT or TIDINGS_METRICS_HOST"
+        ) from None
+
+
 def serve_metrics(settings: Settings, redis: Any) -> MetricsServer | None:
     """This process's metrics on ``TIDINGS_METRICS_HOST:TIDINGS_METRICS_PORT`` (unset: off)."""
     if settings.metrics_port is None:
         return None
-    return MetricsServer(settings.metrics_host, settings.metrics_port, _served(REGISTRY, redis))
+    return _start(settings, _served(REGISTRY, redis))
 
 
 def serve_pool_metrics(settings: Settings, directory: Path, redis: Any = None) -> MetricsServer:
     """The sum of what ``--processes N`` children recorded under ``directory``."""
-    assert settings.metrics_port is not None
-    registry = children_registry(directory)
-    return MetricsServer(settings.metrics_host, settings.metrics_port, _served(registry, redis))
+    return _start(settings, _served(children_registry(directory), redis))

@@ -114,8 +114,11 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
         agent_id, channel = message["args"][0], message["args"][1]
         agent = registry.get(agent_id)
         reason = dead_letter.reason_of(message.get("options", {}).get("traceback"))
-        if agent is None:
-            log.event(dead_letter.DEAD_EVENT, agent_id=agent_id, channel=channel, reason=reason)
+        if agent is None or not os.path.isdir(agent.workdir):
+            # No agent here, or a workdir still moving in: not a channel that can never
+            # flush, so the tick's stranded-buffer sweep keeps restarting it (C15).
+            log.event(dead_letter.DEAD_EVENT, agent_id=agent_id, channel=channel, reason=reason,
+                      marked=False)
             return
         dead_letter.dead_letter(rt, agent, channel, reason, retries.get("retries"))
 

@@ -35,3 +35,10 @@ class HostWorker:
     def stop(self) -> None:
         self.worker.stop()
         self.broker.close()
+
+    def problem(self) -> str | None:
+        """``None`` while every consumer and worker thread runs, else which one stopped
+        (the process then exits non-zero and its service manager restarts it)."""
+        threads = [*self.worker.consumers.values(), *self.worker.workers]
+        dead = [t.name for t in threads if not t.is_alive()]
+        return f"worker threads stopped: {', '.join(dead)}" if dead else None

@@ -71,7 +71,6 @@ def _invalid(
         return f"{DELAY_ALARM} cannot be delayed"
     if not is_int(seconds):
         return "seconds must be an integer"
-    assert isinstance(seconds, int)
     if not 0 <= seconds <= cap:
         return f"seconds must be between 0 and {cap}"
     if now + seconds > LATEST_DEADLINE_EPOCH:
@@ -123,7 +122,8 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
     old_id = state.request_id if state is not None and old_active else None
     step = _Step()
     if seconds > 0:
-        assert initial is not None
+        if initial is None:  # request_delay takes the stats of every positive delay
+            raise ValueError("a delay needs the channel's stats at the request")
         new = _new_state(channel, seconds, cap, now, initial)
         write_state(root, new)
         step.touched.add(channel)
@@ -146,7 +146,8 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
                              f"the live delay is on {live!r}, not {channel!r}",
                              channel=channel, active_channel=live)
     else:
-        assert state is not None
+        if state is None:  # a live target is read from a stored state
+            raise ValueError("a live delay without a stored state")
         write_state(root, state.changed(status=CANCELLED, cancelled_at=utc_stamp(now)))
         step.touched.add(channel)
         step.result = {"status": "ok", "action": "cancelled", "channel": channel,
@@ -201,10 +202,9 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
     cap = limits.delay_cap(log_invalid=True)
     allow = allowlist(rt, agent)
     problem = _invalid(channel, seconds, cap, allow, rt.clock.now())
-    if problem is not None:
-        return _error("invalid_delay", problem,
+    if problem is not None or not isinstance(channel, str) or not is_int(seconds):
+        return _error("invalid_delay", problem or "channel and seconds are required",
                       channel=channel if isinstance(channel, str) else None)
-    assert isinstance(channel, str) and isinstance(seconds, int)
     published = delay_alarm.reconcile(rt, agent)
     initial = stats(agent.root, channel) if seconds > 0 else None
     step = _Step()
@@ -223,5 +223,6 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
         return _error("delay_expiry_recovery_pending",
                       "an overdue delay's alarm could not be published yet; try again",
                       channel=channel)
-    assert step.result is not None
+    if step.result is None:  # every attempt that is not overdue sets a result
+        raise ValueError("the delay step ended without a result")
     return step.result

@@ -59,9 +59,8 @@ def _pre_checks(
 ) -> Result | None:
     """C35 steps 1-5."""
     problem = check_channel(rt, agent, channel)
-    if problem is not None:
-        return problem
-    assert isinstance(channel, str)
+    if problem is not None or not isinstance(channel, str):
+        return problem or error("invalid_channel", "channel must be a string", channel=channel)
     if channel in ACK_REQUIRED and (not isinstance(reason, str) or not reason.strip()):
         return error("missing_ack_reason", f"dismissing {channel} needs a reason (the ack)",
                      channel=channel)
@@ -161,8 +160,7 @@ def _events_in_file(target: _Target, force: bool, match: Callable[[Any], bool]) 
     kept = [event for event in events if not match(event)]
     removed = len(events) - len(kept)
     if removed:
-        if kept:
-            assert isinstance(data, dict)
+        if kept and isinstance(data, dict):  # events were found, so data is an object
             data["events"] = kept
             summarise(mirror, channel)
             encoded = compact(mirror).encode("utf-8")
@@ -241,9 +239,8 @@ def dismiss_channel(
     if channel is None:
         return error("missing_channel", "dismiss_channel needs a channel")
     problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=False)
-    if problem is not None:
-        return problem
-    assert isinstance(channel, str)
+    if problem is not None or not isinstance(channel, str):
+        return problem or error("invalid_channel", "channel must be a string", channel=channel)
     result = _locked(rt, agent, channel, _flag(force), None)
     if result.get("status") == "ok" and isinstance(reason, str):
         result["reason"] = reason
@@ -258,9 +255,8 @@ def _targeted(
         return error(f"missing_{field}", f"{field} must be a non-empty string")
     channel = names.SYSTEM if channel is None else channel
     problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=True)
-    if problem is not None:
-        return problem
-    assert isinstance(channel, str)
+    if problem is not None or not isinstance(channel, str):
+        return problem or error("invalid_channel", "channel must be a string", channel=channel)
 
     def match(event: Any) -> bool:
         return isinstance(event, dict) and event.get(field) == value

@@ -109,8 +109,14 @@ def peek_registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
     if loaded.error is None:
         channels = frozenset(c for c in map(_hook_channel, loaded.manifests) if c is not None)
         return RegistryState(channels, loaded=True)
-    raw = rt.redis.get(AgentKeys(agent.agent_id).hook_channels)
-    return RegistryState(frozenset(json.loads(raw)) if raw else frozenset(), loaded=False)
+    return RegistryState(_last_loaded(rt, agent), loaded=False)
+
+
+def _last_loaded(rt: Runtime, agent: AgentRecord) -> frozenset[str]:
+    """C41: the agent's last loaded hook channels (in Redis; none if never loaded)."""
+    last = loads_or(rt.redis.get(AgentKeys(agent.agent_id).hook_channels), [])
+    return frozenset(c for c in last if isinstance(c, str)) if isinstance(last, list) else (
+        frozenset())
 
 
 def registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
@@ -126,10 +132,7 @@ def registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
     if loaded.error is not None:
         # Logged once per registry state; the last good set stands in meanwhile.
         log.event("notification_hook_registry_error", agent_id=agent.agent_id, error=loaded.error)
-        raw = rt.redis.get(redis_key)
-        last = loads_or(raw, [])
-        kept = frozenset(c for c in last if isinstance(c, str)) if isinstance(last, list) else None
-        state = RegistryState(kept or frozenset(), loaded=False)
+        state = RegistryState(_last_loaded(rt, agent), loaded=False)
     else:
         channels = frozenset(c for c in map(_hook_channel, loaded.manifests) if c is not None)
         encoded = json.dumps(sorted(channels))

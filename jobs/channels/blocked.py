@@ -152,9 +152,8 @@ def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: 
     blocked: tuple[str, ...] = ()
     with directory(agent.root, NOTIFICATION_DIR) as view:
         blocked, allowed = _flaggable(view.listing(), allow.hook_channels) if view else ((), ())
-        for stem in allowed:
-            assert view is not None
-            entry = view.entry(f"{stem}.json")
+        for stem in allowed:  # only a listed directory allows any
+            entry = view.entry(f"{stem}.json") if view else None
             if entry is None or not entry.is_regular or entry.stat.st_size <= MAX_READ_BYTES:
                 continue
             present_big.add(stem)

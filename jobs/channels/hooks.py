@@ -217,9 +217,8 @@ def edit(rt: Runtime, agent: AgentRecord, name: object, fields: dict[str, Any]) 
     new_channel: list[str] = []
 
     def change(manifests: list[Manifest]) -> tuple[Result, list[Manifest] | None]:
-        if problem is not None:
-            return problem, None
-        assert isinstance(name, str)
+        if problem is not None or not isinstance(name, str):
+            return problem or error("invalid_manifest", "name must be a non-empty string"), None
         at = _index(manifests, name)
         if at is None:
             return error("not_found", f"no hook named {name!r}", name=name), None

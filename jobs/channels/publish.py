@@ -33,9 +33,8 @@ Result = dict[str, Any]
 def check_channel(rt: Runtime, agent: AgentRecord, channel: object) -> Result | None:
     """C6: ``invalid_channel`` unless the channel is allowed for this agent."""
     problem = names.name_error(channel)
-    if problem is not None:
-        return error("invalid_channel", problem, channel=channel)
-    assert isinstance(channel, str)
+    if problem is not None or not isinstance(channel, str):
+        return error("invalid_channel", problem or "channel must be a string", channel=channel)
     if not allowlist.allowlist(rt, agent).allows(channel):
         return error("invalid_channel", names.not_allowlisted_message(channel), channel=channel)
     return None
@@ -98,9 +97,8 @@ def publish_event(
         return error("reserved_channel", "delay-alarm is published by tidings only",
                      channel=channel)
     problem = check_event(event, priority, idempotency_key)
-    if problem is not None:
-        return problem
-    assert isinstance(event, dict)
+    if problem is not None or not isinstance(event, dict):
+        return problem or error("invalid_event", "event must be a JSON object")
     problem = _unsafe(agent, channel)
     if problem is not None:
         return problem

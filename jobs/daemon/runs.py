@@ -173,13 +173,12 @@ def publish_daemon_event(
     so the result is final (``flushed: true``) whatever ``wait`` says.
     """
     problem = names.name_error(daemon_id, "daemon_id")
-    if problem is not None:
-        return error("invalid_daemon_id", problem, daemon_id=daemon_id)
-    assert isinstance(daemon_id, str)
+    if problem is not None or not isinstance(daemon_id, str):
+        return error("invalid_daemon_id", problem or "daemon_id must be a string",
+                     daemon_id=daemon_id)
     invalid = check_event(event, priority, None)
-    if invalid is not None:
-        return invalid
-    assert isinstance(event, dict)
+    if invalid is not None or not isinstance(event, dict):
+        return invalid or error("invalid_event", "event must be a JSON object")
     if is_symlink(agent.root, mini_file(f"{daemon_id}.json")):
         return error("unsafe_path", ".notification/daemon or the mini-file is a symlink",
                      daemon_id=daemon_id)

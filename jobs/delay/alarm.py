@@ -70,15 +70,15 @@ def changed(initial: object, current: object) -> bool | None:
         return None
     if i != c:
         return True
-    if i:
-        assert isinstance(initial, dict) and isinstance(current, dict)
+    if i and isinstance(initial, dict) and isinstance(current, dict):  # both present
         return initial.get("sha256") != current.get("sha256")
     return False
 
 
 def completion(state: DelayState, now: float, current: dict[str, Any]) -> dict[str, Any]:
     """D12, for a structurally valid due state."""
-    assert state.started_epoch is not None
+    if state.started_epoch is None:
+        raise ValueError("only a structurally valid state completes")
     initial = state.initial if state.initial is not None else dict(UNKNOWN_STATS)
     return {
         "request_id": state.request_id,
@@ -171,7 +171,8 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
     elif not _complete(state.completion):
         return False
     done = state.completion
-    assert done is not None
+    if done is None:  # written just above, or found complete
+        return False
     atomic_write(root, ALARM_FILE, alarm_bytes(done))
     deadline = state.deadline_epoch
     metrics.alarm_published(rt.clock.now() - deadline if deadline is not None else 0.0)

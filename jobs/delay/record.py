@@ -79,5 +79,6 @@ class DelayState:
     @property
     def deadline(self) -> float:
         """The deadline of a state D8 found structurally valid."""
-        assert self.deadline_epoch is not None
+        if self.deadline_epoch is None:
+            raise ValueError("a delay state without deadline_epoch has no deadline")
         return float(self.deadline_epoch)

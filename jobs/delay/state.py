@@ -102,7 +102,9 @@ def _seconds_problem(state: DelayState) -> str | None:
 
 def _time_problem(state: DelayState, now: float) -> str | None:
     started, deadline = state.started_epoch, state.deadline_epoch
-    assert state.requested_seconds is not None and state.max_seconds is not None
+    requested, most = state.requested_seconds, state.max_seconds
+    if requested is None or most is None:  # checked before, by structural_problem
+        return "requested_seconds and max_seconds must be integers"
     if started is None or deadline is None:
         return "started_epoch and deadline_epoch must be finite numbers"
     if started > now + START_SKEW_SECONDS:
@@ -112,9 +114,9 @@ def _time_problem(state: DelayState, now: float) -> str | None:
     duration = deadline - started
     if duration < 0:
         return "deadline_epoch precedes started_epoch"
-    if duration > state.max_seconds + DURATION_TOLERANCE:
+    if duration > most + DURATION_TOLERANCE:
         return "deadline_epoch exceeds max_seconds"
-    if abs(duration - state.requested_seconds) > DURATION_TOLERANCE:
+    if abs(duration - requested) > DURATION_TOLERANCE:
         return "deadline_epoch does not match requested_seconds"
     return None
 

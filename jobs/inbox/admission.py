@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_uuid7
@@ -111,7 +111,6 @@ def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
     if not is_event_id(event_id):
         return error("not_found", "no such item (an event id is 32 hex digits)",
                      event_id=event_id)
-    assert isinstance(event_id, str)
     now = rt.clock.now()
     ignored = inbox_scripts.ignore(
         rt.scripts, agent_id, event_id=event_id, now_iso=utc_stamp_ms(now),
@@ -127,7 +126,15 @@ def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
             "changed": ignored.outcome == "ok"}
 
 
-def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> Result:
+class Recovery(TypedDict):
+    """M51's outcome: the items made retryable or needs-repair, and the turn closed."""
+
+    retryable: list[str]
+    needs_repair: list[str]
+    closed_turn: str | None
+
+
+def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> Recovery:
     """M51: running items become retryable (needs-repair after a marked side effect)
     and the open turn is closed. With ``expired_turn``, only if that turn still holds
     the slot past its lease (M43 step 1). Idempotent."""

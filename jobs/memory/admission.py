@@ -104,24 +104,26 @@ def _attempt(
     reconcile: bool,
 ) -> Result | None:
     """One read-observe-commit round; ``None`` on a checkpoint conflict."""
-    assert agent.memory_repo is not None
+    repo = agent.memory_repo
+    if repo is None:  # _guarded answered before the lock
+        return result("unavailable", trigger, reason="not_configured")
     raw = rt.redis.hgetall(InboxKeys(agent.agent_id).checkpoint)
     read_version = replies.text(raw.get(b"version", b""))
     state = decode_checkpoint(raw) if raw else None
     if isinstance(state, TooNew):
         return result("error", trigger, reason="checkpoint_too_new")
-    observed = observe(agent.memory_repo, state if isinstance(state, Snapshot) else None,
+    observed = observe(repo, state if isinstance(state, Snapshot) else None,
                        now=rt.clock.now(), threads=rt.settings.memory_observe_threads)
     if observed.status != "ok" or observed.snapshot is None:
         return result(observed.status, trigger, reason=observed.reason or observed.status)
     snapshot = observed.snapshot
-    comparison = compare(state, snapshot, agent.memory_repo)
+    comparison = compare(state, snapshot, repo)
     if comparison.kind == "unchanged":
         return result("unchanged", trigger, checkpoint_version=_version(read_version),
                       observed_at=snapshot.observed_at)
     content = None
     if comparison.kind == "changed":
-        content = _content(rt, comparison, trigger, owned, reconcile, agent.memory_repo)
+        content = _content(rt, comparison, trigger, owned, reconcile, repo)
     status = {"baseline": "baseline", "refresh": "unchanged"}.get(comparison.kind, "absorbed")
     if content is not None:
         status = "changed"

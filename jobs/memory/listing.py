@@ -153,7 +153,8 @@ def _diff_under(index: pygit2.Index, under: list[bytes]) -> pygit2.Diff:
     options.pathspec.count = len(names)
     out = ffi.new("git_diff **")
     repo = index._repo
-    assert repo is not None  # privateindex binds every index it loads
+    if repo is None:  # privateindex binds every index it loads
+        raise ValueError("the index is not bound to a repository")
     check_error(C.git_diff_index_to_workdir(out, repo._repo, index._index, options))
     diff: pygit2.Diff = pygit2.Diff.from_c(bytes(ffi.buffer(out)[:]), repo)
     return diff

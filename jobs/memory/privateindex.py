@@ -24,8 +24,10 @@ entry's id and mode are the repository index's own.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -70,6 +72,7 @@ def _private_dir() -> str:
     with _copies_lock:
         if _directory is None or not os.path.isdir(_directory):
             _directory = tempfile.mkdtemp(prefix="tidings-index-")
+            atexit.register(shutil.rmtree, _directory, True)  # a cache of this process only
         return _directory
 
 

@@ -87,28 +87,27 @@ def finish_turn(
     side_effects: object = False, ignored: object = (), owned: object = None,
 ) -> Result:
     """M46: validate, reconcile (M48-M50), mark the claimed items, release the slot."""
-    ignored_ids = _ignored_list(ignored)
-    problem = owned_problem(owned)
+    # The checks in order; the first problem answers.
     if not is_event_id(turn_id):
-        problem = "turn must be a Turn or its turn_id"
-    elif not isinstance(ok, bool) or not isinstance(side_effects, bool):
-        problem = "ok and side_effects must be true or false"
-    elif ignored_ids is None:
-        problem = "ignored must be a list of event ids"
-    if problem is not None:
-        return error("invalid_input", problem)
-    assert isinstance(turn_id, str) and ignored_ids is not None
+        return error("invalid_input", "turn must be a Turn or its turn_id")
+    if not isinstance(ok, bool) or not isinstance(side_effects, bool):
+        return error("invalid_input", "ok and side_effects must be true or false")
+    ignored_ids = _ignored_list(ignored)
+    if ignored_ids is None:
+        return error("invalid_input", "ignored must be a list of event ids")
+    problem = owned_problem(owned)
+    if problem is not None or not (owned is None or isinstance(owned, Mapping)):
+        return error("invalid_input", problem or "owned must be an object")
     record = _turn(rt, agent.agent_id, turn_id)
     gone = _gone(rt, record, turn_id)
     if gone is not None:
         return gone
     if record["kind"] in OBSERVING_KINDS and record["memory_status"] in RECORDED:
-        assert owned is None or isinstance(owned, Mapping)
         memory = reconcile(rt, agent, owned)
     else:
         memory = result("skipped", "finish_turn")  # M50: the checkpoint is not touched
     faults.reach("finish.after_reconcile")
-    return _settle(rt, agent.agent_id, turn_id, record, ok is True, side_effects is True,
+    return _settle(rt, agent.agent_id, turn_id, record, ok, side_effects,
                    ignored_ids, memory)
 
 
@@ -142,7 +141,6 @@ def mark_side_effect(rt: Runtime, agent: AgentRecord, turn_id: object) -> Result
     """M47: stamp ``side_effect_started_at`` on the turn and its running items."""
     if not is_event_id(turn_id):
         return error("invalid_input", "turn must be a Turn or its turn_id")
-    assert isinstance(turn_id, str)
     now = rt.clock.now()
     marked = turn_scripts.mark_side_effect(rt.scripts, agent.agent_id, turn_id=turn_id,
                                            now_ms=int(now * 1000), now_iso=utc_stamp_ms(now))

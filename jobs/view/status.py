@@ -37,9 +37,9 @@ def delay_from_state(root: Path, now: float) -> tuple[dict[str, Any] | None, boo
     state = read_state(root).state
     if state is None:
         return None, False
-    if structural_problem(state, now) is not None or state.deadline <= now:
+    if (structural_problem(state, now) is not None or state.deadline <= now
+            or state.request_id is None):
         return None, owes_alarm(state, now)
-    assert state.request_id is not None
     live = delay_figure(state.request_id, state.deadline, now,
                         target=state.target, source="state_file")
     return live, False

@@ -55,15 +55,16 @@ def _decode(fields: dict[Any, Any]) -> Entry:
     return decoded
 
 
-def _choose(entries: list[tuple[str, Entry]]) -> tuple[str, Entry] | None:
-    """The oldest unconsumed entry, skipping a notification that a newer one supersedes."""
-    for position, (wake_id, entry) in enumerate(entries):
+def _choose(entries: list[tuple[str, Entry]]) -> tuple[str, Entry]:
+    """The oldest unconsumed of the (non-empty) ``entries``, skipping a notification that
+    a newer one supersedes; the newest entry is never superseded."""
+    for position, (wake_id, entry) in enumerate(entries[:-1]):
         superseded = entry.get("kind") == NOTIFICATION_KIND and any(
             later.get("kind") == NOTIFICATION_KIND for _, later in entries[position + 1:]
         )
         if not superseded:
             return wake_id, entry
-    return None
+    return entries[-1]
 
 
 def _check_timeout(timeout: object) -> float:
@@ -92,9 +93,7 @@ def try_consume(rt: Runtime, agent: AgentRecord) -> Entry | None:
         entries = _unconsumed(rt, k, cursor)
         if not entries:
             return None
-        chosen = _choose(entries)
-        assert chosen is not None  # the newest entry is never superseded
-        wake_id, entry = chosen
+        wake_id, entry = _choose(entries)
         if wake_scripts.advance_cursor(rt.scripts, agent.agent_id, expected=cursor,
                                        cursor=wake_id):
             return {**entry, "wake_id": wake_id}

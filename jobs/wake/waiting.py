@@ -24,50 +24,34 @@ from tidings.store.scripts import AsyncScripts
 from tidings.store.scripts import wake as wake_scripts
 
 
-async def _unconsumed(aredis: Any, k: AgentKeys, cursor: str) -> list[tuple[str, Entry]]:
-    reply = await aredis.xread({k.wake_stream: cursor or "0-0"}, count=STREAM_MAXLEN * 2)
-    if not reply:
-        return []
-    return [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]]
-
-
-async def try_consume(aredis: Any, scripts: AsyncScripts, agent_id: str) -> Entry | None:
-    """One non-blocking attempt: the chosen entry with ``wake_id``, cursor advanced."""
-    k = AgentKeys(agent_id)
-    while True:
-        raw = await aredis.get(k.wake_cursor)
-        cursor = _text(raw) if raw is not None else ""
-        entries = await _unconsumed(aredis, k, cursor)
-        if not entries:
-            return None
-        chosen = _choose(entries)
-        assert chosen is not None  # the newest entry is never superseded
-        wake_id, entry = chosen
-        if await wake_scripts.advance_cursor_async(scripts, agent_id, expected=cursor,
-                                                   cursor=wake_id):
-            return {**entry, "wake_id": wake_id}
-
-
 async def wait_for_wake(
     aredis: Any, scripts: AsyncScripts, agent_id: str, timeout: object
 ) -> Entry | None:
-    """C26: the oldest unconsumed wake signal, awaiting up to ``timeout`` seconds."""
+    """C26: the oldest unconsumed wake signal, awaiting up to ``timeout`` seconds.
+
+    One read serves both the look and the wait: ``XREAD BLOCK`` from the cursor
+    returns at once when entries are there, else on the first one appended, so a
+    wake costs a cursor read, that read and the cursor script.
+    """
     seconds = _check_timeout(timeout)
     k = AgentKeys(agent_id)
     deadline = time.monotonic() + seconds
     while True:
-        found = await try_consume(aredis, scripts, agent_id)
-        if found is not None:
-            return found
-        remaining_ms = int((deadline - time.monotonic()) * 1000)
-        if remaining_ms <= 0:
-            return None
-        # From the cursor, not the stream's end: an entry appended since the attempt
-        # above returns at once instead of being waited past.
         raw = await aredis.get(k.wake_cursor)
-        since = _text(raw) if raw is not None else "0-0"
-        await aredis.xread({k.wake_stream: since}, count=1,
-                           block=max(1, min(remaining_ms, BLOCK_SLICE_MS)))
+        cursor = _text(raw) if raw is not None else ""
+        remaining_ms = int((deadline - time.monotonic()) * 1000)
+        block = max(1, min(remaining_ms, BLOCK_SLICE_MS)) if remaining_ms > 0 else None
+        reply = await aredis.xread({k.wake_stream: cursor or "0-0"}, count=STREAM_MAXLEN * 2,
+                                   block=block)
+        entries = [(_text(wake_id), _decode(fields)) for wake_id, fields in reply[0][1]] \
+            if reply else []
+        if entries:
+            wake_id, entry = _choose(entries)
+            if await wake_scripts.advance_cursor_async(scripts, agent_id, expected=cursor,
+                                                       cursor=wake_id):
+                return {**entry, "wake_id": wake_id}
+        elif block is None or time.monotonic() >= deadline:
+            return None  # the read above waited out the rest of the timeout
 
 
 async def latest_id(aredis: Any, agent_id: str) -> str:

@@ -6,6 +6,7 @@ placeholder while ``check`` stamps it."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -106,3 +107,19 @@ def test_rediss_to_a_plain_server_fails_within_the_connect_timeout(
     assert elapsed < 6.0, elapsed
     done = run_cli(["status", "--json"], {**e2e_env, "TIDINGS_REDIS_URL": url}, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_a_busy_metrics_port_exits_2_naming_the_setting(
+    redis_server: RedisServer, e2e_env: dict[str, str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url,
+               "TIDINGS_METRICS_PORT": str(port)}
+        done = run_cli(["worker"], env, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = [ln for ln in done.stderr.splitlines() if ln.startswith("tidings:")]
+    assert str(port) in line and "TIDINGS_METRICS_PORT" in line

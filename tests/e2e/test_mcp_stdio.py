@@ -113,3 +113,50 @@ def test_unregistered_agent_is_refused_clearly(redis_server: RedisServer,
     assert done.returncode == 1
     assert done.stdout == ""
     assert "tidings agents add --workdir" in done.stderr and "unknown_agent" in done.stderr
+
+
+async def http_run(url: str) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        assert sorted(t.name for t in listed.tools) == ["inbox", "inbox_ignore", "notification"]
+        check = await session.call_tool("notification", {"action": "check"})
+        assert not check.is_error and structured(check) == check_placeholder()
+        bogus = await session.call_tool("notification", {"action": "explode"})
+        assert bogus.is_error
+
+
+def test_http_transport_serves_the_same_on_loopback(
+    redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
+    import socket
+    import subprocess
+
+    from tests.support.polling import wait_until
+    from tests.support.redis_server import free_port
+
+    env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url}
+    with tidings.connect(redis_server.url,
+                         settings=tidings.Settings(host=env["TIDINGS_HOST"])) as hub:
+        hub.agent(tmp_path)
+    port = free_port()
+
+    def listening() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    with (tmp_path / "http.stderr").open("w") as errlog:
+        server = subprocess.Popen([TIDINGS, "mcp", "--workdir", str(tmp_path), "--transport",
+                                   "http", "--port", str(port)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=errlog)
+        try:
+            wait_until(listening, timeout=60, what="tidings mcp --transport http")
+            anyio.run(http_run, f"http://127.0.0.1:{port}/mcp")
+        finally:
+            server.terminate()
+            server.wait(30)

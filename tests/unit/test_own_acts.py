@@ -52,13 +52,14 @@ def wakes(rt: Runtime, agent: AgentRecord) -> list[Any]:
 
 @contextmanager
 def ticking(rt: Runtime, agent: AgentRecord) -> Iterator[list[dict[str, Any]]]:
-    """A sync tick for ``agent`` every 50 ms in a thread; yields the tick results."""
+    """The host's full sync tick (the batched path, C27) every 50 ms in a thread; yields
+    the tick results."""
     stop = threading.Event()
     results: list[dict[str, Any]] = []
 
     def run() -> None:
         while not stop.is_set():
-            results.append(sync.sync_agent(rt, agent))
+            results.append(sync.sync_host(rt, agent.host))
             stop.wait(TICK_SECONDS)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -98,7 +99,7 @@ def test_delay_cycles_against_a_50ms_tick_never_wake(
     assert len(signalled) == 1
     attention = signalled[0]["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
     assert attention["soul"]["header"] == "soul moved"
-    assert all(t["status"] == "ok" for t in ticks)
+    assert all(t["status"] == "ok" and not t["failed"] for t in ticks)
 
 
 def test_producer_change_during_the_cycles_still_wakes(

@@ -31,6 +31,9 @@ from tidings.cli import (
 from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, common_options, emit_error
 from tidings.store.errors import NoStoreError, TidingsError
 
+#: Reasons of tidings errors that are bad usage or set-up (exit 2), not a result (exit 1).
+USAGE_REASONS = frozenset({"metrics_address_unavailable"})
+
 #: Subcommand modules; each has ``register(subparsers, common)``.
 COMMANDS = (processes, agents, producers, tool, hooks, memory, status, dead, web, demo, mcp)
 
@@ -75,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except TidingsError as exc:
         emit_error(args, exc.reason, exc.message)
-        return EXIT_ERROR
+        return EXIT_USAGE if exc.reason in USAGE_REASONS else EXIT_ERROR
     except KeyboardInterrupt:
         return 130
 

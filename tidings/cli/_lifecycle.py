@@ -34,15 +34,21 @@ def _healthy() -> str | None:
     return None
 
 
-def run_until_stopped(health: Health = _healthy) -> str | None:
-    """Block until SIGINT or SIGTERM (``None``) or until ``health`` names a failure (returned).
+def stop_signals() -> threading.Event:
+    """An event set by SIGINT or SIGTERM. Installed before the ready line, so a signal
+    that follows the ready line at once stops the process cleanly, not by default."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def run_until_stopped(stop: threading.Event, health: Health = _healthy) -> str | None:
+    """Block until ``stop`` is set (``None``) or until ``health`` names a failure (returned).
 
     While healthy, systemd's watchdog is fed; a hung process stops feeding it and is
     restarted by ``WatchdogSec=``.
     """
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     watchdog = watchdog_interval()
     period = min(CHECK_SECONDS, watchdog) if watchdog else CHECK_SECONDS
     while not stop.wait(period):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tidings._metrics import serve_pool_metrics
 from tidings._sdnotify import NOTIFY_VARIABLES
-from tidings.cli._lifecycle import ready, run_until_stopped, say
+from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.jobs import log
 from tidings.store.connection import client_for, ping
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
@@ -68,6 +68,7 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
     url = env["TIDINGS_REDIS_URL"] = s.redis_url or EMBEDDED_DEFAULT_URL
     client = client_for(RedisConfig.from_url(url))
     ping(client, url)
+    stop = stop_signals()
     with tempfile.TemporaryDirectory(prefix="tidings-metrics-") as directory:
         exporter, failure = None, None
         if s.metrics_port is not None:
@@ -77,7 +78,7 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
         try:
             ready({"status": "ready", "role": "workers", "pids": [c.pid for c in children],
                    "metrics_port": exporter.port if exporter else None})
-            failure = run_until_stopped(lambda: _first_death(children))
+            failure = run_until_stopped(stop, lambda: _first_death(children))
             if failure is not None:
                 log.event("worker_process_died", logging.ERROR, detail=failure)
                 say({"status": "failed", "role": "workers", "reason": "worker_process_died",

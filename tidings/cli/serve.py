@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import sys
 from typing import Any
@@ -13,8 +14,9 @@ from tidings._embedded import NOT_DURABLE_WARNING, EmbeddedServer
 from tidings._hub import connect
 from tidings._metrics import serve_metrics
 from tidings.cli._common import UsageError, option, settings
-from tidings.cli._lifecycle import ready, run_until_stopped, say
+from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.cli.pool import run_pool
+from tidings.jobs import log
 from tidings.store.connection import client_for, ping, redact
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
 
@@ -31,6 +33,7 @@ def _embedded(port: int) -> EmbeddedServer:
 
 def up(args: argparse.Namespace) -> int:
     s = settings(args)
+    stop = stop_signals()
     _logging.configure(s)
     server = None
     if not s.redis_url:
@@ -55,7 +58,7 @@ def up(args: argparse.Namespace) -> int:
                "embedded": server is not None, "durable": server is None, "host": s.host,
                "agents": agents, "metrics_port": exporter.port if exporter else None})
         hub.start_scheduler(on_event=say)
-        run_until_stopped()
+        run_until_stopped(stop)
     finally:
         if exporter is not None:
             exporter.close()
@@ -79,19 +82,22 @@ def worker(args: argparse.Namespace) -> int:
     _logging.configure(s)
     if args.processes > 1:
         return run_pool(args, s)
+    stop = stop_signals()
     client, _ = _client(s)
+    exporter = serve_metrics(s, client)  # first: a busy port stops nothing half-started
     host_worker = HostWorker(client, s, threads=args.threads)
     host_worker.start()
-    exporter = serve_metrics(s, client)
     ready({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid(),
            "metrics_port": exporter.port if exporter else None})
     try:
-        run_until_stopped()
+        failure = run_until_stopped(stop, host_worker.problem)
+        if failure is not None:
+            log.event("worker_failed", logging.ERROR, detail=failure)
     finally:
         if exporter is not None:
             exporter.close()
         host_worker.stop()
-    return 0
+    return 0 if failure is None else 1
 
 
 def scheduler(args: argparse.Namespace) -> int:
@@ -100,13 +106,14 @@ def scheduler(args: argparse.Namespace) -> int:
     s = settings(args)
     _logging.configure(s)
     client, _ = _client(s)
+    stop = stop_signals()
     service = SchedulerService(client, s, on_event=say)
     exporter = serve_metrics(s, client)
     service.start()
     ready({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
            "holder": service.holder, "metrics_port": exporter.port if exporter else None})
     try:
-        run_until_stopped()
+        run_until_stopped(stop)
     finally:
         service.stop()
         if exporter is not None:
