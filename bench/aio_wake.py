@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,10 +40,12 @@ SETTLE = 2.0
 SYNC_CONNECTIONS = 5000
 
 
-def proc_status() -> dict[str, int]:
+def proc_status() -> dict[str, Any]:
     fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text()
                   .splitlines() if ":" in line)
-    return {"threads": int(fields["Threads"]), "rss_kb": int(fields["VmRSS"].split()[0])}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"threads": int(fields["Threads"]), "rss_kb": int(fields["VmRSS"].split()[0]),
+            "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def wait_blocked(url: str, count: int) -> None:
@@ -172,6 +175,8 @@ def run_side(mode: str, url: str, base: Path, args: argparse.Namespace) -> dict[
         "threads_added": figures["during"]["threads"] - figures["before"]["threads"],
         "threads": figures["during"]["threads"],
         "rss_mb": round(figures["during"]["rss_kb"] / 1024, 1),
+        "cpu_ms_per_wake": round((figures["during"]["cpu_s"] - figures["before"]["cpu_s"])
+                                 * 1000 / max(len(lat), 1), 3),
         "rss_added_mb": round((figures["during"]["rss_kb"] - figures["before"]["rss_kb"]) / 1024,
                               1),
     }

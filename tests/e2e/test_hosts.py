@@ -46,7 +46,9 @@ def hub(server: RedisServer) -> Iterator[Hub]:
 
 @pytest.fixture
 def env(e2e_env: dict[str, str], server: RedisServer) -> dict[str, str]:
-    return {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0"}
+    # A full scan every tick: the tests count sync_host runs as the tick's backstop (C27).
+    return {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0",
+            "TIDINGS_FULL_SCAN_SECONDS": "1"}
 
 
 def start_worker(procs: ProcessGroup, env: dict[str, str], host: str) -> tuple[TidingsProcess, int]:

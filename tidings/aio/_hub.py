@@ -8,7 +8,7 @@ import os
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings._hub import Hub
+from tidings._hub import MOVE_SETTLE_SECONDS, Hub
 from tidings._hub import connect as connect_sync
 from tidings.aio._agent import AsyncAgent
 from tidings.store.async_connection import async_client_for, async_client_like
@@ -56,7 +56,9 @@ class AsyncHub:
     async def startup(self, host: str | None = None) -> dict[str, dict[str, Any]]:
         return await asyncio.to_thread(self.sync.startup, host)
 
-    async def move_agent(self, agent_id: str, host: str, settle_seconds: float = 30.0) -> Result:
+    async def move_agent(
+        self, agent_id: str, host: str, settle_seconds: float = MOVE_SETTLE_SECONDS
+    ) -> Result:
         return await asyncio.to_thread(self.sync.move_agent, agent_id, host, settle_seconds)
 
     async def status(self) -> dict[str, Any]:
