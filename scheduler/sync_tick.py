@@ -136,7 +136,7 @@ class SyncTicker:
         if not self._claim(changed=False):
             return False
         self._send(None)
-        metrics.SYNC_FULL_SCANS.labels(reason).inc()
+        metrics.full_scan_sent(reason)
         return True
 
     def _refresh(self, version: int) -> None:

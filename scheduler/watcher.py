@@ -174,7 +174,7 @@ class Watcher:
                     self._inotify.rm_watch(wd)
 
     def _report_unwatched(self) -> None:
-        metrics.SYNC_UNWATCHED_AGENTS.set(len(self._unwatched))
+        metrics.unwatched_agents(len(self._unwatched))
         if not self._unwatched:
             self._limit_warned = False
 

@@ -5,32 +5,27 @@ agent's record with the hub's ports. With ``inline=True`` the flush that a
 publish starts runs in the caller instead of on a worker; both paths run the
 same job functions.
 
-The memory and turn jobs load on first use (function-local imports): they bring
-pygit2, which a producer (``tidings publish`` from a hook) never needs.
+Only the producer jobs load with this module. The rest loads on first use
+(function-local imports): the consumer's reads, cap and tool, the inbox, and the
+memory and turn jobs with pygit2, none of which a producer (``tidings publish``
+from a hook, where start-up is most of the cost) ever needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dramatiq import Broker
-
-from tidings import _tool as tool
-from tidings._turn import Turn, turn_id_of
 from tidings.jobs.actions import publish as producer
-from tidings.jobs.cap import lanes as cap
 from tidings.jobs.channels import publish as publishing
-from tidings.jobs.daemon import runs as daemon
 from tidings.jobs.guard import answering, raising
-from tidings.jobs.inbox import admission as inboxes
-from tidings.jobs.inbox import items as inbox_items
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import delivery
-from tidings.jobs.view import read as reading
-from tidings.jobs.wake import stream as wake
 from tidings.store.models import AgentRecord
-from tidings.workers.dispatch import InlineDispatcher
+
+if TYPE_CHECKING:
+    from dramatiq import Broker
+
+    from tidings._turn import Turn
 
 Result = dict[str, Any]
 
@@ -60,11 +55,12 @@ class Agent:
         self.hub = hub
         self.record = record
         self.inline = inline
-        self.runtime: Runtime = (
-            hub.runtime.with_dispatch(InlineDispatcher(hub.broker, lambda: self.runtime))
-            if inline
-            else hub.runtime
-        )
+        self.runtime: Runtime = hub.runtime
+        if inline:
+            from tidings.workers.inline import InlineDispatcher  # noqa: PLC0415 - loads the jobs
+
+            self.runtime = hub.runtime.with_dispatch(
+                InlineDispatcher(hub.broker, lambda: self.runtime))
 
     @property
     def agent_id(self) -> str:
@@ -108,6 +104,8 @@ class Agent:
         wait: bool = False,
     ) -> Result:
         """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30)."""
+        from tidings.jobs.daemon import runs as daemon  # noqa: PLC0415 - see module doc
+
         return daemon.publish_daemon_event(
             self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
         )
@@ -117,6 +115,8 @@ class Agent:
     @raising("snapshot")
     def snapshot(self) -> dict[str, Any]:
         """A coherent read of the visible channels ``{channel: envelope}``; commits nothing."""
+        from tidings.jobs.view import read as reading  # noqa: PLC0415 - see module doc
+
         return reading.coherent_read(self.runtime, self.record).payloads
 
     @answering("stamp", fail_open=_unstamped)
@@ -124,6 +124,8 @@ class Agent:
         """``result`` with ``_meta.agent_meta`` stamped from one stable read (C24)."""
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
+        from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
+
         return delivery.stamp(self.runtime, self.record, result, persistent)
 
     @answering("render")
@@ -131,6 +133,8 @@ class Agent:
         """The capped ``notifications`` object; commits the delivered version (C24)."""
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
+        from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
+
         return delivery.render(self.runtime, self.record, persistent)
 
     @answering("cap_persistent")
@@ -139,6 +143,8 @@ class Agent:
         (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
         if not isinstance(block, dict):
             return _invalid_persistent()
+        from tidings.jobs.cap import lanes as cap  # noqa: PLC0415 - see module doc
+
         return cap.cap_persistent(self.runtime, self.record, block)
 
     # -- the agent-facing tool (channels.md C44) ----------------------------------
@@ -146,11 +152,15 @@ class Agent:
     @answering("notification")
     def notification(self, action: str, input: dict[str, Any] | None = None) -> Result:
         """Run one action of the ``notification`` tool; ``None`` input means ``{}``."""
+        from tidings import _tool as tool  # noqa: PLC0415 - see module doc
+
         return tool.notification(self, action, input)
 
     @answering("call_tool")
     def call_tool(self, arguments: dict[str, Any]) -> Result:
         """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
+        from tidings import _tool as tool  # noqa: PLC0415 - see module doc
+
         return tool.call_tool(self, arguments)
 
     # -- the orchestrator's turn loop (memory-inbox.md M3-M7, M43-M51) -------------
@@ -168,6 +178,7 @@ class Agent:
 
         Returns a :class:`Turn`, or an error dict (``turn_in_progress``, ``invalid_kind``).
         """
+        from tidings._turn import Turn  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import prepare as turns  # noqa: PLC0415 - pygit2, see module doc
         from tidings.workers.turn_group import GroupPreTurn  # noqa: PLC0415 - pygit2, see module doc
 
@@ -178,6 +189,7 @@ class Agent:
     @answering("mark_side_effect")
     def mark_side_effect(self, turn: Turn | str) -> Result:
         """Call before the turn's first externally visible action (M47)."""
+        from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish  # noqa: PLC0415 - pygit2, see module doc
 
         return finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
@@ -192,6 +204,7 @@ class Agent:
         owned: dict[str, Any] | None = None,
     ) -> Result:
         """Reconcile the memory checkpoint and settle the turn's items (M46-M50)."""
+        from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish  # noqa: PLC0415 - pygit2, see module doc
 
         return finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
@@ -202,11 +215,15 @@ class Agent:
         self, limit: int = 30, state: str | None = None, before: str | None = None
     ) -> list[dict[str, Any]]:
         """The projection, newest first (M7); bad input raises ``TidingsError``."""
+        from tidings.jobs.inbox import items as inbox_items  # noqa: PLC0415 - see module doc
+
         return inbox_items.projection(self.runtime, self.agent_id, limit, state, before)
 
     @answering("ignore")
     def ignore(self, event_id: str) -> Result:
         """Move a pending, deferred or processing item to ``ignored`` (M6)."""
+        from tidings.jobs.inbox import admission as inboxes  # noqa: PLC0415 - see module doc
+
         return inboxes.ignore(self.runtime, self.agent_id, event_id)
 
     @answering("admit")
@@ -219,6 +236,8 @@ class Agent:
         key: str | None = None,
     ) -> Result:
         """Admit an application-defined source event into the inbox (M3, M4)."""
+        from tidings.jobs.inbox import admission as inboxes  # noqa: PLC0415 - see module doc
+
         return inboxes.admit(self.runtime, self.agent_id, source_kind, summary, payload,
                              wake, key)
 
@@ -241,4 +260,6 @@ class Agent:
         Returns the signal with its ``wake_id`` and advances this agent's cursor,
         or ``None``; a bad ``timeout`` raises :class:`tidings.TidingsError`.
         """
+        from tidings.jobs.wake import stream as wake  # noqa: PLC0415 - see module doc
+
         return wake.wait_for_wake(self.runtime, self.record, timeout)

@@ -24,12 +24,11 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from tidings._status import status
-from tidings.jobs import log
-from tidings.jobs.metrics import REGISTRY
+from tidings.jobs import log, metrics
 from tidings.store.clock import SystemClock
 from tidings.store.errors import TidingsError
 from tidings.store.settings import Settings
-from tidings.workers.metrics import MetricsServer, children_registry
+from tidings.workers.exposition import MetricsServer, children_registry
 
 #: The status figures served as gauges: (metric name, help, status field), per queue.
 QUEUE_GAUGES = (
@@ -162,7 +161,7 @@ def serve_metrics(settings: Settings, redis: Any) -> MetricsServer | None:
     """This process's metrics on ``TIDINGS_METRICS_HOST:TIDINGS_METRICS_PORT`` (unset: off)."""
     if settings.metrics_port is None:
         return None
-    return _start(settings, _served(REGISTRY, redis))
+    return _start(settings, _served(metrics.registry(), redis))
 
 
 def serve_pool_metrics(settings: Settings, directory: Path, redis: Any = None) -> MetricsServer:

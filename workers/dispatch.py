@@ -1,4 +1,8 @@
-"""The dramatiq-backed :class:`tidings.jobs.runtime.Dispatcher`."""
+"""The dramatiq-backed :class:`tidings.jobs.runtime.Dispatcher`.
+
+It builds messages by actor name and imports no job: a producer that only enqueues
+(``tidings publish`` from a hook) loads dramatiq's broker and nothing of the worker.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ from typing import Any
 
 from dramatiq import Broker, Message
 
-from tidings.jobs.actions import delay
-from tidings.jobs.channels import flush
 from tidings.store.models import AgentRecord
 from tidings.workers.routing import host_queue, scheduler_queue
 
@@ -41,17 +43,3 @@ class BrokerDispatcher:
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
         send(self.broker, "expire_delay", host_queue(agent.host), agent.agent_id, request_id)
 
-
-class InlineDispatcher(BrokerDispatcher):
-    """``inline=True``: the agent's own flushes run in the caller; messages for other
-    processes (the scheduler) still go through the broker."""
-
-    def __init__(self, broker: Broker, runtime_factory: Any) -> None:
-        super().__init__(broker)
-        self._runtime_factory = runtime_factory
-
-    def flush_channel(self, agent: AgentRecord, channel: str) -> None:
-        flush.flush_channel(self._runtime_factory(), agent, channel)
-
-    def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
-        delay.expire(self._runtime_factory(), agent, request_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dramatiq import Worker
 from redis import Redis
 
+from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
 from tidings.store.settings import Settings
@@ -21,6 +22,9 @@ class HostWorker:
     """A started dramatiq worker consuming ``tidings.host.<host>``."""
 
     def __init__(self, client: Redis, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
+        # Every metric exists (at zero) from the start: a ``--processes N`` child's
+        # files are then there for the parent's sum before its first message.
+        metrics.registry()
         self.broker = make_broker(client, settings)
         self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker))
         declare_actors(self.broker, self.runtime)

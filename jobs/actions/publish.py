@@ -11,7 +11,6 @@ from typing import Any
 from tidings.jobs.channels import publish as channel_publish
 from tidings.jobs.channels.envelope import error
 from tidings.jobs.channels.names import DAEMON
-from tidings.jobs.daemon import runs
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
@@ -42,4 +41,7 @@ def publish_event(
     daemon_id = event.get("daemon_id")
     if daemon_id is None:
         return error("missing_daemon_id", "a daemon event needs a daemon_id")
+    # Loaded here: a hook publishing to any other channel never pays for the daemon views.
+    from tidings.jobs.daemon import runs  # noqa: PLC0415
+
     return runs.publish_daemon_event(rt, agent, daemon_id, event, priority=priority, wait=wait)

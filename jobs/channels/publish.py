@@ -130,7 +130,7 @@ def _push(
         dedup_seconds=DEDUP_SECONDS,
     )
     outcome = "duplicate" if pushed.duplicate else "queued"
-    metrics.EVENTS_PUBLISHED.labels(op=record["op"], outcome=outcome).inc()
+    metrics.published(record["op"], outcome)
     return pushed
 
 

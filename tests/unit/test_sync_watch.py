@@ -169,7 +169,7 @@ def test_acceptance3_overflow_scans_everything_at_once_and_warns(
 
 
 def unwatched_gauge() -> float | None:
-    return metrics.REGISTRY.get_sample_value("tidings_sync_unwatched_agents")
+    return metrics.registry().get_sample_value("tidings_sync_unwatched_agents")
 
 
 class Limited(INotify):  # type: ignore[misc]

@@ -25,7 +25,7 @@ from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.jobs import log
 from tidings.store.connection import client_for, ping
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
-from tidings.workers.metrics import MULTIPROC_ENV
+from tidings.workers.exposition import MULTIPROC_ENV
 
 #: How long the parent waits for children to drain after SIGTERM (seconds); below
 #: the units' TimeoutStopSec.
