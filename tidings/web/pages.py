@@ -1,0 +1,66 @@
+"""The console's read-only routes: pages, the spill files, the status JSON."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+
+from tidings.jobs.cap.spill import ATTENTION_STEM, LOGS_DIR
+from tidings.web.agent_view import agent_page
+from tidings.web.agents_list import agents_page
+from tidings.web.console import console_of, overview_context
+from tidings.workers.dead_letters import dead_letters
+
+
+async def overview(request: Request) -> Response:
+    console = console_of(request)
+    figures = await anyio.to_thread.run_sync(console.summary.read, console.hub.clock.now())
+    return console.page("overview.html", **overview_context(figures))
+
+
+async def agents(request: Request) -> Response:
+    console = console_of(request)
+    q = request.query_params.get("q", "")
+    try:
+        page = int(request.query_params.get("page", "1"))
+    except ValueError:
+        page = 1
+    listing = await anyio.to_thread.run_sync(agents_page, console.hub.redis,
+                                             console.hub.clock.now(), q, page)
+    name = "_agents_table.html" if request.query_params.get("part") else "agents.html"
+    return console.page(name, listing=listing)
+
+
+async def agent(request: Request) -> Response:
+    console = console_of(request)
+    record = console.hub.registry.get(request.path_params["agent_id"])
+    if record is None:
+        return console.page("missing.html", status_code=404,
+                            what=f"agent {request.path_params['agent_id']}")
+    view = await anyio.to_thread.run_sync(agent_page, console.hub.runtime, record)
+    name = "_agent_live.html" if request.query_params.get("part") else "agent.html"
+    return console.page(name, v=view)
+
+
+async def spill(request: Request) -> Response:
+    record = console_of(request).hub.registry.get(request.path_params["agent_id"])
+    name = request.path_params["name"]
+    if record is None or not name.startswith(ATTENTION_STEM) or "/" in name \
+            or not name.endswith(".json"):
+        return PlainTextResponse("no such spill file", status_code=404)
+    path = record.root / LOGS_DIR / name
+    if path.is_symlink() or not path.is_file():
+        return PlainTextResponse("no such spill file (not written yet)", status_code=404)
+    return FileResponse(path, media_type="text/plain; charset=utf-8",
+                        headers={"X-Content-Type-Options": "nosniff"})
+
+
+async def dead(request: Request) -> Response:
+    console = console_of(request)
+    letters = await anyio.to_thread.run_sync(dead_letters, console.hub.redis)
+    return console.page("dead.html", letters=letters)
+
+
+async def api_status(request: Request) -> Response:
+    return JSONResponse(await anyio.to_thread.run_sync(console_of(request).hub.status))
