@@ -49,6 +49,12 @@ def internal_error(call: str, exc: Exception, args: tuple[Any, ...] = ()) -> Res
                        "the failure is logged"}
 
 
+def unexpected(call: str, exc: Exception, args: tuple[Any, ...] = ()) -> TidingsError:
+    """Log ``exc`` as :func:`internal_error` does; the :class:`TidingsError` to raise."""
+    answer = internal_error(call, exc, args)
+    return TidingsError(answer["message"], reason=INTERNAL_ERROR)
+
+
 def refused(call: str, exc: TidingsError, args: tuple[Any, ...] = ()) -> Result:
     log.event(REFUSED_EVENT, call=call, agent_id=_agent_id(args), reason=exc.reason,
               error=exc.message[:300])
@@ -91,8 +97,7 @@ def raising(call: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             except TidingsError:
                 raise
             except Exception as exc:
-                answer = internal_error(call, exc, args)
-                raise TidingsError(answer["message"], reason=INTERNAL_ERROR) from exc
+                raise unexpected(call, exc, args) from exc
 
         return guarded
 

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
-from tidings.jobs.guard import INTERNAL_ERROR, internal_error, refused
+from tidings.jobs.guard import internal_error, refused, unexpected
 from tidings.store.errors import TidingsError
 
 P = ParamSpec("P")
@@ -45,8 +45,7 @@ def raising(call: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awai
             except TidingsError:
                 raise
             except Exception as exc:
-                answer = internal_error(call, exc, args)
-                raise TidingsError(answer["message"], reason=INTERNAL_ERROR) from exc
+                raise unexpected(call, exc, args) from exc
 
         return guarded
 
