@@ -98,9 +98,9 @@ class FailoverRetry(Retry):
                     fail(error)
                 now = time.monotonic()
                 deadline = deadline if deadline is not None else now + self.seconds
-                if self.stopping.is_set() or now >= deadline:
-                    raise
-                if self.stopping.wait(min(self._backoff.compute(failures), deadline - now)):
+                # A set event ends the pause at once: a stopping process retries no more.
+                if now >= deadline or self.stopping.wait(
+                        min(self._backoff.compute(failures), deadline - now)):
                     raise
 
 
