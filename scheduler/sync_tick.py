@@ -29,6 +29,7 @@ from typing import Any
 
 from dramatiq import Broker
 from redis import Redis
+from redis.exceptions import RedisError
 
 from tidings.jobs import log, metrics
 from tidings.scheduler.watcher import Watcher
@@ -149,9 +150,19 @@ class SyncTicker:
         self._version = version
 
 
+def run_tick(ticker: SyncTicker) -> None:
+    """The tick job. A tick that finds Redis gone (an outage, or a stop, whose retries end
+    at once) is missed and later ticks catch up: a line says so, not a traceback."""
+    try:
+        ticker.tick()
+    except RedisError as exc:
+        log.event("notification_sync_failed", host=ticker.host, error=type(exc).__name__,
+                  detail=str(exc)[:200])
+
+
 def add_tick_job(scheduler: Any, ticker: SyncTicker, jobstore: str) -> None:
     scheduler.add_job(
-        ticker.tick, "interval", seconds=ticker.interval, id=TICK_JOB_ID, name="sync tick",
-        jobstore=jobstore, coalesce=True, max_instances=1, misfire_grace_time=None,
-        replace_existing=True,
+        run_tick, "interval", args=(ticker,), seconds=ticker.interval, id=TICK_JOB_ID,
+        name="sync tick", jobstore=jobstore, coalesce=True, max_instances=1,
+        misfire_grace_time=None, replace_existing=True,
     )

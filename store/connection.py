@@ -5,10 +5,16 @@ timeout or a read-only reply (the old master, demoted) disconnects, waits with
 exponential back-off and tries again, re-asking the Sentinels for the master,
 for up to :data:`FAILOVER_RETRY_SECONDS`. The broker, the inbox and the
 scheduler's job store share the client, so they all ride it out the same way.
+
+Once the process is stopping (:func:`stop_retrying`; the long-running commands call
+it on SIGTERM or SIGINT) nothing is ridden out: a failing command raises at once, and
+one pausing in back-off wakes and raises, so a stop with Redis gone is prompt.
 """
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +42,14 @@ RETRY_ON: tuple[type[Exception], ...] = (ConnectionError, TimeoutError, ReadOnly
 COMMAND_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 2.0
 SENTINEL_TIMEOUT = 1.0
+#: Set once this process is stopping (never cleared): the default stop event of
+#: every :class:`FailoverRetry`.
+PROCESS_STOPPING = threading.Event()
+
+
+def stop_retrying() -> None:
+    """Make every failover retry of this process give up: it is stopping."""
+    PROCESS_STOPPING.set()
 
 
 class FailoverRetry(Retry):
@@ -43,13 +57,23 @@ class FailoverRetry(Retry):
 
     redis-py runs its connect retry inside its command retry; two counts would
     multiply, two deadlines do not: the outer loop gives up once its budget is spent.
+    Once ``stopping`` is set it retries no more, and its back-off pause ends at once.
     """
 
-    def __init__(self, seconds: float = FAILOVER_RETRY_SECONDS) -> None:
+    def __init__(self, seconds: float = FAILOVER_RETRY_SECONDS,
+                 stopping: threading.Event = PROCESS_STOPPING) -> None:
         super().__init__(
             ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE), -1, RETRY_ON
         )
         self.seconds = seconds
+        self.stopping = stopping
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FailoverRetry:
+        # redis-py copies the retry into each client and connection; an event cannot be
+        # copied, and every copy must see the one stop.
+        clone = copy.copy(self)
+        clone._backoff = copy.deepcopy(self._backoff, memo)
+        return clone
 
     def call_with_retry(
         self,
@@ -74,9 +98,10 @@ class FailoverRetry(Retry):
                     fail(error)
                 now = time.monotonic()
                 deadline = deadline if deadline is not None else now + self.seconds
-                if now >= deadline:
+                # A set event ends the pause at once: a stopping process retries no more.
+                if now >= deadline or self.stopping.wait(
+                        min(self._backoff.compute(failures), deadline - now)):
                     raise
-                time.sleep(min(self._backoff.compute(failures), deadline - now))
 
 
 class HandshakeBoundSSLConnection(SSLConnection):

@@ -22,7 +22,7 @@ from tidings.jobs.channels.publish import publish_event
 from tidings.jobs.memory.admission import observe_memory
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
-from tidings.store.connection import client_for, ping
+from tidings.store.connection import FailoverRetry, client_for, ping
 from tidings.store.errors import NoStoreError
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord
@@ -40,6 +40,34 @@ def test_retry_budget_is_time_since_first_failure_not_a_count() -> None:
         client.get("k")
     assert 0.4 < time.monotonic() - start < 3.0
     client.close()
+
+
+def test_a_stop_ends_the_nested_connect_and_command_retries_at_once() -> None:
+    """Against a Redis that is gone a command waits in its connect retry inside its
+    command retry (30 s each); once the stop event is set it raises within a moment."""
+    client = client_for(RedisConfig.from_url(f"redis://127.0.0.1:{free_port()}/0"))
+    stopping = threading.Event()
+    client.set_retry(FailoverRetry(stopping=stopping))
+    raised: list[BaseException] = []
+
+    def command() -> None:
+        try:
+            client.get("k")
+        except redis.ConnectionError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=command, daemon=True)  # a failure must not hold pytest
+    thread.start()
+    try:
+        thread.join(0.5)
+        assert thread.is_alive(), "still riding out the failover"
+    finally:
+        stopping.set()
+        set_at = time.monotonic()
+        thread.join(10)
+        client.close()
+    assert not thread.is_alive() and len(raised) == 1
+    assert time.monotonic() - set_at < 2.0
 
 
 def test_ping_fails_at_once_and_keeps_the_failover_retry() -> None:

@@ -14,16 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from inotify_simple import INotify
 
 from tests.conftest import TEST_HOST, make_agent
-from tests.support.delay import active_state, put_state, state_of
+from tests.support.delay import active_state, capture, events, put_state, state_of
 from tests.support.polling import wait_until
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.wake import stream as wake
 from tidings.jobs.wake import tick as sync
-from tidings.scheduler.sync_tick import SyncTicker
+from tidings.scheduler.sync_tick import SyncTicker, run_tick
 from tidings.scheduler.watcher import Watcher
 from tidings.store import keys
 from tidings.store.clock import FakeClock
@@ -292,3 +293,31 @@ def test_c27_without_a_watcher_every_tick_is_a_full_scan(
     assert h.tick()["full"] == "no_watcher" and woke(frt, a0)
     frt.redis.set(keys.sync_running(TEST_HOST), "1")  # the previous scan still runs
     assert h.tick()["full"] == ""
+
+
+def test_a_tick_that_finds_redis_gone_is_one_log_line_and_the_next_catches_up(
+    frt: Runtime, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stop ends the failover retries at once, so the tick job meets the error: it logs
+    a line (not APScheduler's traceback); any other error still propagates."""
+    capture(caplog)
+    h, (a0, _, _) = started(frt, clock, None, tmp_path)
+
+    def fails_with(error: Exception) -> Any:
+        def pipeline(*_: Any, **__: Any) -> Any:
+            raise error
+        return pipeline
+
+    with monkeypatch.context() as patch:
+        patch.setattr(frt.redis, "pipeline", fails_with(redis.ConnectionError("gone")))
+        run_tick(h.ticker)
+        patch.setattr(frt.redis, "pipeline", fails_with(ValueError("a bug")))
+        with pytest.raises(ValueError):
+            run_tick(h.ticker)
+    assert events(caplog, "notification_sync_failed") == [
+        {"host": TEST_HOST, "error": "ConnectionError", "detail": "gone"}]
+    write_direct(a0.root, "mcp.x.json", {"header": "news"})
+    clock.advance(1.0)
+    run_tick(h.ticker)
+    assert woke(frt, a0)

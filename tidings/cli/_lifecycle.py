@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tidings._sdnotify import notify, watchdog_interval
+from tidings.store.connection import stop_retrying
 
 #: Longest pause between two health checks of a running process (seconds).
 CHECK_SECONDS = 0.5
@@ -36,10 +37,19 @@ def _healthy() -> str | None:
 
 def stop_signals() -> threading.Event:
     """An event set by SIGINT or SIGTERM. Installed before the ready line, so a signal
-    that follows the ready line at once stops the process cleanly, not by default."""
+    that follows the ready line at once stops the process cleanly, not by default.
+
+    The signal also ends the Redis clients' failover retries (store.connection): a
+    stop with Redis gone must not wait out their budget in every thread it joins.
+    """
     stop = threading.Event()
+
+    def on_signal(*_: object) -> None:
+        stop_retrying()
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
     return stop
 
 
@@ -47,13 +57,15 @@ def run_until_stopped(stop: threading.Event, health: Health = _healthy) -> str |
     """Block until ``stop`` is set (``None``) or until ``health`` names a failure (returned).
 
     While healthy, systemd's watchdog is fed; a hung process stops feeding it and is
-    restarted by ``WatchdogSec=``.
+    restarted by ``WatchdogSec=``. Either way the process stops next, so its failover
+    retries end here too (as on a signal).
     """
     watchdog = watchdog_interval()
     period = min(CHECK_SECONDS, watchdog) if watchdog else CHECK_SECONDS
     while not stop.wait(period):
         failure = health()
         if failure is not None:
+            stop_retrying()
             return failure
         if watchdog:
             notify("WATCHDOG=1")
