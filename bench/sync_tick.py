@@ -8,7 +8,9 @@ gets) in the same run, over the same workdirs:
 - host tick with every agent quiet (goal ≤ 50 ms);
 - host tick with 100 agents changed, against a tick over those 100 alone (goal ≤ 2×);
 - wake latency p50/p99 at 200 changes/s spread over all agents (goal p99 ≤ 1.5 ×
-  the interval), scheduler tick, worker threads and writer in one process;
+  the interval), scheduler tick, worker threads and writer in one process, with how
+  long each full scan in that window took (a full scan steps aside while a changed
+  tick runs, so it takes longer; it must stay well within ``TIDINGS_FULL_SCAN_SECONDS``);
 - RSS per registered agent of the tick process (goal ≤ 10 KB).
 
 ``blocked_flood`` (channels.md C50, issue 11 acceptance 3): a quiet tick over an
@@ -126,11 +128,21 @@ class Host:
         self.ticker = SyncTicker(rt.redis, HOST, INTERVAL, full_scan_seconds, self.send,
                                  watcher)
 
+        #: Seconds each full scan took (it steps aside while changed ticks run).
+        self.full_scans_s: list[float] = []
+
     def send(self, agent_ids: Sequence[str] | None) -> None:
         if self.pool is None:
             sync.sync_host(self.rt, HOST, agent_ids)
+        elif agent_ids is None:
+            self.pool.submit(self._timed_full_scan)
         else:
             self.pool.submit(sync.sync_host, self.rt, HOST, agent_ids)
+
+    def _timed_full_scan(self) -> None:
+        started = time.perf_counter()
+        sync.sync_host(self.rt, HOST)
+        self.full_scans_s.append(round(time.perf_counter() - started, 1))
 
 
 def wait_changes(watcher: Watcher, count: int) -> None:
@@ -216,7 +228,8 @@ def latency(rt: Runtime, watcher: Watcher | None, records: list[AgentRecord],
     return {"writes": writes, "woken": len(samples), "unwoken": len(written),
             "p50_s": round(percentile(samples, 50), 3),
             "p99_s": round(percentile(samples, 99), 3),
-            "max_s": round(max(samples, default=float("nan")), 3)}
+            "max_s": round(max(samples, default=float("nan")), 3),
+            "full_scans_s": host.full_scans_s}
 
 
 def _rogue_agent(rt: Runtime, root: Path, rogues: int, channels: int) -> AgentRecord:

@@ -14,7 +14,9 @@ done; the expiry only matters when a message is lost):
   visit nothing is sent: a quiet host costs one Redis round trip per tick.
 
 A full scan runs beside changed ticks (a second worker thread), so a long scan of
-a large host never holds back the wake of a changed agent. Visiting an agent twice
+a large host never holds back the wake of a changed agent; it also steps aside while
+a changed tick is queued or running (jobs/wake/tick.py), so the two do not share the
+worker's CPU. Visiting an agent twice
 at once is safe: every commit of the per-agent step is compare-and-set.
 """
 

@@ -46,6 +46,17 @@ from tidings.store.scripts import wake as wake_scripts
 
 Result = dict[str, Any]
 
+#: Agents a full scan visits between two looks at its host's changed-tick marker.
+STEP_ASIDE_EVERY = 10
+#: Longest a full scan waits at one look while a changed tick is queued or running (s).
+STEP_ASIDE_SECONDS = 0.5
+#: The share of ``TIDINGS_FULL_SCAN_SECONDS`` a full scan may spend waiting in all: a
+#: backstop must still finish in time (C27) when changed ticks never stop, or when a
+#: lost message leaves the marker until it expires.
+STEP_ASIDE_SHARE = 1 / 3
+#: Pause between two looks at the marker while waiting (s).
+STEP_ASIDE_POLL_SECONDS = 0.01
+
 #: Agents whose Redis state one pipeline reads (bounds the tick's memory and the
 #: staleness of what it read; every write that depends on it is compare-and-set).
 PREFETCH_BATCH = 1000
@@ -239,12 +250,15 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
     gone: list[str] = []
     due: dict[str, float | None] = {}
     agents: list[AgentRecord] = []
+    aside = 0.0
     try:
         agents = _visited(rt, host, agent_ids, gone)
         for batch in _batches(agents):
             token = _known.set(prefetch(rt, batch))
             try:
-                for agent in batch:
+                for n, agent in enumerate(batch):
+                    if full and n % STEP_ASIDE_EVERY == 0:
+                        aside = _step_aside(rt, host, aside)
                     outcome = sync_agent(rt, agent)  # answers internal_error, never raises
                     woke += bool(outcome.get("woke"))
                     if outcome.get("status") != "ok":
@@ -260,6 +274,19 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
               visited=len(agents), woke=woke, failed=len(failed),
               ms=round((time.perf_counter() - started) * 1000, 1))
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}
+
+
+def _step_aside(rt: Runtime, host: str, waited: float) -> float:
+    """A full scan is the backstop (C27): while a changed tick of its host is queued or
+    running it waits, so that the wakes of changed agents do not share the worker's
+    CPU with it; bounded per look and per scan. Returns the scan's total wait so far."""
+    budget = rt.settings.full_scan_seconds * STEP_ASIDE_SHARE - waited
+    started = rt.clock.monotonic()
+    deadline = started + min(STEP_ASIDE_SECONDS, budget)
+    marker = keys.sync_running(host, changed=True)
+    while rt.clock.monotonic() < deadline and rt.redis.exists(marker):
+        rt.clock.sleep(STEP_ASIDE_POLL_SECONDS)
+    return waited + rt.clock.monotonic() - started
 
 
 def _finish(rt: Runtime, host: str, full: bool, due: dict[str, float | None],
