@@ -48,14 +48,17 @@ Result = dict[str, Any]
 
 #: Agents a full scan visits between two looks at its host's changed-tick marker.
 STEP_ASIDE_EVERY = 10
-#: Longest a full scan waits at one look while a changed tick is queued or running (s).
+#: Longest a full scan waits at one look while a changed tick runs (s).
 STEP_ASIDE_SECONDS = 0.5
 #: The share of ``TIDINGS_FULL_SCAN_SECONDS`` a full scan may spend waiting in all: a
 #: backstop must still finish in time (C27) when changed ticks never stop, or when a
-#: lost message leaves the marker until it expires.
+#: worker that died in a changed tick left its marker until it expires.
 STEP_ASIDE_SHARE = 1 / 3
 #: Pause between two looks at the marker while waiting (s).
 STEP_ASIDE_POLL_SECONDS = 0.01
+#: The value a changed tick gives its host's marker while it runs. Only a running one
+#: makes a full scan step aside: one merely queued may wait for this very thread.
+RUNNING = b"running"
 
 #: Agents whose Redis state one pipeline reads (bounds the tick's memory and the
 #: staleness of what it read; every write that depends on it is compare-and-set).
@@ -252,6 +255,8 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
     agents: list[AgentRecord] = []
     aside = 0.0
     try:
+        if not full:
+            rt.redis.set(keys.sync_running(host, changed=True), RUNNING, xx=True, keepttl=True)
         agents = _visited(rt, host, agent_ids, gone)
         for batch in _batches(agents):
             token = _known.set(prefetch(rt, batch))
@@ -277,14 +282,14 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
 
 
 def _step_aside(rt: Runtime, host: str, waited: float) -> float:
-    """A full scan is the backstop (C27): while a changed tick of its host is queued or
-    running it waits, so that the wakes of changed agents do not share the worker's
-    CPU with it; bounded per look and per scan. Returns the scan's total wait so far."""
+    """A full scan is the backstop (C27): while a changed tick of its host runs it waits,
+    so that the wakes of changed agents do not share the worker's CPU with it; bounded
+    per look and per scan. Returns the scan's total wait so far."""
     budget = rt.settings.full_scan_seconds * STEP_ASIDE_SHARE - waited
     started = rt.clock.monotonic()
     deadline = started + min(STEP_ASIDE_SECONDS, budget)
     marker = keys.sync_running(host, changed=True)
-    while rt.clock.monotonic() < deadline and rt.redis.exists(marker):
+    while rt.clock.monotonic() < deadline and rt.redis.get(marker) == RUNNING:
         rt.clock.sleep(STEP_ASIDE_POLL_SECONDS)
     return waited + rt.clock.monotonic() - started
 

@@ -1,7 +1,8 @@
-"""A full scan steps aside for changed ticks of its host (channels.md C27): while the
-host's changed-tick marker is set it waits, at most STEP_ASIDE_SECONDS per look and a
-third of TIDINGS_FULL_SCAN_SECONDS per scan, so a changed agent's wake does not share
-the worker's CPU with the backstop; changed ticks never wait."""
+"""A full scan steps aside for changed ticks of its host (channels.md C27): while a
+changed tick runs (its marker says ``running``) the scan waits, at most
+STEP_ASIDE_SECONDS per look and a third of TIDINGS_FULL_SCAN_SECONDS per scan, so a
+changed agent's wake does not share the worker's CPU with the backstop; changed ticks
+never wait."""
 
 from __future__ import annotations
 
@@ -31,11 +32,11 @@ def waited(rt: Runtime, clock: FakeClock, *args: object) -> tuple[float, dict[st
     return clock.monotonic() - before, result
 
 
-def test_c27_a_full_scan_waits_while_a_changed_tick_is_queued_or_running(
+def test_c27_a_full_scan_waits_while_a_changed_tick_runs(
     rt: Runtime, clock: FakeClock, agents: list[AgentRecord]
 ) -> None:
     host = agents[0].host
-    rt.redis.set(keys.sync_running(host, changed=True), "1")
+    rt.redis.set(keys.sync_running(host, changed=True), sync.RUNNING)
     seconds, result = waited(rt, clock, host)
     looks = -(-AGENTS // sync.STEP_ASIDE_EVERY)
     assert seconds == pytest.approx(looks * sync.STEP_ASIDE_SECONDS, abs=0.05)
@@ -49,12 +50,47 @@ def test_c27_a_full_scan_does_not_wait_when_no_changed_tick_is_pending(
     assert seconds == 0 and result["agents"] == AGENTS
 
 
+def test_c27_a_queued_changed_tick_does_not_hold_the_scan(
+    rt: Runtime, clock: FakeClock, agents: list[AgentRecord]
+) -> None:
+    """The scheduler's marker of a tick not yet started: it may be queued behind this
+    very scan on a one-thread worker, so waiting for it would only delay it."""
+    host = agents[0].host
+    rt.redis.set(keys.sync_running(host, changed=True), "1")
+    seconds, _ = waited(rt, clock, host)
+    assert seconds == 0
+
+
+def test_c27_a_changed_tick_marks_its_marker_running_and_clears_it(
+    rt: Runtime, agents: list[AgentRecord]
+) -> None:
+    host = agents[0].host
+    marker = keys.sync_running(host, changed=True)
+    rt.redis.set(marker, "1", ex=30)
+    seen: list[object] = []
+    real = sync.sync_agent
+
+    def visit(rt_: Runtime, agent: AgentRecord) -> dict[str, object]:
+        seen.append((rt.redis.get(marker), rt.redis.ttl(marker) > 0))
+        return real(rt_, agent)
+
+    sync.sync_agent = visit  # type: ignore[assignment]
+    try:
+        sync.sync_host(rt, host, [agents[0].agent_id])
+    finally:
+        sync.sync_agent = real  # type: ignore[assignment]
+    assert seen == [(sync.RUNNING, True)], "running, with the scheduler's expiry kept"
+    assert not rt.redis.exists(marker)
+    sync.sync_host(rt, host, [agents[0].agent_id])
+    assert not rt.redis.exists(marker), "no marker (a direct call) stays none"
+
+
 def test_c27_the_wait_ends_when_the_changed_tick_does(
     rt: Runtime, clock: FakeClock, agents: list[AgentRecord]
 ) -> None:
     host = agents[0].host
     marker = keys.sync_running(host, changed=True)
-    rt.redis.set(marker, "1")
+    rt.redis.set(marker, sync.RUNNING)
     real_sleep = clock.sleep
     slept: list[float] = []
 
@@ -74,7 +110,7 @@ def test_c27_a_scan_waits_at_most_a_third_of_the_full_scan_interval(
 ) -> None:
     short = replace(rt, settings=rt.settings.model_copy(update={"full_scan_seconds": 2.4}))
     host = agents[0].host
-    rt.redis.set(keys.sync_running(host, changed=True), "1")  # a lost message's marker
+    rt.redis.set(keys.sync_running(host, changed=True), sync.RUNNING)  # its worker died mid-tick
     seconds, result = waited(short, clock, host)
     assert seconds == pytest.approx(2.4 * sync.STEP_ASIDE_SHARE, abs=0.05)
     assert result["agents"] == AGENTS
@@ -84,6 +120,6 @@ def test_c27_a_changed_tick_never_waits(
     rt: Runtime, clock: FakeClock, agents: list[AgentRecord]
 ) -> None:
     host = agents[0].host
-    rt.redis.set(keys.sync_running(host, changed=True), "1")
+    rt.redis.set(keys.sync_running(host, changed=True), sync.RUNNING)
     seconds, result = waited(rt, clock, host, [a.agent_id for a in agents])
     assert seconds == 0 and result["agents"] == AGENTS
