@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis import Redis
+from redis.exceptions import NoPermissionError
 
 from tidings.store import keys, replies
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
@@ -92,13 +93,17 @@ class LeaderLease:
 
 
 def leader_hosts(redis: Redis) -> set[str]:
-    """Every host whose leader key exists (``tidings status``)."""
+    """Every host whose leader key exists (``tidings status``); none for a user refused
+    ``SCAN`` (deploy/redis.conf): status then lists the registered hosts' leaders."""
     prefix, suffix = keys.scheduler_leader("\0").split("\0")
     found = set()
-    for raw in redis.scan_iter(match=f"{prefix}*{suffix}", count=LEADER_SCAN_COUNT):
-        key = replies.text(raw)
-        if key.startswith(prefix) and key.endswith(suffix):
-            found.add(key[len(prefix):-len(suffix)])
+    try:
+        for raw in redis.scan_iter(match=f"{prefix}*{suffix}", count=LEADER_SCAN_COUNT):
+            key = replies.text(raw)
+            if key.startswith(prefix) and key.endswith(suffix):
+                found.add(key[len(prefix):-len(suffix)])
+    except NoPermissionError:
+        return set()
     return found
 
 

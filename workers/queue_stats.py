@@ -16,10 +16,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import NoPermissionError
 
 from tidings.store import replies
 from tidings.store.keys import NAMESPACE
-from tidings.workers.routing import QUEUE_PREFIX
+from tidings.store.registry import AgentRegistry
+from tidings.workers.routing import QUEUE_PREFIX, host_queue, scheduler_queue
 
 #: Keys fetched per SCAN round trip while looking for queues.
 SCAN_COUNT = 1000
@@ -44,12 +46,22 @@ def queue_of(key: bytes | str) -> str | None:
 
 
 def existing_queues(redis: Redis) -> set[str]:
-    """Every tidings queue that has a key in Redis."""
+    """Every tidings queue that has a key in Redis.
+
+    A user refused ``SCAN`` (deploy/redis.conf's ACL users: SCAN would list other
+    applications' keys) gets the queues of every registered host instead, delay
+    queues included.
+    """
     found = set()
-    for key in redis.scan_iter(match=_key(f"{QUEUE_PREFIX}*"), count=SCAN_COUNT):
-        queue = queue_of(key)
-        if queue is not None:
-            found.add(queue)
+    try:
+        for key in redis.scan_iter(match=_key(f"{QUEUE_PREFIX}*"), count=SCAN_COUNT):
+            queue = queue_of(key)
+            if queue is not None:
+                found.add(queue)
+    except NoPermissionError:
+        hosts = {record.host for record in AgentRegistry(redis).all()}
+        queues = [q for host in hosts for q in (host_queue(host), scheduler_queue(host))]
+        return {*queues, *(f"{q}.DQ" for q in queues)}
     return found
 
 
