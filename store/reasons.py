@@ -16,7 +16,7 @@ Reason = Literal[
     "error", "unsafe_path", "lock_timeout", "no_store", "unknown_agent", "store_error",
     "internal_error",
     # hub, agent records and settings
-    "invalid_redis_url", "invalid_workdir", "invalid_memory_repo", "agent_id_conflict",
+    "invalid_redis_url", "placeholder_password", "invalid_workdir", "invalid_memory_repo", "agent_id_conflict",
     "invalid_agent", "invalid_channel", "invalid_guard", "invalid_host", "invalid_persistent",
     "invalid_input", "invalid_dialect", "workdir_missing", "metrics_address_unavailable",
     # CLI usage
@@ -62,6 +62,8 @@ REASONS: Final[dict[Reason, str]] = {
     "internal_error": "An unexpected failure inside tidings (C52); it was logged and "
                       "nothing was left half-done.",
     "invalid_redis_url": "The Redis URL cannot be parsed.",
+    "placeholder_password": "A Redis URL carries a change-me placeholder password; it is "
+                            "refused before connecting (api.md, Local trust).",
     "invalid_workdir": "The agent's workdir is not a directory, or its path is not UTF-8.",
     "invalid_memory_repo": "The agent's memory repository path is not valid UTF-8.",
     "agent_id_conflict": "The agent id is already registered with another workdir.",
