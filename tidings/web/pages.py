@@ -6,9 +6,9 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 
+from tidings.inspection.agents import agents_page
 from tidings.jobs.cap.spill import ATTENTION_STEM, LOGS_DIR
 from tidings.web.agent_view import agent_page
-from tidings.web.agents_list import agents_page
 from tidings.web.console import console_of, overview_context
 from tidings.workers.dead_letters import dead_letters
 
