@@ -73,6 +73,8 @@ def connect(
         url = redis_url or settings.redis_url or EMBEDDED_DEFAULT_URL
         try:
             config = RedisConfig.from_url(url)
+        except TidingsError:
+            raise  # placeholder_password: already its own reason
         except ValueError as exc:
             raise TidingsError(str(exc), reason="invalid_redis_url") from None
         redis_client = client_for(config)
