@@ -16,7 +16,8 @@ Reason = Literal[
     "error", "unsafe_path", "lock_timeout", "no_store", "unknown_agent", "store_error",
     "internal_error",
     # hub, agent records and settings
-    "invalid_redis_url", "placeholder_password", "invalid_workdir", "invalid_memory_repo", "agent_id_conflict",
+    "invalid_redis_url", "placeholder_password", "invalid_workdir", "invalid_memory_repo",
+    "agent_id_conflict",
     "invalid_agent", "invalid_channel", "invalid_guard", "invalid_host", "invalid_persistent",
     "invalid_input", "invalid_dialect", "workdir_missing", "metrics_address_unavailable",
     # CLI usage
