@@ -178,7 +178,8 @@ def test_action_posts_check_origin_as_well_as_the_form_key(hub: Hub, workdir: Pa
     with TestClient(app, base_url=LOCAL) as web:
         signed_in(web)
         for foreign in ({"Origin": "http://evil.example"}, {"Origin": "null"},
-                        {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}):
+                        {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
+                        {"Sec-Fetch-Site": "cross-site", "Origin": LOCAL}):
             assert web.post(path, data=form, headers=foreign).status_code == 403, foreign
             assert agent.inbox()[0]["state"] == "pending"
         assert web.post("/logout", headers={"Origin": "http://evil.example"}).status_code == 403

@@ -70,9 +70,11 @@ class SecurityHeaders:
         async def with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
+                # same-origin, not no-referrer: under no-referrer a browser's own form
+                # posts carry ``Origin: null`` and the Origin check could not tell them apart.
                 headers += [(b"content-security-policy", CSP.encode()),
                             (b"x-content-type-options", b"nosniff"),
-                            (b"referrer-policy", b"no-referrer"),
+                            (b"referrer-policy", b"same-origin"),
                             (b"x-frame-options", b"DENY")]
                 message = {**message, "headers": headers}
             await send(message)

@@ -129,14 +129,17 @@ class TokenGate:
 
 
 def same_origin(request: Request) -> bool:
-    """A browser's POST came from the console's own pages (``Origin``, else
-    ``Sec-Fetch-Site``); a client that sends neither is no browser and passes."""
-    origin = request.headers.get("origin")
-    if origin is not None:
-        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-        return hmac.compare_digest(origin.lower().encode(), own.lower().encode())
+    """A browser's POST came from the console's own pages: ``Sec-Fetch-Site`` (set by the
+    browser, never by a page) when sent, else ``Origin``; a client that sends neither is no
+    browser, so no page made it post, and passes (its token or cookie was checked)."""
     site = request.headers.get("sec-fetch-site")
-    return site is None or site in ("same-origin", "none")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    return hmac.compare_digest(origin.lower().encode(), own.lower().encode())
 
 
 async def form_fields(request: Request) -> dict[str, str]:
