@@ -158,6 +158,7 @@ def _dead_letter(hub: Hub, queue: str) -> str:
     message = Message(queue_name=queue, actor_name="flush_channel", args=("a1", "system"),
                       kwargs={}, options={"redis_message_id": "m-1", "retries": 20,
                                           "traceback": "Traceback...\nRuntimeError: boom"})
+    hub.registry.add_host(queue.rpartition(".")[2])  # queues are known by their host (issue 25)
     hub.redis.zadd(f"tidings:{queue}.XQ", {"m-1": 1_790_000_000_000})
     hub.redis.hset(f"tidings:{queue}.XQ.msgs", "m-1", message.encode())
     return "m-1"
