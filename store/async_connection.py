@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis.asyncio
+from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
@@ -46,20 +47,21 @@ def _common() -> dict[str, Any]:
     }
 
 
-def async_client_for(config: RedisConfig) -> Any:
+def async_client_for(config: RedisConfig) -> AsyncRedis:
     """An asyncio client for ``config`` (plain, TLS and unix URLs; Sentinel without TLS)."""
     if config.is_sentinel:
         sentinel = Sentinel(list(config.sentinels), sentinel_kwargs={
             "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT,
             **({"password": config.password} if config.password else {}),
         })
-        return sentinel.master_for(config.service_name or "mymaster", db=config.db,
-                                   username=config.username, password=config.password,
-                                   **_common())
+        master: AsyncRedis = sentinel.master_for(
+            config.service_name or "mymaster", db=config.db, username=config.username,
+            password=config.password, **_common())
+        return master
     return redis.asyncio.Redis.from_url(config.url, **_common())
 
 
-def async_client_like(client: Any) -> Any:
+def async_client_like(client: Any) -> AsyncRedis:
     """An asyncio client on the same store as the sync ``client`` (fakeredis included)."""
     kwargs = client.connection_pool.connection_kwargs
     server = kwargs.get("server")

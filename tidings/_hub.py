@@ -14,13 +14,14 @@ from tidings._agent import Agent
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
-from tidings.store import keys, replies
+from tidings.store import keys, lua_sandbox, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.connection import client_for, ping
 from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord, default_agent_id
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
+from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
 from tidings.workers import dead_letters
 from tidings.workers.broker import make_broker
@@ -66,6 +67,7 @@ def connect(
     elif redis_url == "embedded":
         import fakeredis  # noqa: PLC0415 - the embedded store only; a real Redis never loads it
 
+        lua_sandbox.install()  # scripts get what a real server gives them ("Local trust")
         store = fakeredis.FakeRedis(server=fakeredis.FakeServer(), version=(7,))
         hub = Hub(store, settings, clock=clock, url="embedded", owns_client=True,
                   inline_agents=not background)
@@ -114,6 +116,7 @@ class Hub:
         if declare_actors:
             self.declare_actors()
         self.registry = AgentRegistry(client)
+        migrate_legacy(client)  # a store written before issue 25 (one EXISTS when none)
         self._owns_client = owns_client
         self._inline_agents = inline_agents
         self._worker: Worker | None = None
@@ -181,6 +184,8 @@ class Hub:
             raise TidingsError(str(exc.errors()[0]["msg"]), reason="invalid_agent") from None
         if record != existing:
             self.registry.put(record)
+        else:  # a crash between the record and its index leaves it unlisted: list it again
+            self.registry.ensure_indexed(record)
         return Agent(self, record, inline=inline or self._inline_agents)
 
     def find_agent(self, workdir: str | os.PathLike[str], inline: bool = False) -> Agent | None:
@@ -188,7 +193,7 @@ class Hub:
         real = os.path.realpath(workdir)
         record = self.registry.get(default_agent_id(real))
         if record is None or record.workdir != real:
-            record = next((r for r in self.registry.all() if r.workdir == real), None)
+            record = self.registry.find_by_workdir(real)
         if record is None:
             return None
         return Agent(self, record, inline=inline or self._inline_agents)
@@ -239,7 +244,7 @@ class Hub:
     def status(self) -> dict[str, Any]:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
         (``tidings status --json``); reads only."""
-        from tidings._status import status  # noqa: PLC0415 - loads the scheduler's job store
+        from tidings.inspection.status import status  # noqa: PLC0415 - loads the scheduler's job store
 
         return status(self.redis, self.clock)
 
