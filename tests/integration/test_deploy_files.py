@@ -549,12 +549,15 @@ def test_the_monitor_reads_counts_not_content(
                  "--workdir", str(workdir), "--redis-url", tidings_url]) == 0
     admin, monitor = clients["admin"], clients["monitor"]
     admin.hset("{a:alice}:inbox:items", "evt", "content")
+    admin.set("{a:alice}:fp:delivered", "content")
+    admin.rpush("{a:alice}:buf:mcp.build", "content")
     admin.xadd("{a:alice}:wake", {"text": "content"})
-    agent_key = next(k.decode() for k in admin.keys("{a:*") if b"alice" not in k)
-    for command in (("DUMP", agent_key), ("DUMP", "tidings:agents"),
+    (record,) = admin.keys("{a:*}:record")
+    for command in (("DUMP", record.decode()), ("DUMP", "{a:alice}:fp:delivered"),
                     ("HGETALL", "{a:alice}:inbox:items"), ("HGET", "{a:alice}:inbox:items", "evt"),
-                    ("GET", agent_key), ("XRANGE", "{a:alice}:wake", "-", "+"),
-                    ("LRANGE", agent_key, "0", "-1"), ("SET", "{a:alice}:x", "1"),
+                    ("HSCAN", "{a:alice}:inbox:items", "0"), ("GET", "{a:alice}:fp:delivered"),
+                    ("LRANGE", "{a:alice}:buf:mcp.build", "0", "-1"),
+                    ("XRANGE", "{a:alice}:wake", "-", "+"), ("SET", "{a:alice}:x", "1"),
                     ("SCAN", "0"), ("KEYS", "*"), ("EVAL", "return 1", "0")):
         assert refused(monitor, *command)
     capsys.readouterr()
