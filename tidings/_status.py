@@ -43,8 +43,10 @@ def _scheduled_delays(redis: Redis, figures: list[dict[str, Any]], now: float) -
                                                 source="scheduler")
 
 
-def status(redis: Redis, clock: Clock) -> dict[str, Any]:
-    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``)."""
+def status(redis: Redis, clock: Clock, control: Redis | None = None) -> dict[str, Any]:
+    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``):
+    agents and schedulers from the state store ``redis``, queues from ``control``
+    (default: the same client)."""
     now = clock.now()
     records = AgentRegistry(redis).all()
     hosts = sorted({record.host for record in records} | leader_hosts(redis))
@@ -53,7 +55,7 @@ def status(redis: Redis, clock: Clock) -> dict[str, Any]:
     _scheduled_delays(redis, agents, now)
     return {
         "status": "ok",
-        "queues": queue_figures(redis, expected),
+        "queues": queue_figures(control if control is not None else redis, expected),
         "schedulers": {host: current_leader(redis, host) or dict(NO_LEADER) for host in hosts},
         "agents": agents,
     }

@@ -45,9 +45,11 @@ def registered_hosts(redis: Any) -> set[str]:
 
 @dataclass
 class Summary:
-    """Reads the overview; remembers the host list between refreshes."""
+    """Reads the overview; remembers the host list between refreshes. ``redis`` is the
+    state store, ``control`` the control store (queues, workers, rates)."""
 
     redis: Any
+    control: Any
     _hosts: set[str] = field(default_factory=set)
     _queues: set[str] = field(default_factory=set)
     _hosts_at: float = float("-inf")
@@ -55,25 +57,25 @@ class Summary:
     def hosts(self, live: set[str]) -> list[str]:
         if time.monotonic() - self._hosts_at > HOSTS_REFRESH_SECONDS:
             self._hosts = registered_hosts(self.redis) | leader_hosts(self.redis)
-            self._queues = existing_queues(self.redis)
+            self._queues = existing_queues(self.control)
             self._hosts_at = time.monotonic()
         return sorted(self._hosts | live)
 
     def read(self, now: float) -> dict[str, Any]:
         """Hosts (workers, leader, last tick), queues, agent count and rates."""
-        workers = worker_counts(self.redis.hgetall(keys.WORKERS), now)
+        workers = worker_counts(self.control.hgetall(keys.WORKERS), now)
         hosts = self.hosts(set(workers))
         queues = sorted({q for h in hosts for q in (host_queue(h), scheduler_queue(h))}
                         | self._queues)
-        with self.redis.pipeline(transaction=False) as pipe:
+        with self.control.pipeline(transaction=False) as pipe:
             queue_reads(pipe, queues)
+            figures = queue_figures_of(queues, pipe.execute())
+        with self.redis.pipeline(transaction=False) as pipe:
             for host in hosts:
                 pipe.get(keys.scheduler_leader(host))
                 pipe.get(keys.sync_last(host))
             pipe.hlen(keys.AGENTS)
-            replies = pipe.execute()
-        figures = queue_figures_of(queues, replies[: 4 * len(queues)])
-        rest = replies[4 * len(queues):]
+            rest = pipe.execute()
         host_rows = []
         for i, host in enumerate(hosts):
             leader, last = _json(rest[2 * i]), _json(rest[2 * i + 1])
@@ -83,7 +85,7 @@ class Summary:
                 "since": leader.get("since") if leader else None,
                 "last_tick": last,
             })
-        series = rates.series(self.redis, now)
+        series = rates.series(self.control, now)
         return {"at": utc_stamp(now), "hosts": host_rows, "queues": figures,
                 "agents": int(rest[-1]), "rates": series,
                 "dead": sum(q["dead"] for q in figures)}
