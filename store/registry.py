@@ -6,13 +6,41 @@ registration or removal with one small read per tick (channels.md C27).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from typing import Any
 
+from pydantic import ValidationError
 from redis import Redis
 
 from tidings.store import keys
 from tidings.store.errors import UnknownAgentError
 from tidings.store.models import AgentRecord
+
+logger = logging.getLogger("tidings")
+
+
+def parse_record(raw: Any, agent_id: str | bytes | None = None) -> AgentRecord | None:
+    """The record stored as ``raw``, or ``None`` when there is none or it does not parse.
+
+    One bad record is one skipped record (issue 24): a record that is not valid JSON,
+    misses a field or breaks a rule is logged (one line, event ``agent_record_unreadable``)
+    and read as absent, so status, the console and listings go on for every other agent.
+    """
+    if not raw:
+        return None
+    try:
+        return AgentRecord.model_validate_json(raw)
+    except ValidationError as exc:
+        name = agent_id.decode(errors="backslashreplace") if isinstance(agent_id, bytes) \
+            else agent_id
+        first = exc.errors()[0]
+        problem = f"{'.'.join(map(str, first['loc'])) or 'record'}: {first['msg']}"
+        logger.warning("%s", "agent_record_unreadable", extra={
+            "event": "agent_record_unreadable",
+            "fields": {"agent_id": name, "problem": problem},
+        })
+        return None
 
 
 class AgentRegistry:
@@ -20,15 +48,14 @@ class AgentRegistry:
         self._redis = redis
 
     def get(self, agent_id: str) -> AgentRecord | None:
-        raw = self._redis.hget(keys.AGENTS, agent_id)
-        return AgentRecord.model_validate_json(raw) if raw else None
+        return parse_record(self._redis.hget(keys.AGENTS, agent_id), agent_id)
 
     def get_many(self, agent_ids: Sequence[str]) -> list[AgentRecord | None]:
         """The records of ``agent_ids`` in order (``None`` where none is registered)."""
         if not agent_ids:
             return []
         raws = self._redis.hmget(keys.AGENTS, list(agent_ids))
-        return [AgentRecord.model_validate_json(raw) if raw else None for raw in raws]
+        return [parse_record(raw, agent_id) for raw, agent_id in zip(raws, agent_ids, strict=True)]
 
     def require(self, agent_id: str) -> AgentRecord:
         record = self.get(agent_id)
@@ -54,8 +81,8 @@ class AgentRegistry:
 
     def all(self) -> list[AgentRecord]:
         raw = self._redis.hgetall(keys.AGENTS)
-        records = [AgentRecord.model_validate_json(v) for v in raw.values()]
-        return sorted(records, key=lambda r: r.agent_id)
+        parsed = (parse_record(value, agent_id) for agent_id, value in raw.items())
+        return sorted((r for r in parsed if r is not None), key=lambda r: r.agent_id)
 
     def on_host(self, host: str) -> list[AgentRecord]:
         return [r for r in self.all() if r.host == host]

@@ -38,12 +38,17 @@ class Stores:
         self.state.close()
 
 
-def parse(url: str, variable: str) -> RedisConfig:
+def parse(url: str, *, broker: bool = False) -> RedisConfig:
+    """``url`` parsed; a bad one raises :class:`TidingsError` (``invalid_redis_url`` or
+    ``invalid_broker_url``, or ``placeholder_password``)."""
     try:
         return RedisConfig.from_url(url)
+    except TidingsError:
+        raise  # placeholder_password: already its own reason
     except ValueError as exc:
-        reason = "invalid_broker_url" if variable == "TIDINGS_BROKER_URL" else "invalid_redis_url"
-        raise TidingsError(f"bad {variable}: {exc}", reason=reason) from None
+        if broker:
+            raise TidingsError(f"TIDINGS_BROKER_URL: {exc}", reason="invalid_broker_url") from None
+        raise TidingsError(str(exc), reason="invalid_redis_url") from None
 
 
 def cluster_enabled(client: redis.Redis) -> bool:
@@ -69,7 +74,7 @@ def _connected(config: RedisConfig, url: str) -> redis.Redis:
 
 
 def _state(url: str) -> tuple[redis.Redis, RedisConfig]:
-    config = parse(url, "TIDINGS_REDIS_URL")
+    config = parse(url)
     client = _connected(config, url)
     if config.scheme in ("redis", "rediss") and cluster_enabled(client):
         # A plain URL to a cluster node: that node seeds a cluster client.
@@ -84,7 +89,7 @@ def open_stores(state_url: str, broker_url: str | None) -> Stores:
     ``broker_url_required`` (a cluster state store and no control URL) or
     ``broker_on_cluster`` (a cluster as the control store), :class:`NoStoreError` when
     either does not answer."""
-    control_config = parse(broker_url, "TIDINGS_BROKER_URL") if broker_url else None
+    control_config = parse(broker_url, broker=True) if broker_url else None
     if control_config is not None and control_config.is_cluster:
         raise _on_cluster(broker_url or "")
     state, state_config = _state(state_url)

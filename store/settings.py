@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import socket
 from typing import Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tidings.store.errors import TidingsError
 
 #: Where ``tidings up`` serves its embedded store when no Redis URL is configured.
 EMBEDDED_DEFAULT_URL = "redis://127.0.0.1:6390/0"
@@ -22,6 +24,27 @@ SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel",
 
 #: dramatiq's own default heartbeat timeout (ms).
 DEFAULT_HEARTBEAT_MS = 60_000
+
+#: How the placeholder passwords of the shipped deploy files begin (``change-me-tidings``,
+#: ``change-me-monitor``): a URL carrying one is refused before connecting (api.md "Local
+#: trust"), so a deployment never runs on a password anyone can read in the repository.
+PLACEHOLDER_PASSWORD_PREFIX = "change-me"
+
+
+def refuse_placeholder_password(url: str, where: str = "the Redis URL") -> None:
+    """Raise ``TidingsError`` (reason ``placeholder_password``) if ``url`` carries a
+    password (in the user part or a ``password`` query parameter; for a Sentinel URL the
+    same password reaches the Sentinels) that starts with :data:`PLACEHOLDER_PASSWORD_PREFIX`."""
+    parts = urlsplit(url)
+    passwords = [unquote(parts.password or "")]
+    passwords += parse_qs(parts.query).get("password", [])
+    if any(p.startswith(PLACEHOLDER_PASSWORD_PREFIX) for p in passwords):
+        raise TidingsError(
+            f"{where} carries a placeholder password ({PLACEHOLDER_PASSWORD_PREFIX}...): set "
+            "real passwords for the ACL users of deploy/redis.conf (deploy/README.md, Roles) "
+            "and put them in the URL",
+            reason="placeholder_password",
+        )
 
 
 class RedisConfig(BaseModel):
@@ -44,7 +67,11 @@ class RedisConfig(BaseModel):
         """Accepts ``redis://``, ``rediss://``, ``unix://``,
         ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]`` and
         ``redis+cluster://[user:pass@]host:port[,host:port...]`` (seed nodes; api.md
-        "Past one Redis"), each with an ``s`` for TLS."""
+        "Past one Redis"), each with an ``s`` for TLS.
+
+        A placeholder password raises ``TidingsError`` (``placeholder_password``), a
+        ``ValueError`` like every other refusal here."""
+        refuse_placeholder_password(url)
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in SCHEMES:

@@ -91,9 +91,14 @@ def wants_json(args: argparse.Namespace) -> bool:
 
 def check_redis_url(url: str, where: str) -> None:
     """Raise :class:`UsageError` (exit 2, one line) for a URL no client could use."""
-    from tidings.store.settings import RedisConfig  # noqa: PLC0415 - pydantic, on use only
+    from tidings.store.errors import TidingsError  # noqa: PLC0415 - see below
+    from tidings.store.settings import (  # noqa: PLC0415 - pydantic, on use only
+        RedisConfig,
+        refuse_placeholder_password,
+    )
 
     try:
+        refuse_placeholder_password(url, where)
         config = RedisConfig.from_url(url)
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
@@ -101,6 +106,8 @@ def check_redis_url(url: str, where: str) -> None:
             raise ValueError("no host")
         if config.is_cluster and not config.nodes[0][0]:
             raise ValueError("no seed node")
+    except TidingsError as exc:  # placeholder_password
+        raise UsageError(exc.message, reason=exc.reason) from None
     except ValueError as exc:
         raise UsageError(f"bad Redis URL in {where}: {exc}", reason="invalid_redis_url") from None
 

@@ -19,6 +19,7 @@ from tidings.jobs.view.status import delay_from_state
 from tidings.store import keys, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
+from tidings.store.registry import parse_record
 
 #: Agents per page.
 PAGE_SIZE = 50
@@ -85,10 +86,11 @@ def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]
             pipe.smembers(agent_keys.blocked)
         records, *answers = pipe.execute()
     out = []
-    for i, raw in enumerate(records[: len(ids)]):
-        row = _record(raw)
-        if row is None:  # removed since the id listing, or unreadable
+    for i, (agent_id, raw) in enumerate(zip(ids, records, strict=False)):
+        record = parse_record(raw, agent_id)  # logs an unreadable one
+        if record is None:  # removed since the id listing, or unreadable
             continue
+        row = Listed(record.agent_id, record.host, record.workdir)
         pending, wake, blocked = answers[3 * i: 3 * i + 3]
         root = Path(row.workdir)
         live, overdue = delay_from_state(root, now) if root.is_dir() else (None, False)
