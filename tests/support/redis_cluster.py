@@ -15,7 +15,7 @@ from typing import Any
 
 import redis
 
-from tests.support.redis_server import RedisServer, redis_binary
+from tests.support.redis_server import RedisServer, free_port, redis_binary
 
 #: Primaries of every test cluster.
 PRIMARIES = 3
@@ -47,6 +47,8 @@ class RedisCluster:
                 self.nodes.append(RedisServer(directory, extra=(
                     "--cluster-enabled", "yes",
                     "--cluster-config-file", str(directory / "nodes.conf"),
+                    # The bus port defaults to port + 10000, past 65535 for a high free port.
+                    "--cluster-port", str(free_port()),
                     "--cluster-node-timeout", str(self.node_timeout_ms),
                     "--cluster-replica-validity-factor", "0",
                 )).start())

@@ -101,9 +101,10 @@ def check_redis_url(url: str, where: str) -> None:
         refuse_placeholder_password(url, where)
         config = RedisConfig.from_url(url)
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-        if config.scheme in ("redis", "rediss") and not parts.hostname:
-            raise ValueError("no host")
+        if config.scheme in ("redis", "rediss"):  # the others list several host:port
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+            if not parts.hostname:
+                raise ValueError("no host")
         if config.is_cluster and not config.nodes[0][0]:
             raise ValueError("no seed node")
     except TidingsError as exc:  # placeholder_password
