@@ -10,9 +10,9 @@ node, :mod:`tidings.store.async_cluster`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-import redis.asyncio
+from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.connection import BlockingConnectionPool, UnixDomainSocketConnection
 from redis.asyncio.connection import Connection as AsyncConnection
@@ -60,33 +60,34 @@ def _common() -> dict[str, Any]:
     }
 
 
-def _blocking(pool: BlockingConnectionPool) -> Any:
+def _blocking(pool: BlockingConnectionPool) -> AsyncRedis:
     """A client that owns ``pool`` (closing the client closes it)."""
-    return redis.asyncio.Redis.from_pool(pool)
+    return AsyncRedis.from_pool(pool)
 
 
-def async_client_for(config: RedisConfig) -> Any:
+def async_client_for(config: RedisConfig) -> AsyncRedis:
     """An asyncio client for ``config`` (plain, TLS and unix URLs; Sentinel without TLS;
-    a cluster's seed nodes)."""
+    a cluster's seed nodes, typed as the plain client it answers like)."""
     if config.is_cluster:
-        return AsyncStateCluster(
+        return cast(AsyncRedis, AsyncStateCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
             username=config.username, password=config.password, ssl=config.tls,
             socket_timeout=COMMAND_TIMEOUT, socket_connect_timeout=CONNECT_TIMEOUT, protocol=2,
             max_connections=MAX_CONNECTIONS, retry_seconds=FAILOVER_RETRY_SECONDS,
-            retry_on=RETRY_ON + CLUSTER_RETRY_ON, backoff=_backoff(), stopping=PROCESS_STOPPING)
+            retry_on=RETRY_ON + CLUSTER_RETRY_ON, backoff=_backoff(), stopping=PROCESS_STOPPING))
     if config.is_sentinel:
         sentinel = Sentinel(list(config.sentinels), sentinel_kwargs={
             "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT,
             **({"password": config.password} if config.password else {}),
         })
-        return sentinel.master_for(config.service_name or "mymaster", db=config.db,
-                                   username=config.username, password=config.password,
-                                   **_common())
+        master: AsyncRedis = sentinel.master_for(
+            config.service_name or "mymaster", db=config.db, username=config.username,
+            password=config.password, **_common())
+        return master
     return _blocking(BlockingConnectionPool.from_url(config.url, timeout=None, **_common()))
 
 
-def async_client_like(client: Any) -> Any:
+def async_client_like(client: Any) -> AsyncRedis:
     """An asyncio client on the same store as the sync ``client`` (fakeredis included)."""
     kwargs = client.connection_pool.connection_kwargs
     server = kwargs.get("server")

@@ -27,6 +27,7 @@ Reason = Literal[
     # publishing, envelopes and channels (C)
     "invalid_envelope", "invalid_event", "envelope_too_large", "event_too_large",
     "invalid_event_id", "invalid_priority", "invalid_idempotency_key", "reserved_channel",
+    "reserved_source",
     "missing_daemon_id", "invalid_daemon_id", "daemon_run_full", "daemon_write_failed",
     "daemon_control_error", "invalid_timeout", "invalid_wake",
     # dismissal (C)
@@ -104,6 +105,8 @@ REASONS: Final[dict[Reason, str]] = {
     "invalid_idempotency_key": "The idempotency key is not a valid Unicode string within the "
                                "limit.",
     "reserved_channel": "The channel is published by tidings only (delay-alarm).",
+    "reserved_source": "A producer's system event has the source or ref_id of tidings' own "
+                       "notices (C54); nothing was written.",
     "missing_daemon_id": "A daemon event was published without a daemon_id.",
     "invalid_daemon_id": "The daemon_id is not a valid name.",
     "daemon_run_full": "The daemon run's file is over its 1 MiB limit.",

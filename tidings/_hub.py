@@ -14,7 +14,7 @@ from tidings._agent import Agent
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
-from tidings.store import keys, replies
+from tidings.store import keys, lua_sandbox, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord, default_agent_id
@@ -70,6 +70,7 @@ def connect(
     elif redis_url == "embedded":
         import fakeredis  # noqa: PLC0415 - the embedded store only; a real Redis never loads it
 
+        lua_sandbox.install()  # scripts get what a real server gives them ("Local trust")
         store = fakeredis.FakeRedis(server=fakeredis.FakeServer(), version=(7,))
         hub = Hub(store, settings, clock=clock, url="embedded", owns_client=True,
                   inline_agents=not background)

@@ -35,7 +35,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
-from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
+from tidings.jobs.wake.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN
 from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys

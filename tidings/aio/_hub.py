@@ -8,7 +8,9 @@ import os
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings._hub import MOVE_SETTLE_SECONDS, Hub
+from redis.asyncio import Redis as AsyncRedis
+
+from tidings._hub import LOCAL_WORKER_THREADS, MOVE_SETTLE_SECONDS, Hub
 from tidings._hub import connect as connect_sync
 from tidings.aio._agent import AsyncAgent
 from tidings.store.async_connection import async_client_for, async_client_like
@@ -26,9 +28,15 @@ Result = dict[str, Any]
 
 class AsyncHub:
     """A :class:`tidings.Hub` (``.sync``) and asyncio clients on the same stores: ``aredis``
-    on the state store, ``acontrol`` on the control store (default: ``aredis``)."""
+    on the state store, ``acontrol`` on the control store (default: ``aredis``).
 
-    def __init__(self, hub: Hub, aredis: Any, acontrol: Any = None) -> None:
+    Every public :class:`~tidings.Hub` method is here as a coroutine with the same
+    parameters (``tests/unit/test_aio_parity.py``); the sync context manager becomes
+    ``async with``, and ``close`` is also spelled ``aclose``. ``pre_turn`` is added: the
+    awaited worker group behind :meth:`AsyncAgent.prepare_turn`.
+    """
+
+    def __init__(self, hub: Hub, aredis: AsyncRedis, acontrol: AsyncRedis | None = None) -> None:
         self.sync = hub
         self.aredis = aredis
         self.acontrol = acontrol if acontrol is not None else aredis
@@ -53,6 +61,14 @@ class AsyncHub:
                                         max_events, inline)
         return AsyncAgent(self, agent)
 
+    async def declare_actors(self) -> None:
+        await asyncio.to_thread(self.sync.declare_actors)
+
+    async def find_agent(self, workdir: str | os.PathLike[str],
+                         inline: bool = False) -> AsyncAgent | None:
+        agent = await asyncio.to_thread(self.sync.find_agent, workdir, inline)
+        return None if agent is None else AsyncAgent(self, agent)
+
     async def agents(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.agents)
 
@@ -67,14 +83,17 @@ class AsyncHub:
     async def status(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.status)
 
+    async def dead_letters(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.dead_letters)
+
+    async def requeue_dead(self, message_id: str) -> Result:
+        return await asyncio.to_thread(self.sync.requeue_dead, message_id)
+
     async def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
         await asyncio.to_thread(self.sync.set_dismiss_guard, channel, suggested_verb)
 
-    async def start_worker(self, threads: int | None = None) -> None:
-        if threads is None:
-            await asyncio.to_thread(self.sync.start_worker)
-        else:
-            await asyncio.to_thread(self.sync.start_worker, threads)
+    async def start_worker(self, threads: int = LOCAL_WORKER_THREADS) -> None:
+        await asyncio.to_thread(self.sync.start_worker, threads)
 
     async def start_scheduler(self, on_event: EventSink | None = None) -> SchedulerService:
         return await asyncio.to_thread(self.sync.start_scheduler, on_event)
