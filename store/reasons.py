@@ -24,6 +24,7 @@ Reason = Literal[
     # CLI usage
     "bad_usage", "invalid_json", "invalid_setting", "unreadable_file", "port_in_use",
     "worker_process_died", "INVALID_ARGUMENT", "unknown_tool",
+    "not_loopback",
     # publishing, envelopes and channels (C)
     "invalid_envelope", "invalid_event", "envelope_too_large", "event_too_large",
     "invalid_event_id", "invalid_priority", "invalid_idempotency_key", "reserved_channel",
@@ -96,6 +97,8 @@ REASONS: Final[dict[Reason, str]] = {
     "INVALID_ARGUMENT": "The tool call's arguments are not valid (the tool's error code, "
                         "answered by the CLI too).",
     "unknown_tool": "The MCP tool name is not one tidings serves.",
+    "not_loopback": "The MCP HTTP server was asked to listen on a non-loopback address; it "
+                    "serves loopback only (api.md, Local trust).",
     "invalid_envelope": "The envelope is not a JSON object of the accepted shape (C7).",
     "invalid_event": "The event is not a JSON object of the accepted shape.",
     "envelope_too_large": "The envelope is over 1 MiB of JSON.",

@@ -20,6 +20,7 @@ from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord, default_agent_id
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
+from tidings.store.registry_migration import migrate_legacy
 from tidings.store.roles import Stores, open_stores
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, Settings
 from tidings.workers import dead_letters
@@ -114,7 +115,9 @@ class Hub:
                                self.control)
         if declare_actors:
             self.declare_actors()
-        self.registry = AgentRegistry(client)
+        self.registry = AgentRegistry(client, self.control)
+        # a store written before issue 25 (one EXISTS when none)
+        migrate_legacy(client, self.control)
         self._owns_client = owns_client
         self._inline_agents = inline_agents
         self._worker: Worker | None = None
@@ -182,6 +185,8 @@ class Hub:
             raise TidingsError(str(exc.errors()[0]["msg"]), reason="invalid_agent") from None
         if record != existing:
             self.registry.put(record)
+        else:  # a crash between the record and its index leaves it unlisted: list it again
+            self.registry.ensure_indexed(record)
         return Agent(self, record, inline=inline or self._inline_agents)
 
     def find_agent(self, workdir: str | os.PathLike[str], inline: bool = False) -> Agent | None:
@@ -189,7 +194,7 @@ class Hub:
         real = os.path.realpath(workdir)
         record = self.registry.get(default_agent_id(real))
         if record is None or record.workdir != real:
-            record = next((r for r in self.registry.all() if r.workdir == real), None)
+            record = self.registry.find_by_workdir(real)
         if record is None:
             return None
         return Agent(self, record, inline=inline or self._inline_agents)
@@ -240,7 +245,7 @@ class Hub:
     def status(self) -> dict[str, Any]:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
         (``tidings status --json``); reads only."""
-        from tidings._status import status  # noqa: PLC0415 - loads the scheduler's job store
+        from tidings.inspection.status import status  # noqa: PLC0415 - loads the scheduler's job store
 
         return status(self.redis, self.clock, self.control)
 

@@ -8,6 +8,7 @@ from redis import Redis
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
+from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import Settings
 from tidings.workers.actors import declare_actors
 from tidings.workers.broker import make_broker
@@ -28,6 +29,7 @@ class HostWorker:
         # files are then there for the parent's sum before its first message.
         metrics.registry()
         control = control if control is not None else client
+        migrate_legacy(client, control)  # before any message reads an agent record (issue 25)
         self.broker = make_broker(control, settings)
         self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker),
                                control)

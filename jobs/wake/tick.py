@@ -220,7 +220,7 @@ def _batches(agents: Sequence[AgentRecord]) -> Iterator[Sequence[AgentRecord]]:
 
 def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
              gone: list[str]) -> list[AgentRecord]:
-    registry = AgentRegistry(rt.redis)
+    registry = AgentRegistry(rt.redis, rt.control)
     if agent_ids is None:
         return registry.on_host(host)
     wanted = sorted(set(agent_ids))
