@@ -244,7 +244,7 @@ class Hub:
     def status(self) -> dict[str, Any]:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
         (``tidings status --json``); reads only."""
-        from tidings._status import status  # noqa: PLC0415 - loads the scheduler's job store
+        from tidings.inspection.status import status  # noqa: PLC0415 - loads the scheduler's job store
 
         return status(self.redis, self.clock)
 

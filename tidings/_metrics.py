@@ -23,7 +23,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from tidings._status import status
+from tidings.inspection.status import status
 from tidings.jobs import log, metrics
 from tidings.store.clock import SystemClock
 from tidings.store.errors import TidingsError

@@ -12,12 +12,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from tidings._hub import Hub
+from tidings.inspection.overview import Summary
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.rates import BUCKET_SECONDS, WINDOW_SECONDS
 from tidings.web.auth import Guard
 from tidings.web.charts import sparkline
 from tidings.web.poller import Poller
-from tidings.web.summary import Summary
 
 
 def pretty(value: Any) -> str:

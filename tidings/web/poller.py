@@ -1,7 +1,7 @@
 """One shared poller per console process, fanned out to every open page's event stream.
 
 While at least one page listens, the poller reads the overview once per
-:data:`INTERVAL_SECONDS` (the "status read": :class:`tidings.web.summary.Summary`),
+:data:`INTERVAL_SECONDS` (the "status read": :class:`tidings.inspection.overview.Summary`),
 renders its live fragment once, and sends the same HTML to every page. Pages also
 name agents they show; the poller reads a small signature of each watched agent (its
 newest wake entry, inbox counts, checkpoint version, blocked set, and for agent pages
