@@ -11,6 +11,8 @@ import threading
 
 from fakeredis import TcpFakeServer
 
+from tidings.store import lua_sandbox
+
 #: What ``tidings up`` prints when it serves the embedded store.
 NOT_DURABLE_WARNING = (
     "embedded store: state lives in this process's memory and is NOT durable; "
@@ -22,6 +24,7 @@ class EmbeddedServer:
     """A Redis-compatible endpoint served from a background thread."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 6390) -> None:
+        lua_sandbox.install()  # scripts get what a real server gives them ("Local trust")
         self._server = TcpFakeServer((host, port))
         self.host = host
         self.port = int(self._server.server_address[1])
