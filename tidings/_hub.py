@@ -24,7 +24,7 @@ from tidings.store.registry import AgentRegistry
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
 from tidings.workers import dead_letters
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -279,6 +279,7 @@ class Hub:
             self.declare_actors()
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
+            fetching(self.broker)
             worker = Worker(self.broker, queues={queue}, worker_threads=threads,
                             worker_timeout=self.settings.worker_poll_ms)
             worker.start()

@@ -11,7 +11,7 @@ from tidings.store.clock import SystemClock
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import Settings
 from tidings.workers.actors import declare_actors
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -32,6 +32,7 @@ class HostWorker:
         declare_actors(self.broker, self.runtime)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
+        fetching(self.broker)
         self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
                              worker_timeout=settings.worker_poll_ms)
 
