@@ -14,7 +14,7 @@ from tidings._agent import Agent
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
-from tidings.store import keys, lua_sandbox, replies
+from tidings.store import keys, lua_sandbox, rates, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.connection import client_for, ping
 from tidings.store.errors import TidingsError
@@ -309,6 +309,7 @@ class Hub:
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None
+        rates.flush(self.redis)  # what this process counted, before the client goes
         self.broker.close()
         if self._owns_client:
             self.redis.close()

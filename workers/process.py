@@ -7,6 +7,7 @@ from redis import Redis
 
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
+from tidings.store import rates
 from tidings.store.clock import SystemClock
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import Settings
@@ -41,6 +42,7 @@ class HostWorker:
 
     def stop(self) -> None:
         self.worker.stop()
+        rates.flush_all()
         self.broker.close()
 
     def problem(self) -> str | None:
