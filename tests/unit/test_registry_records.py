@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import tidings
+from tidings.inspection.agents import agents_page
 from tidings.store import keys
 from tidings.store.registry import AgentRegistry
-from tidings.web.agents_list import agents_page
 
 #: Records that do not parse: a field missing, not JSON, a rule broken.
 MALFORMED = ['{"agent_id":"a1"}', "not json", '{"agent_id":"a1","workdir":"rel","host":"h"}']

@@ -184,7 +184,7 @@ def test_dead_letters_listed_and_requeued(hub: Hub) -> None:
 def test_token_gate(hub: Hub) -> None:
     """Acceptance 3 (in process): with a token, a request without it gets 401."""
     with TestClient(build_app(hub, token="s3cret", loopback=False),
-                    base_url="http://10.0.0.5") as web:
+                    base_url="https://10.0.0.5") as web:  # the cookie is Secure here
         assert web.get("/api/status").status_code == 401
         assert web.get("/", headers={"Accept": "text/html"}).status_code == 401
         assert web.get("/api/status", headers={"Authorization": "Bearer nope"}).status_code \
