@@ -23,8 +23,8 @@ def reconcile_host(rt: Runtime, scheduler: Any, body: alarm_job.AlarmBody) -> di
     keep: set[str] = set()
     counts = {"added": 0, "expired": 0, "removed": 0}
     failed = False
-    migrate_legacy(rt.redis)
-    registry = AgentRegistry(rt.redis)
+    migrate_legacy(rt.redis, rt.control)
+    registry = AgentRegistry(rt.redis, rt.control)
     registry.add_host(rt.settings.host)
     for agent in registry.on_host(rt.settings.host, repair=True):
         try:

@@ -17,7 +17,7 @@ from tidings.store.async_connection import async_client_for, async_client_like
 from tidings.store.clock import Clock
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import AsyncScripts
-from tidings.store.settings import RedisConfig, Settings
+from tidings.store.settings import Settings
 from tidings.workers.turn_group_async import AsyncGroupPreTurn
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ Result = dict[str, Any]
 
 
 class AsyncHub:
-    """A :class:`tidings.Hub` (``.sync``) and an asyncio client (``.aredis``) on the same store.
+    """A :class:`tidings.Hub` (``.sync``) and asyncio clients on the same stores: ``aredis``
+    on the state store, ``acontrol`` on the control store (default: ``aredis``).
 
     Every public :class:`~tidings.Hub` method is here as a coroutine with the same
     parameters (``tests/unit/test_aio_parity.py``); the sync context manager becomes
@@ -35,11 +36,13 @@ class AsyncHub:
     awaited worker group behind :meth:`AsyncAgent.prepare_turn`.
     """
 
-    def __init__(self, hub: Hub, aredis: AsyncRedis) -> None:
+    def __init__(self, hub: Hub, aredis: AsyncRedis, acontrol: AsyncRedis | None = None) -> None:
         self.sync = hub
         self.aredis = aredis
+        self.acontrol = acontrol if acontrol is not None else aredis
         self.scripts = AsyncScripts(aredis)
-        self._pre_turn = AsyncGroupPreTurn(hub.broker, aredis, hub.settings.turn_wait_seconds)
+        self._pre_turn = AsyncGroupPreTurn(hub.broker, self.acontrol,
+                                           hub.settings.turn_wait_seconds)
 
     async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]:
         """``prepare_turn``'s worker group, awaited (observation, attention)."""
@@ -97,6 +100,8 @@ class AsyncHub:
 
     async def close(self) -> None:
         """Close the asyncio client, then the hub (what it started, the client it built)."""
+        if self.acontrol is not self.aredis:
+            await self.acontrol.aclose()
         await self.aredis.aclose()
         await asyncio.to_thread(self.sync.close)
 
@@ -110,13 +115,18 @@ class AsyncHub:
         await self.close()
 
 
-async def _open(redis_url: str | None, background: bool, client: Any, settings: Settings | None,
-                clock: Clock | None) -> AsyncHub:
-    hub = await asyncio.to_thread(connect_sync, redis_url, background=background, client=client,
-                                  settings=settings, clock=clock)
-    if hub.url in ("client", "embedded"):
+async def _open(redis_url: str | None, broker_url: str | None, background: bool, client: Any,
+                settings: Settings | None, clock: Clock | None) -> AsyncHub:
+    hub = await asyncio.to_thread(connect_sync, redis_url, broker_url=broker_url,
+                                  background=background, client=client, settings=settings,
+                                  clock=clock)
+    stores = hub.stores
+    if stores is None:  # a given client, or the embedded store
         return AsyncHub(hub, async_client_like(hub.redis))
-    return AsyncHub(hub, async_client_for(RedisConfig.from_url(hub.url)))
+    state = async_client_for(stores.state_config)
+    if stores.shared:
+        return AsyncHub(hub, state)
+    return AsyncHub(hub, state, async_client_for(stores.control_config))
 
 
 class Connecting:
@@ -141,6 +151,7 @@ class Connecting:
 def connect(
     redis_url: str | None = None,
     *,
+    broker_url: str | None = None,
     background: bool = False,
     client: Any = None,
     settings: Settings | None = None,
@@ -149,4 +160,4 @@ def connect(
     """:func:`tidings.connect` for asyncio: ``hub = await connect(...)`` or
     ``async with connect(...) as hub``. Same arguments; ``client`` may be a redis-py or
     fakeredis client, whose store the asyncio client then shares."""
-    return Connecting(_open(redis_url, background, client, settings, clock))
+    return Connecting(_open(redis_url, broker_url, background, client, settings, clock))

@@ -7,7 +7,6 @@ import errno
 import logging
 import os
 import sys
-from typing import Any
 
 from tidings import _logging
 from tidings._embedded import NOT_DURABLE_WARNING, EmbeddedServer
@@ -17,8 +16,9 @@ from tidings.cli._common import UsageError, option, settings
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.cli.pool import run_pool
 from tidings.jobs import log
-from tidings.store.connection import client_for, ping, redact
-from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings.store.connection import redact
+from tidings.store.roles import Stores, open_stores
+from tidings.store.settings import EMBEDDED_DEFAULT_URL, Settings
 
 
 def _embedded(port: int) -> EmbeddedServer:
@@ -53,7 +53,7 @@ def up(args: argparse.Namespace) -> int:
     try:
         agents = [hub.agent(w).record.public for w in workdirs]
         hub.start_worker(threads=args.threads)
-        exporter = serve_metrics(s, hub.redis)
+        exporter = serve_metrics(s, hub.redis, hub.control)
         ready({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
                "embedded": server is not None, "durable": server is None, "host": s.host,
                "agents": agents, "metrics_port": exporter.port if exporter else None})
@@ -68,11 +68,8 @@ def up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _client(s: Settings) -> tuple[Any, str]:
-    url = s.redis_url or EMBEDDED_DEFAULT_URL
-    client = client_for(RedisConfig.from_url(url))
-    ping(client, url)
-    return client, url
+def _stores(s: Settings) -> Stores:
+    return open_stores(s.redis_url or EMBEDDED_DEFAULT_URL, s.broker_url)
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -83,9 +80,10 @@ def worker(args: argparse.Namespace) -> int:
     if args.processes > 1:
         return run_pool(args, s)
     stop = stop_signals()
-    client, _ = _client(s)
-    exporter = serve_metrics(s, client)  # first: a busy port stops nothing half-started
-    host_worker = HostWorker(client, s, threads=args.threads)
+    stores = _stores(s)
+    # first: a busy port stops nothing half-started
+    exporter = serve_metrics(s, stores.state, stores.control)
+    host_worker = HostWorker(stores.state, s, threads=args.threads, control=stores.control)
     host_worker.start()
     ready({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid(),
            "metrics_port": exporter.port if exporter else None})
@@ -105,10 +103,10 @@ def scheduler(args: argparse.Namespace) -> int:
 
     s = settings(args)
     _logging.configure(s)
-    client, _ = _client(s)
+    stores = _stores(s)
     stop = stop_signals()
-    service = SchedulerService(client, s, on_event=say)
-    exporter = serve_metrics(s, client)
+    service = SchedulerService(stores.state, s, on_event=say, control=stores.control)
+    exporter = serve_metrics(s, stores.state, stores.control)
     service.start()
     ready({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
            "holder": service.holder, "metrics_port": exporter.port if exporter else None})
@@ -118,5 +116,5 @@ def scheduler(args: argparse.Namespace) -> int:
         service.stop()
         if exporter is not None:
             exporter.close()
-        client.close()
+        stores.close()
     return 0

@@ -37,9 +37,10 @@ class Listed:
 HOST_PREFIX = "host:"
 
 
-def matching_ids(redis: Any, needle: str) -> list[str]:
-    """Agent ids, sorted, that the search ``needle`` (casefolded) selects."""
-    listed = AgentRegistry(redis).indexes()
+def matching_ids(redis: Any, needle: str, control: Any = None) -> list[str]:
+    """Agent ids, sorted, that the search ``needle`` (casefolded) selects (the host set
+    is on the control store ``control``, default: ``redis``)."""
+    listed = AgentRegistry(redis, control).indexes()
     if needle.startswith(HOST_PREFIX):
         host = needle.removeprefix(HOST_PREFIX)
         found = {i for name, entries in listed.items() if name.casefold() == host
@@ -93,10 +94,11 @@ def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]
     return out
 
 
-def agents_page(redis: Any, now: float, query: str = "", page: int = 1) -> dict[str, Any]:
+def agents_page(redis: Any, now: float, query: str = "", page: int = 1,
+                control: Any = None) -> dict[str, Any]:
     """One page of the agents list, filtered by ``query`` (see the module docstring)."""
     needle = query.strip()[:MAX_QUERY].casefold()
-    ids = matching_ids(redis, needle)
+    ids = matching_ids(redis, needle, control)
     pages = max(1, math.ceil(len(ids) / PAGE_SIZE))
     page = min(max(page, 1), pages)
     shown = ids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]

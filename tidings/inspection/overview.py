@@ -31,25 +31,27 @@ def _json(raw: Any) -> dict[str, Any] | None:
 
 @dataclass
 class Summary:
-    """Reads the overview."""
+    """Reads the overview: ``redis`` is the state store, ``control`` the control store
+    (queues, workers, rates, the host set)."""
 
     redis: Any
+    control: Any
 
     def read(self, now: float) -> dict[str, Any]:
         """Hosts (workers, leader, last tick), queues, agent count and rates."""
-        workers = worker_counts(self.redis.hgetall(keys.WORKERS), now)
-        hosts = sorted(set(AgentRegistry(self.redis).hosts()) | set(workers))
+        workers = worker_counts(self.control.hgetall(keys.WORKERS), now)
+        hosts = sorted(set(AgentRegistry(self.redis, self.control).hosts()) | set(workers))
         queues = sorted({q for h in hosts for q in (host_queue(h), scheduler_queue(h))})
-        with self.redis.pipeline(transaction=False) as pipe:
+        with self.control.pipeline(transaction=False) as pipe:
             queue_reads(pipe, queues)
+            figures = queue_figures_of(queues, pipe.execute())
+        with self.redis.pipeline(transaction=False) as pipe:
             for host in hosts:
                 pipe.get(keys.scheduler_leader(host))
                 pipe.get(keys.sync_last(host))
             for host in hosts:
                 pipe.hlen(keys.host_agents(host))
-            replies = pipe.execute()
-        figures = queue_figures_of(queues, replies[: 4 * len(queues)])
-        rest = replies[4 * len(queues):]
+            rest = pipe.execute()
         counts = rest[2 * len(hosts):]
         host_rows = []
         for i, host in enumerate(hosts):
@@ -60,7 +62,7 @@ class Summary:
                 "since": leader.get("since") if leader else None,
                 "last_tick": last,
             })
-        series = rates.series(self.redis, now)
+        series = rates.series(self.control, now)
         return {"at": utc_stamp(now), "hosts": host_rows, "queues": figures,
                 "agents": sum(int(n) for n in counts), "rates": series,
                 "dead": sum(q["dead"] for q in figures)}

@@ -44,7 +44,7 @@ def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict
             pipe.hget(ik.checkpoint, "version")
             pipe.scard(k.blocked)
         replies = pipe.execute()
-    registry = AgentRegistry(rt.redis)
+    registry = AgentRegistry(rt.redis, rt.control)
     out: dict[str, Any] = {}
     for i, agent_id in enumerate(ids):
         redis_part = tuple(repr(v) for v in replies[6 * i: 6 * i + 6])

@@ -45,10 +45,13 @@ def _scheduled_delays(redis: Redis, figures: list[dict[str, Any]], now: float) -
                                                 source="scheduler")
 
 
-def status(redis: Redis, clock: Clock) -> dict[str, Any]:
-    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``)."""
+def status(redis: Redis, clock: Clock, control: Redis | None = None) -> dict[str, Any]:
+    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``):
+    agents and schedulers from the state store ``redis``, queues and the host set from
+    ``control`` (default: the same client)."""
     now = clock.now()
-    registry = AgentRegistry(redis)
+    control = control if control is not None else redis
+    registry = AgentRegistry(redis, control)
     known = registry.hosts()
     records = registry.all(known)
     leader = leaders(redis, known)
@@ -58,7 +61,7 @@ def status(redis: Redis, clock: Clock) -> dict[str, Any]:
     _scheduled_delays(redis, agents, now)
     return {
         "status": "ok",
-        "queues": _queues(redis, known, set(hosts)),
+        "queues": _queues(control, known, set(hosts)),
         "schedulers": {host: leader.get(host) or dict(NO_LEADER) for host in hosts},
         "agents": agents,
     }

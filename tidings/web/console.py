@@ -57,7 +57,7 @@ class Console:
     @classmethod
     def over(cls, hub: Hub, *, allow_actions: bool, guard: Guard) -> Console:
         env = templates()
-        summary = Summary(hub.redis)
+        summary = Summary(hub.redis, hub.control)
 
         def read_summary() -> dict[str, Any]:
             figures = summary.read(hub.clock.now())

@@ -31,7 +31,8 @@ async def agents(request: Request) -> Response:
     except ValueError:
         page = 1
     listing = await anyio.to_thread.run_sync(agents_page, console.hub.redis,
-                                             console.hub.clock.now(), q, page)
+                                             console.hub.clock.now(), q, page,
+                                             console.hub.control)
     name = "_agents_table.html" if request.query_params.get("part") else "agents.html"
     return console.page(name, listing=listing)
 
