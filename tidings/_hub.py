@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from redis import Redis
 
 from tidings._agent import Agent
+from tidings.engine.discover import store_url
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
@@ -21,7 +22,7 @@ from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord, default_agent_id
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
-from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings.store.settings import RedisConfig, Settings
 from tidings.workers import dead_letters
 from tidings.workers.broker import make_broker
 from tidings.workers.dispatch import BrokerDispatcher
@@ -49,10 +50,12 @@ def connect(
 ) -> Hub:
     """Open a hub.
 
-    ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the embedded default
-    address that ``tidings up`` serves; ``"embedded"`` keeps the store in this
-    process (tests and demos). A ready-made redis-py compatible ``client`` may be
-    passed instead of a URL; the hub then leaves closing it to the caller.
+    ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the default store that a
+    running ``tidings up`` serves from ``TIDINGS_STATE_DIR`` (its ``store.json``;
+    :class:`~tidings.errors.NoStoreError` when none runs); ``"embedded"`` keeps an
+    in-memory store in this process, not durable (tests and demos). A ready-made
+    redis-py compatible ``client`` may be passed instead of a URL; the hub then leaves
+    closing it to the caller.
 
     ``background=True`` also runs this host's worker and scheduler here, stopped
     by :meth:`Hub.close`. Without it no call of the hub starts a thread, and an
@@ -70,7 +73,7 @@ def connect(
         hub = Hub(store, settings, clock=clock, url="embedded", owns_client=True,
                   inline_agents=not background)
     else:
-        url = redis_url or settings.redis_url or EMBEDDED_DEFAULT_URL
+        url = redis_url or store_url(settings)
         try:
             config = RedisConfig.from_url(url)
         except ValueError as exc:
