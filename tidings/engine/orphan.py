@@ -49,14 +49,15 @@ def _ask_shutdown(paths: StatePaths) -> None:
 
 
 def _engine_pid(paths: StatePaths) -> int | None:
-    """The pid in the engine's pid file, if that process runs our configuration."""
+    """The pid in the engine's pid file, if that process works in our data directory
+    (an engine changes to its ``dir``; its process title no longer names its files).
+    Without ``/proc`` (macOS) nothing is signalled: SHUTDOWN is the only way."""
     try:
         pid = int(paths.pid_file.read_text().strip())
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmdline = f.read()
+        cwd = os.readlink(f"/proc/{pid}/cwd")
     except (OSError, ValueError):
         return None
-    return pid if os.fsencode(paths.config) in cmdline else None
+    return pid if cwd == os.path.realpath(paths.data_dir) else None
 
 
 def stop_orphan(paths: StatePaths, lock: FileLock) -> bool:
