@@ -108,8 +108,8 @@ def main() -> None:
     from tidings.jobs.cap.ruler import measure
     from tidings.jobs.limits import max_chars
     from tidings.jobs.runtime import Runtime
+    from tidings.jobs.view.coherent import observe
     from tidings.jobs.view.delivery import attention_lane
-    from tidings.jobs.view.read import coherent_read
     from tidings.jobs.view.render import render_attention
     from tidings.store.clock import SystemClock
     from tidings.store.connection import client_for
@@ -132,10 +132,10 @@ def main() -> None:
         lane = render_attention(rt, agent)
         assert "overflow" in lane and measure(lane) <= cap
         assert naive_render(root, cap) == lane
-        obs = coherent_read(rt, agent)
+        obs = observe(rt, agent)
         figures = timed({
             "render": partial(render_attention, rt, agent),
-            "coherent_read": partial(coherent_read, rt, agent),
+            "coherent_read": partial(observe, rt, agent),
             "cap_unchanged_lane": partial(attention_lane, rt, agent, obs, None),
             "cap_first_time": partial(cap_attention, rt, agent, obs.payloads),
             "naive_baseline": partial(naive_render, root, cap),

@@ -10,16 +10,43 @@ import os
 import socket
 from pathlib import Path
 from typing import Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tidings.store.errors import TidingsError
+
 #: The default store's folder under ``$XDG_STATE_HOME`` (else ``~/.local/state``).
 STATE_DIR_NAME = "tidings"
 
+#: URL schemes a Redis address may have.
+SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel",
+           "redis+cluster", "rediss+cluster")
+
 #: dramatiq's own default heartbeat timeout (ms).
 DEFAULT_HEARTBEAT_MS = 60_000
+
+#: How the placeholder passwords of the shipped deploy files begin (``change-me-tidings``,
+#: ``change-me-monitor``): a URL carrying one is refused before connecting (api.md "Local
+#: trust"), so a deployment never runs on a password anyone can read in the repository.
+PLACEHOLDER_PASSWORD_PREFIX = "change-me"
+
+
+def refuse_placeholder_password(url: str, where: str = "the Redis URL") -> None:
+    """Raise ``TidingsError`` (reason ``placeholder_password``) if ``url`` carries a
+    password (in the user part or a ``password`` query parameter; for a Sentinel URL the
+    same password reaches the Sentinels) that starts with :data:`PLACEHOLDER_PASSWORD_PREFIX`."""
+    parts = urlsplit(url)
+    passwords = [unquote(parts.password or "")]
+    passwords += parse_qs(parts.query).get("password", [])
+    if any(p.startswith(PLACEHOLDER_PASSWORD_PREFIX) for p in passwords):
+        raise TidingsError(
+            f"{where} carries a placeholder password ({PLACEHOLDER_PASSWORD_PREFIX}...): set "
+            "real passwords for the ACL users of deploy/redis.conf (deploy/README.md, Roles) "
+            "and put them in the URL",
+            reason="placeholder_password",
+        )
 
 
 class RedisConfig(BaseModel):
@@ -30,6 +57,8 @@ class RedisConfig(BaseModel):
     url: str
     scheme: str
     sentinels: tuple[tuple[str, int], ...] = ()
+    #: Seed nodes of a cluster URL.
+    nodes: tuple[tuple[str, int], ...] = ()
     service_name: str | None = None
     db: int = 0
     username: str | None = None
@@ -37,37 +66,72 @@ class RedisConfig(BaseModel):
 
     @classmethod
     def from_url(cls, url: str) -> RedisConfig:
-        """Accepts ``redis://``, ``rediss://``, ``unix://`` and
-        ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]``."""
+        """Accepts ``redis://``, ``rediss://``, ``unix://``,
+        ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]`` and
+        ``redis+cluster://[user:pass@]host:port[,host:port...]`` (seed nodes; api.md
+        "Past one Redis"), each with an ``s`` for TLS.
+
+        A placeholder password raises ``TidingsError`` (``placeholder_password``), a
+        ``ValueError`` like every other refusal here."""
+        refuse_placeholder_password(url)
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
-        if scheme not in ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel"):
+        if scheme not in SCHEMES:
             raise ValueError(f"unsupported Redis URL scheme: {parts.scheme!r}")
-        if not scheme.endswith("+sentinel"):
+        if "+" not in scheme:
             return cls(url=url, scheme=scheme)
-        netloc = parts.netloc.rpartition("@")[2]
-        sentinels = []
-        for item in netloc.split(","):
-            host, _, port = item.rpartition(":")
-            if not host:
-                host, port = port, "26379"
-            sentinels.append((host.strip("[]"), int(port or 26379)))
+        username = unquote(parts.username) if parts.username else None
+        password = unquote(parts.password) if parts.password else None
+        if scheme.endswith("+cluster"):
+            return cls(url=url, scheme=scheme, nodes=_addresses(parts.netloc, 6379),
+                       username=username, password=password)
+        sentinels = _addresses(parts.netloc, 26379)
         path = [p for p in parts.path.split("/") if p]
         if not path:
             raise ValueError("a sentinel URL needs a service name: redis+sentinel://h:p/<service>")
         return cls(
             url=url,
             scheme=scheme,
-            sentinels=tuple(sentinels),
+            sentinels=sentinels,
             service_name=path[0],
             db=int(path[1]) if len(path) > 1 else 0,
-            username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password else None,
+            username=username,
+            password=password,
         )
+
+    @classmethod
+    def cluster_seed(cls, url: str) -> RedisConfig:
+        """A plain ``redis://`` or ``rediss://`` URL whose server answered
+        ``cluster_enabled:1``, as the cluster configuration seeded by that node."""
+        parts = urlsplit(url)
+        tls = parts.scheme.lower() == "rediss"
+        return cls(url=url, scheme="rediss+cluster" if tls else "redis+cluster",
+                   nodes=((parts.hostname or "127.0.0.1", parts.port or 6379),),
+                   username=unquote(parts.username) if parts.username else None,
+                   password=unquote(parts.password) if parts.password else None)
 
     @property
     def is_sentinel(self) -> bool:
         return self.scheme.endswith("+sentinel")
+
+    @property
+    def is_cluster(self) -> bool:
+        return self.scheme.endswith("+cluster")
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme.startswith("rediss")
+
+
+def _addresses(netloc: str, default_port: int) -> tuple[tuple[str, int], ...]:
+    """``host:port`` items of a comma-separated netloc (after any ``user:pass@``)."""
+    found = []
+    for item in netloc.rpartition("@")[2].split(","):
+        host, _, port = item.rpartition(":")
+        if not host:
+            host, port = port, str(default_port)
+        found.append((host.strip("[]"), int(port or default_port)))
+    return tuple(found)
 
 
 def default_state_dir() -> Path:
@@ -91,6 +155,9 @@ class Settings(BaseSettings):
     store_server: str | None = None
     #: The default store's ``appendfsync``.
     store_fsync: Literal["everysec", "always"] = "everysec"
+    #: Redis URL of the control store (broker, results, presence, rates); ``None``: the
+    #: state store's (api.md "Past one Redis").
+    broker_url: str | None = None
     #: This host's name for queue routing.
     host: str = Field(default_factory=socket.gethostname)
     #: Seconds between sync ticks.

@@ -114,10 +114,13 @@ class Agent:
 
     @raising("snapshot")
     def snapshot(self) -> dict[str, Any]:
-        """A coherent read of the visible channels ``{channel: envelope}``; commits nothing."""
-        from tidings.jobs.view import read as reading  # noqa: PLC0415 - see module doc
+        """A coherent read of the visible channels ``{channel: envelope}``; commits nothing.
 
-        return reading.coherent_read(self.runtime, self.record).payloads
+        The composed read: an overdue delay's alarm is published first, so the due
+        target and its alarm show in this same read (delay.md D9, channels.md C22)."""
+        from tidings.jobs.view import coherent  # noqa: PLC0415 - see module doc
+
+        return coherent.observe(self.runtime, self.record).payloads
 
     @answering("stamp", fail_open=_unstamped)
     def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None) -> Result:

@@ -21,6 +21,8 @@ from fakeredis import TcpFakeServer
 from fakeredis._clients._tcp_server import TCPFakeRequestHandler
 from fakeredis._helpers import SimpleError
 
+from tidings.store import lua_sandbox
+
 #: What ``tidings up --ephemeral`` prints.
 NOT_DURABLE_WARNING = (
     "ephemeral store: state lives in this process's memory and is NOT durable; "
@@ -66,6 +68,7 @@ class EmbeddedServer:
     """A Redis-compatible endpoint with a password, served from a background thread."""
 
     def __init__(self, password: str, host: str = "127.0.0.1", port: int = 6390) -> None:
+        lua_sandbox.install()  # scripts get what a real server gives them ("Local trust")
         self._server = EmbeddedTcpServer((host, port))
         self._server.password = password.encode()
         self._server.RequestHandlerClass = _AuthHandler

@@ -46,7 +46,10 @@ def make_broker(client: Redis, settings: Settings) -> RedisBroker:
         CurrentMessage(),
         MessageMetrics(),
         Presence(client, settings.host),
-        Results(backend=RedisBackend(client=client, namespace=f"{NAMESPACE}-results"),
+        # Prefixed result keys (``tidings-results:<queue>:<actor>:<id>``), not dramatiq's
+        # bare digests, so ACL key patterns can name them (deploy/redis.conf).
+        Results(backend=RedisBackend(client=client, namespace=f"{NAMESPACE}-results",
+                                     use_namespace_prefix_keys=True),
                 result_ttl=RESULT_TTL_MS),
     ]
     return RedisBroker(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidings.jobs.channels import publish as channel_publish
+from tidings.jobs.channels import reserved
 from tidings.jobs.channels.envelope import error
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.runtime import Runtime
@@ -27,8 +28,12 @@ def publish_event(
     idempotency_key: str | None = None,
     wait: bool = False,
 ) -> Result:
-    """C11: append ``event`` to ``channel``; a ``daemon`` event goes to its run's mini-file."""
+    """C11: append ``event`` to ``channel``; a ``daemon`` event goes to its run's mini-file.
+    An event in ``system`` shaped like tidings' own notices is refused (C54)."""
     if channel != DAEMON:
+        problem = reserved.producer_event_problem(channel, event)
+        if problem is not None:
+            return problem
         return channel_publish.publish_event(
             rt, agent, channel, event, priority=priority, idempotency_key=idempotency_key,
             wait=wait,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidings.jobs import metrics
-from tidings.jobs.channels import allowlist, names
+from tidings.jobs.channels import allowlist, names, reserved
 from tidings.jobs.channels.envelope import check_event, complete_envelope, complete_event, error
 from tidings.jobs.channels.mirror import Record
 from tidings.jobs.runtime import Runtime
@@ -50,8 +50,10 @@ def _unsafe(agent: AgentRecord, channel: str) -> Result | None:
 def publish(
     rt: Runtime, agent: AgentRecord, channel: str, envelope: object, *, wait: bool = False
 ) -> Result:
-    """C10: replace the whole mirror of ``channel``."""
-    problem = check_channel(rt, agent, channel)
+    """C10: replace the whole mirror of ``channel`` (a ``system`` mirror carrying an event
+    shaped like tidings' own notices is refused, C54)."""
+    problem = reserved.producer_envelope_problem(channel, envelope) or check_channel(
+        rt, agent, channel)
     if problem is None and channel == names.DAEMON:
         problem = error("invalid_channel", "use publish_daemon_event for the daemon channel",
                         channel=channel)

@@ -2,7 +2,8 @@
 
 delay.md D9 makes every coherent read publish an overdue alarm first. That step
 writes, so it is composed here, above the reading module, which only reads
-(architecture.md rule 8).
+(architecture.md rule 8). This is the one way down to the payloads from outside
+``jobs/view/``: the bare read is private to the package (issue 21).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from redis.exceptions import RedisError
 
 from tidings.jobs.delay import alarm
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view.read import Observation, coherent_read, failed_read
+from tidings.jobs.view._bare_read import bare_read
+from tidings.jobs.view.read import Observation, failed_read
 from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord
 
@@ -22,4 +24,4 @@ def observe(rt: Runtime, agent: AgentRecord) -> Observation:
         alarm.reconcile(rt, agent)
     except (RedisError, TidingsError, OSError) as exc:
         return failed_read(agent, exc)
-    return coherent_read(rt, agent)
+    return bare_read(rt, agent)

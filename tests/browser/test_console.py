@@ -43,17 +43,25 @@ class Stack:
         up = self.procs.start("up", "--port", str(free_port()))
         up.wait_ready(timeout=30)
         self.url = find_url(state)
-        self.web = self._web()
-        self.web_actions = self._web("--allow-actions")
+        self.web, _ = self._web()
+        # Actions need the console's token: the login URL it prints once (api.md Local trust).
+        self.web_actions, self.login = self._web("--allow-actions")
         self.hub = tidings.connect(self.url)
         workdir = tmp / "agent"
         workdir.mkdir()
         self.agent = self.hub.agent(workdir, agent_id="browser-agent", host=self.host)
 
-    def _web(self, *extra: str) -> str:
+    def _web(self, *extra: str) -> tuple[str, str]:
+        """The console's URL and, when it printed one, its login URL."""
         # No URL: `tidings web` finds the store through TIDINGS_STATE_DIR.
         proc = self.procs.start("web", "--port", str(free_port()), *extra)
-        return str(proc.wait_ready(timeout=30)["url"]).rstrip("/")
+        url = str(proc.wait_ready(timeout=30)["url"]).rstrip("/")
+        if not extra:
+            return url, ""
+        login = wait_until(lambda: next((line.split()[-1] for line in proc.stderr
+                                         if "/login?token=" in line), None),
+                           timeout=10, what="the login URL")
+        return url, str(login)
 
     def close(self) -> None:
         self.hub.close()
@@ -178,6 +186,9 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
     assert refused.value.code == 403
     assert stack.agent.inbox(state="pending")[0]["event_id"] == event_id
 
+    browser.get(stack.web_actions + page)
+    assert "Sign in" in browser.page_source  # 401 without the token
+    browser.get(stack.login)  # sets the session cookie
     browser.get(stack.web_actions + page)
 
     def click() -> bool:  # a live update may replace the button between find and click

@@ -31,8 +31,7 @@ from tidings.jobs.inbox import items
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish, prepare
-from tidings.jobs.view import delivery
-from tidings.jobs.view import read as reading
+from tidings.jobs.view import coherent, delivery
 from tidings.jobs.wake import stream
 from tidings.jobs.wake import tick as sync
 from tidings.store.errors import TidingsError, UnsafePathError
@@ -83,7 +82,7 @@ ANSWERING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
 ]
 
 RAISING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
-    ("snapshot", lambda a: a.snapshot(), reading, "coherent_read"),
+    ("snapshot", lambda a: a.snapshot(), coherent, "observe"),
     ("inbox", lambda a: a.inbox(), items, "projection"),
     ("wait_for_wake", lambda a: a.wait_for_wake(0), stream, "wait_for_wake"),
 ]

@@ -12,6 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.runtime import Runtime
+from tidings.jobs.view import _bare_read as bare
 from tidings.jobs.view import coherent
 from tidings.jobs.view import read as reading
 from tidings.store.keys import AgentKeys
@@ -37,7 +38,7 @@ class TestC19SafeReads:
         write(tmp_path, "daemon.json", '{"kind": "daemon_report"}')
         write(tmp_path, ".hidden.json", "{}")
         write(tmp_path, "notes.txt", "{}")
-        assert list(reading.snapshot(tmp_path, ALLOW)) == ["system"]
+        assert list(bare.snapshot(tmp_path, ALLOW)) == ["system"]
         assert [e[0] for e in reading.fingerprint(tmp_path, ALLOW)] == ["system.json"]
 
     def test_symlink_directory_and_oversized_files_are_skipped(self, tmp_path: Path) -> None:
@@ -46,14 +47,14 @@ class TestC19SafeReads:
         (tmp_path / ".notification" / "mcp.d.json").mkdir()
         write(tmp_path, "mcp.big.json", b'{"x": "' + b"a" * 1_048_576 + b'"}')
         write(tmp_path, "mcp.limit.json", b'"' + b"a" * 1_048_574 + b'"')  # exactly 1 MiB
-        assert sorted(reading.snapshot(tmp_path, ALLOW)) == ["mcp.limit", "system"]
+        assert sorted(bare.snapshot(tmp_path, ALLOW)) == ["mcp.limit", "system"]
 
     @pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
     def test_unreadable_file_is_skipped(self, tmp_path: Path) -> None:
         path = write(tmp_path, "system.json", "{}")
         path.chmod(0)
         try:
-            assert reading.snapshot(tmp_path, ALLOW) == {}
+            assert bare.snapshot(tmp_path, ALLOW) == {}
         finally:
             path.chmod(0o644)
 
@@ -82,15 +83,15 @@ class TestC21Snapshot:
     def test_malformed_skipped_and_fresh_objects(self, tmp_path: Path) -> None:
         write(tmp_path, "system.json", '{"data": {"events": []}}')
         write(tmp_path, "email.json", "{broken")
-        first = reading.snapshot(tmp_path, ALLOW)
+        first = bare.snapshot(tmp_path, ALLOW)
         assert list(first) == ["system"]
         first["system"]["data"]["events"].append("mutated")
-        assert reading.snapshot(tmp_path, ALLOW)["system"]["data"]["events"] == []
+        assert bare.snapshot(tmp_path, ALLOW)["system"]["data"]["events"] == []
 
     def test_c8_non_object_is_presented_as_data(self, tmp_path: Path) -> None:
         write(tmp_path, "system.json", "[1, 2]")
         write(tmp_path, "soul.json", '{"anything": true}')
-        snap = reading.snapshot(tmp_path, ALLOW)
+        snap = bare.snapshot(tmp_path, ALLOW)
         assert snap["system"] == {"data": [1, 2]}
         assert snap["soul"] == {"anything": True}
 
@@ -107,7 +108,7 @@ class TestC22CoherentRead:
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         path = write(agent.root, "system.json", '{"n": 0}')
-        real = reading._snapshot
+        real = bare._snapshot
         calls = {"n": 0}
 
         def churning(*args: Any) -> Any:
@@ -116,7 +117,7 @@ class TestC22CoherentRead:
             path.write_text(json.dumps({"n": calls["n"]}))
             return out
 
-        monkeypatch.setattr(reading, "_snapshot", churning)
+        monkeypatch.setattr(bare, "_snapshot", churning)
         obs = coherent.observe(rt, agent)
         assert not obs.stable and obs.attempts == 3 and calls["n"] == 3
 
@@ -124,7 +125,7 @@ class TestC22CoherentRead:
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         path = write(agent.root, "system.json", '{"n": 0}')
-        real = reading._snapshot
+        real = bare._snapshot
         calls = {"n": 0}
 
         def once(*args: Any) -> Any:
@@ -134,7 +135,7 @@ class TestC22CoherentRead:
             calls["n"] += 1
             return out
 
-        monkeypatch.setattr(reading, "_snapshot", once)
+        monkeypatch.setattr(bare, "_snapshot", once)
         obs = coherent.observe(rt, agent)
         assert obs.stable and obs.attempts == 2 and obs.payloads == {"system": {"n": 1}}
 
@@ -146,7 +147,7 @@ class TestC22CoherentRead:
         def broken(*args: Any) -> Any:
             raise RedisConnectionError("down")
 
-        monkeypatch.setattr(reading, "allowlist", broken)
+        monkeypatch.setattr(bare, "allowlist", broken)
         obs = coherent.observe(rt, agent)
         assert not obs.stable and obs.payloads == {} and obs.error == "ConnectionError"
 

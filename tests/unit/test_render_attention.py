@@ -17,7 +17,8 @@ from tidings.jobs.delay import state as delay
 from tidings.jobs.limits import MAX_CHARS_ENV
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
-from tidings.jobs.view.read import Observation, coherent_read
+from tidings.jobs.view.coherent import observe
+from tidings.jobs.view.read import Observation
 from tidings.jobs.view.render import render_attention
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -53,7 +54,7 @@ class TestRenderAttention:
         assert path.parent == agent.root / "logs"
         full = json.loads(path.read_text())
         assert full["mcp.telegram"]["data"]["messages"][0]["text"] == "t" * 3000
-        assert committed(rt, agent) == coherent_read(rt, agent).raw_fp
+        assert committed(rt, agent) == observe(rt, agent).raw_fp
         json.dumps(lane)  # a JSON-able actor result
 
     def test_b6_small_lane_untouched_no_spill(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -68,7 +69,7 @@ class TestRenderAttention:
         publish(rt, agent, "mcp.telegram", telegram())
         publish(rt, agent, "soul", {"header": "Be kind"})
         monkeypatch.setattr(delay, "live_target", lambda rt, agent, allow: "mcp.telegram")
-        assert render_attention(rt, agent) == {"soul": {**coherent_read(rt, agent)
+        assert render_attention(rt, agent) == {"soul": {**observe(rt, agent)
                                                         .payloads["soul"]}}
         assert spill_files(agent.root) == []
 

@@ -6,7 +6,6 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any
 
 from tidings import _logging
 from tidings._embedded import NOT_DURABLE_WARNING
@@ -19,8 +18,9 @@ from tidings.engine.discover import store_url
 from tidings.engine.ephemeral import EphemeralStore
 from tidings.engine.service import DefaultStore, StoreUnavailable
 from tidings.jobs import log
-from tidings.store.connection import client_for, ping, redact
-from tidings.store.settings import RedisConfig, Settings
+from tidings.store.connection import redact
+from tidings.store.roles import Stores, open_stores
+from tidings.store.settings import Settings
 
 
 def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
@@ -59,7 +59,7 @@ def up(args: argparse.Namespace) -> int:
     try:
         agents = [hub.agent(w).record.public for w in workdirs]
         hub.start_worker(threads=args.threads)
-        exporter = serve_metrics(s, hub.redis)
+        exporter = serve_metrics(s, hub.redis, hub.control)
         ready({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
                "embedded": isinstance(store, EphemeralStore),
                "durable": not isinstance(store, EphemeralStore), "host": s.host,
@@ -86,11 +86,8 @@ def _no_problem() -> str | None:
     return None
 
 
-def _client(s: Settings) -> tuple[Any, str]:
-    url = store_url(s)
-    client = client_for(RedisConfig.from_url(url))
-    ping(client, url)
-    return client, url
+def _stores(s: Settings) -> Stores:
+    return open_stores(store_url(s), s.broker_url)
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -101,9 +98,10 @@ def worker(args: argparse.Namespace) -> int:
     if args.processes > 1:
         return run_pool(args, s)
     stop = stop_signals()
-    client, _ = _client(s)
-    exporter = serve_metrics(s, client)  # first: a busy port stops nothing half-started
-    host_worker = HostWorker(client, s, threads=args.threads)
+    stores = _stores(s)
+    # first: a busy port stops nothing half-started
+    exporter = serve_metrics(s, stores.state, stores.control)
+    host_worker = HostWorker(stores.state, s, threads=args.threads, control=stores.control)
     host_worker.start()
     ready({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid(),
            "metrics_port": exporter.port if exporter else None})
@@ -123,10 +121,10 @@ def scheduler(args: argparse.Namespace) -> int:
 
     s = settings(args)
     _logging.configure(s)
-    client, _ = _client(s)
+    stores = _stores(s)
     stop = stop_signals()
-    service = SchedulerService(client, s, on_event=say)
-    exporter = serve_metrics(s, client)
+    service = SchedulerService(stores.state, s, on_event=say, control=stores.control)
+    exporter = serve_metrics(s, stores.state, stores.control)
     service.start()
     ready({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
            "holder": service.holder, "metrics_port": exporter.port if exporter else None})
@@ -136,5 +134,5 @@ def scheduler(args: argparse.Namespace) -> int:
         service.stop()
         if exporter is not None:
             exporter.close()
-        client.close()
+        stores.close()
     return 0

@@ -14,21 +14,25 @@ import json
 from functools import partial
 from typing import Any
 
+from tidings.inspection.agents import stream_time
 from tidings.jobs.cap.spill import planned_attention
 from tidings.jobs.channels.allowlist import Allowlist, load_registry, peek_registry_state
 from tidings.jobs.channels.names import DELAY_ALARM
 from tidings.jobs.delay.state import read_state
 from tidings.jobs.inbox import items as inbox_items
 from tidings.jobs.runtime import Runtime
+
+# The one named exception to "one way down" (issue 21; pyproject.toml): the console is a
+# read-only twin. The composed read (jobs.view.coherent.observe) would publish an overdue
+# delay's alarm (D9), so the console takes the bare read and reports the alarm as overdue.
+from tidings.jobs.view._bare_read import bare_read, snapshot
 from tidings.jobs.view.delivery import attention_preview
-from tidings.jobs.view.read import coherent_read, snapshot
 from tidings.jobs.view.status import delay_from_state
 from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
-from tidings.web.agents_list import stream_time
 
 #: Wake stream entries shown.
 RECENT_WAKES = 20
@@ -100,7 +104,7 @@ def agent_page(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
     root = agent.root
     state = peek_registry_state(rt, agent)
     allow = Allowlist(state.hook_channels)
-    obs = coherent_read(rt, agent, allow)
+    obs = bare_read(rt, agent, allow)
     lane = attention_preview(agent, obs, partial(planned_attention, root)) if obs.stable \
         else None
     every = snapshot(root, allow) if root.is_dir() else {}

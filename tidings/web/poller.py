@@ -1,7 +1,7 @@
 """One shared poller per console process, fanned out to every open page's event stream.
 
 While at least one page listens, the poller reads the overview once per
-:data:`INTERVAL_SECONDS` (the "status read": :class:`tidings.web.summary.Summary`),
+:data:`INTERVAL_SECONDS` (the "status read": :class:`tidings.inspection.overview.Summary`),
 renders its live fragment once, and sends the same HTML to every page. Pages also
 name agents they show; the poller reads a small signature of each watched agent (its
 newest wake entry, inbox counts, checkpoint version, blocked set, and for agent pages
@@ -77,7 +77,7 @@ def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict
             pipe.hget(ik.checkpoint, "version")
             pipe.scard(k.blocked)
         replies = pipe.execute()
-    registry = AgentRegistry(rt.redis)
+    registry = AgentRegistry(rt.redis, rt.control)
     out: dict[str, Any] = {}
     for i, agent_id in enumerate(ids):
         redis_part = tuple(repr(v) for v in replies[6 * i: 6 * i + 6])
