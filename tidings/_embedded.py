@@ -35,6 +35,17 @@ NOAUTH = "NOAUTH Authentication required."
 BEFORE_AUTH = frozenset({b"auth", b"quit"})
 
 
+def _password_in(name: bytes, fields: list[bytes]) -> bytes | None:
+    """The password an ``AUTH [user] pass`` or ``HELLO n AUTH user pass`` carries."""
+    if name == b"auth" and len(fields) in (2, 3):
+        return fields[-1]
+    words = [f.lower() for f in fields]
+    if name == b"hello" and b"auth" in words:
+        at = words.index(b"auth")
+        return fields[at + 2] if len(fields) > at + 2 else None
+    return None
+
+
 def _gate(sock: Any, password: bytes) -> None:
     """Make the fake socket of one connection refuse commands until ``AUTH``."""
     process = sock._process_command
@@ -43,8 +54,9 @@ def _gate(sock: Any, password: bytes) -> None:
     def gated(fields: list[bytes]) -> None:
         if not state["authenticated"] and fields:
             name = fields[0].lower()
-            if name == b"auth" and len(fields) in (2, 3):
-                state["authenticated"] = hmac.compare_digest(fields[-1], password)
+            given = _password_in(name, fields)
+            if given is not None:
+                state["authenticated"] = hmac.compare_digest(given, password)
             elif name not in BEFORE_AUTH:
                 sock.put_response(sock._decode_result(SimpleError(NOAUTH)))
                 return
