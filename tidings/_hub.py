@@ -15,7 +15,7 @@ from tidings.engine.discover import store_url
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
-from tidings.store import keys, lua_sandbox, replies
+from tidings.store import keys, lua_sandbox, rates, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord, default_agent_id
@@ -25,7 +25,7 @@ from tidings.store.registry_migration import migrate_legacy
 from tidings.store.roles import Stores, open_stores
 from tidings.store.settings import Settings
 from tidings.workers import dead_letters
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -283,6 +283,7 @@ class Hub:
             self.declare_actors()
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
+            fetching(self.broker)
             worker = Worker(self.broker, queues={queue}, worker_threads=threads,
                             worker_timeout=self.settings.worker_poll_ms)
             worker.start()
@@ -312,6 +313,7 @@ class Hub:
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None
+        rates.flush(self.redis)  # what this process counted, before the client goes
         self.broker.close()
         if self._owns_client:
             if self.control is not self.redis:
