@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from redis import Redis
+from redis.exceptions import NoPermissionError
 
 from tidings.store import keys, replies
 from tidings.store.registry import PAGE, AgentRegistry, host_of, stored_field, text_pairs
@@ -26,9 +27,21 @@ logger = logging.getLogger("tidings")
 
 
 def migrate_legacy(redis: Redis, control: Redis | None = None) -> int:
-    """Move every entry of the legacy registry hash; how many this call copied."""
-    if not redis.exists(keys.LEGACY_AGENTS):
+    """Move every entry of the legacy registry hash; how many this call copied.
+
+    A client whose ACL user may not write (``tidings-monitor``) leaves the migration to
+    the workers and schedulers: one line says so, and it reads the new layout only."""
+    try:
+        if not redis.exists(keys.LEGACY_AGENTS):
+            return 0
+        return _migrate(redis, control)
+    except NoPermissionError as exc:
+        logger.warning("%s", "registry_migration_skipped", extra={
+            "event": "registry_migration_skipped", "fields": {"detail": str(exc)[:200]}})
         return 0
+
+
+def _migrate(redis: Redis, control: Redis | None) -> int:
     runner, control = Scripts(redis), control if control is not None else redis
     copied, cursor = 0, 0
     while True:
