@@ -213,9 +213,8 @@ def ping(client: redis.Redis, url: str) -> None:
         client.ping()
     except redis.exceptions.RedisError as exc:
         raise NoStoreError(
-            f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start one with "
-            "`tidings up` (embedded store), or point TIDINGS_REDIS_URL / --redis-url at your "
-            "Redis."
+            f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start the default "
+            "store with `tidings up`, or point TIDINGS_REDIS_URL / --redis-url at your Redis."
         ) from None
     finally:
         if saved is not None:

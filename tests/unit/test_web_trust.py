@@ -236,3 +236,43 @@ def test_the_stream_is_not_read_past_the_limit(hub: Hub) -> None:
     anyio.run(app, scope, receive, send)
     assert sent[0]["status"] == 413
     assert receive.pulled <= MAX_BODY_BYTES + 16384
+
+
+def test_an_event_stream_ends_with_its_session(hub: Hub) -> None:
+    import anyio
+
+    from tidings.web import stream
+
+    app = build_app(hub, token=TOKEN)
+    guard = app.state.console.guard
+    session = guard.sessions.start()
+    scope = {"type": "http", "method": "GET", "path": "/events", "raw_path": b"/events",
+             "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 80),
+             "client": ("127.0.0.1", 5000), "root_path": "", "http_version": "1.1",
+             "headers": [(b"host", b"127.0.0.1"), (b"cookie", f"{COOKIE}={session}".encode())],
+             "app": app}
+    chunks: list[bytes] = []
+    requests = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if requests:
+            return requests.pop()
+        await anyio.sleep(30)  # the client stays
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        chunks.append(message.get("body", b""))
+        if len(chunks) == 2:  # the first bytes went out: sign out now
+            guard.sessions.end(session)
+
+    async def run() -> None:
+        original = stream.KEEPALIVE_SECONDS
+        stream.KEEPALIVE_SECONDS = 0.05
+        try:
+            with anyio.fail_after(5):  # ends by itself, not by the client going away
+                await app(scope, receive, send)
+        finally:
+            stream.KEEPALIVE_SECONDS = original
+
+    anyio.run(run)
+    assert b"retry:" in b"".join(chunks)
