@@ -41,10 +41,9 @@ from _redis import percentile, redis_server
 
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.scheduler.sync_tick import SyncTicker
 from tidings.scheduler.watcher import Watcher
-from tidings.store import keys
 from tidings.store.clock import SystemClock
 from tidings.store.listing import RACY_SECONDS
 from tidings.store.models import AgentRecord
@@ -89,7 +88,6 @@ def build(rt: Runtime, root: Path, agents: int, channels: int) -> list[AgentReco
     for c, template in enumerate(templates):
         template.write_text(json.dumps({"header": "1 item", "data": {"n": c}}))
     records = []
-    pipe = rt.redis.pipeline(transaction=False)
     for n in range(agents):
         d = root / f"agent{n}" / ".notification"
         d.mkdir(parents=True)
@@ -97,11 +95,7 @@ def build(rt: Runtime, root: Path, agents: int, channels: int) -> list[AgentReco
             os.link(templates[c], d / f"mcp.c{c}.json")
         record = AgentRecord(agent_id=f"a{n:05d}", workdir=str(d.parent), host=HOST)
         records.append(record)
-        pipe.hset(keys.AGENTS, record.agent_id, record.model_dump_json())
-        if n % 1000 == 999:
-            pipe.execute()
-    pipe.incr(keys.AGENTS_VERSION)
-    pipe.execute()
+    AgentRegistry(rt.redis).put_many(records)
     return records
 
 

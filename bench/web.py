@@ -69,20 +69,23 @@ def populate(client: Any, root: Path) -> None:
     from tidings.store import keys
     from tidings.store.inbox_keys import InboxKeys
     from tidings.store.models import AgentRecord
+    from tidings.store.registry import AgentRegistry
 
+    records = []
     with client.pipeline(transaction=False) as pipe:
         for i in range(AGENTS):
             agent_id = f"agent-{i:05d}"
             workdir = root / agent_id
             workdir.mkdir()
             record = AgentRecord(agent_id=agent_id, workdir=str(workdir), host=f"h{i % 4}")
-            pipe.hset(keys.AGENTS, agent_id, record.model_dump_json())
+            records.append(record)
             pipe.zadd(InboxKeys(agent_id).selectable, {"evt": 1})
             pipe.xadd(keys.AgentKeys(agent_id).wake_stream,
                       {"kind": "inbox", "entry": json.dumps({"kind": "inbox"})})
             if i % 1000 == 999:
                 pipe.execute()
         pipe.execute()
+    AgentRegistry(client).put_many(records)
 
 
 def main() -> None:

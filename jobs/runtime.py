@@ -34,17 +34,28 @@ class Dispatcher(Protocol):
 
 @dataclass(frozen=True)
 class Runtime:
-    """The ports a job uses. Build one per process (or per test)."""
+    """The ports a job uses. Build one per process (or per test).
+
+    ``redis`` is the state store (every ``{a:…}`` and ``{h:…}`` key); ``control_store``
+    the control store (rate counters, dismiss guards: hub-wide keys), by default the
+    same client (architecture.md "Placement and scale").
+    """
 
     redis: Redis
     clock: Clock
     settings: Settings
     dispatch: Dispatcher
+    control_store: Redis | None = None
     scripts: Scripts = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scripts", Scripts(self.redis))
 
+    @property
+    def control(self) -> Redis:
+        """The control store's client."""
+        return self.control_store if self.control_store is not None else self.redis
+
     def with_dispatch(self, dispatch: Dispatcher) -> Runtime:
         """The same ports with another dispatcher (inline agents)."""
-        return Runtime(self.redis, self.clock, self.settings, dispatch)
+        return Runtime(self.redis, self.clock, self.settings, dispatch, self.control_store)

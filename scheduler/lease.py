@@ -13,19 +13,17 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis import Redis
 
-from tidings.store import keys, replies
+from tidings.store import keys
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
 from tidings.store.scripts import Scripts
 from tidings.store.scripts import scheduler as scheduler_scripts
-
-#: Keys fetched per SCAN round trip while looking for leader keys.
-LEADER_SCAN_COUNT = 1000
 
 
 class LeaseSettings(BaseSettings):
@@ -91,20 +89,22 @@ class LeaderLease:
             scheduler_scripts.release_lease(self._scripts, self.host, value=value)
 
 
-def leader_hosts(redis: Redis) -> set[str]:
-    """Every host whose leader key exists (``tidings status``)."""
-    prefix, suffix = keys.scheduler_leader("\0").split("\0")
-    found = set()
-    for raw in redis.scan_iter(match=f"{prefix}*{suffix}", count=LEADER_SCAN_COUNT):
-        key = replies.text(raw)
-        if key.startswith(prefix) and key.endswith(suffix):
-            found.add(key[len(prefix):-len(suffix)])
-    return found
+def leaders(redis: Redis, hosts: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+    """``{"leader", "since"}`` of each of ``hosts``' active scheduler, or ``None`` (``tidings
+    status``): one pipelined ``GET`` per host, never a keyspace scan (issue 25)."""
+    with redis.pipeline(transaction=False) as pipe:
+        for host in hosts:
+            pipe.get(keys.scheduler_leader(host))
+        raws = pipe.execute()
+    return {host: _leader(raw) for host, raw in zip(hosts, raws, strict=True)}
 
 
 def current_leader(redis: Redis, host: str) -> dict[str, Any] | None:
     """``{"leader", "since"}`` of the host's active scheduler, or ``None`` (``tidings status``)."""
-    raw = redis.get(keys.scheduler_leader(host))
+    return _leader(redis.get(keys.scheduler_leader(host)))
+
+
+def _leader(raw: Any) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:

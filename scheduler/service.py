@@ -33,7 +33,7 @@ from tidings.scheduler.jobstore import JsonRedisJobStore
 from tidings.scheduler.lease import LeaderLease, LeaseSettings, holder_name
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.settings import Settings
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import scheduler_queue
 
@@ -51,11 +51,11 @@ class Activation:
     """Everything that runs while this process leads its host."""
 
     def __init__(self, redis: Redis, settings: Settings, clock: Clock,
-                 on_failure: Callable[[], None]) -> None:
+                 on_failure: Callable[[], None], control: Redis) -> None:
         self.host = settings.host
         self._on_failure = on_failure
-        self.broker = make_broker(redis, settings)
-        self.runtime = Runtime(redis, clock, settings, BrokerDispatcher(self.broker))
+        self.broker = make_broker(control, settings)
+        self.runtime = Runtime(redis, clock, settings, BrokerDispatcher(self.broker), control)
         self.body = alarm_job.bind(self.broker, self.host)
         self.aps = BlockingScheduler(
             timezone=UTC,
@@ -73,6 +73,7 @@ class Activation:
             clock.monotonic)
         sync_tick.add_tick_job(self.aps, self.ticker, LOCAL_STORE)
         requests.declare_request_actor(self.broker, self.host, self.aps, self.body)
+        fetching(self.broker)
         self.worker = Worker(self.broker, queues={scheduler_queue(self.host)},
                              worker_threads=REQUEST_THREADS,
                              worker_timeout=settings.worker_poll_ms)
@@ -118,7 +119,9 @@ class Activation:
 
 
 class SchedulerService:
-    """The scheduler of ``settings.host``; :meth:`start` returns at once."""
+    """The scheduler of ``settings.host``; :meth:`start` returns at once. Its job store
+    and lease are on the state store ``redis``, its broker on ``control`` (default: the
+    same client)."""
 
     def __init__(
         self,
@@ -128,8 +131,10 @@ class SchedulerService:
         clock: Clock | None = None,
         lease_settings: LeaseSettings | None = None,
         on_event: EventSink | None = None,
+        control: Redis | None = None,
     ) -> None:
         self.redis = redis
+        self.control = control if control is not None else redis
         self.settings = settings
         self.clock = clock or SystemClock()
         self.lease_settings = lease_settings or LeaseSettings()
@@ -180,7 +185,8 @@ class SchedulerService:
         keeper.start()
         activation: Activation | None = None
         try:
-            activation = Activation(self.redis, self.settings, self.clock, step_down.set)
+            activation = Activation(self.redis, self.settings, self.clock, step_down.set,
+                                    self.control)
             counts = activation.start()
             self.leading.set()
             self._emit("leader", startup=counts)

@@ -15,6 +15,7 @@ from tidings.jobs.actions import delay
 from tidings.jobs.runtime import Runtime
 from tidings.scheduler import alarm_job
 from tidings.store.registry import AgentRegistry
+from tidings.store.registry_migration import migrate_legacy
 
 
 def reconcile_host(rt: Runtime, scheduler: Any, body: alarm_job.AlarmBody) -> dict[str, int]:
@@ -22,7 +23,10 @@ def reconcile_host(rt: Runtime, scheduler: Any, body: alarm_job.AlarmBody) -> di
     keep: set[str] = set()
     counts = {"added": 0, "expired": 0, "removed": 0}
     failed = False
-    for agent in AgentRegistry(rt.redis).on_host(rt.settings.host):
+    migrate_legacy(rt.redis, rt.control)
+    registry = AgentRegistry(rt.redis, rt.control)
+    registry.add_host(rt.settings.host)
+    for agent in registry.on_host(rt.settings.host, repair=True):
         try:
             plan = delay.alarm_plan(rt, agent)
             if plan is None:

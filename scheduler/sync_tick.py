@@ -15,7 +15,7 @@ done; the expiry only matters when a message is lost):
 
 A full scan runs beside changed ticks (a second worker thread), so a long scan of
 a large host never holds back the wake of a changed agent; it also steps aside while
-a changed tick runs (jobs/wake/tick.py), so the two do not share the
+a changed tick runs (jobs/wake/sync.py), so the two do not share the
 worker's CPU. Visiting an agent twice
 at once is safe: every commit of the per-agent step is compare-and-set.
 """
@@ -92,7 +92,7 @@ class SyncTicker:
         """One interval: what was sent (``full``: a reason or ``""``; ``changed``: ids)."""
         with self._lock:
             pipe = self.redis.pipeline(transaction=False)
-            pipe.get(keys.AGENTS_VERSION)
+            pipe.get(keys.host_agents_version(self.host))
             pipe.zrangebyscore(keys.sync_due(self.host), "-inf", self._wall())
             version, due = pipe.execute()
             if self.watcher is None:
@@ -147,7 +147,7 @@ class SyncTicker:
         removal while running)."""
         if self.watcher is None:  # only a watching tick refreshes
             return
-        records = AgentRegistry(self.redis).on_host(self.host)
+        records = AgentRegistry(self.redis).on_host(self.host, repair=True)
         self.watcher.set_agents({r.agent_id: r.workdir for r in records})
         self._version = version
 

@@ -2,22 +2,33 @@
 
 Built here, beside the sync clients, with the same timeouts and protocol; the
 asyncio client serves only the waits (wake stream, applied sequence, group
-results), so a failover retry bounded by count is enough for it.
+results), so a failover retry bounded by count is enough for it. Its pool is
+bounded and blocking: past :data:`MAX_CONNECTIONS` concurrent commands, a waiter
+waits for a connection instead of failing (a cluster client does the same per
+node, :mod:`tidings.store.async_cluster`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-import redis.asyncio
+from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.connection import BlockingConnectionPool, UnixDomainSocketConnection
+from redis.asyncio.connection import Connection as AsyncConnection
+from redis.asyncio.connection import SSLConnection as AsyncSSLConnection
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
 from redis.connection import SSLConnection
 
+from tidings.store.async_cluster import AsyncStateCluster
+from tidings.store.cluster import CLUSTER_RETRY_ON
 from tidings.store.connection import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
+    FAILOVER_RETRY_SECONDS,
+    PROCESS_STOPPING,
     RETRY_BACKOFF_BASE,
     RETRY_BACKOFF_CAP,
     RETRY_ON,
@@ -34,10 +45,13 @@ MAX_CONNECTIONS = 10_000
 _CARRIED = ("host", "port", "db", "username", "password", "path")
 
 
+def _backoff() -> ExponentialBackoff:
+    return ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE)
+
+
 def _common() -> dict[str, Any]:
     return {
-        "retry": Retry(ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE),
-                       ASYNC_RETRIES),
+        "retry": Retry(_backoff(), ASYNC_RETRIES),
         "retry_on_error": list(RETRY_ON),
         "socket_timeout": COMMAND_TIMEOUT,
         "socket_connect_timeout": CONNECT_TIMEOUT,
@@ -46,20 +60,34 @@ def _common() -> dict[str, Any]:
     }
 
 
-def async_client_for(config: RedisConfig) -> Any:
-    """An asyncio client for ``config`` (plain, TLS and unix URLs; Sentinel without TLS)."""
+def _blocking(pool: BlockingConnectionPool) -> AsyncRedis:
+    """A client that owns ``pool`` (closing the client closes it)."""
+    return AsyncRedis.from_pool(pool)
+
+
+def async_client_for(config: RedisConfig) -> AsyncRedis:
+    """An asyncio client for ``config`` (plain, TLS and unix URLs; Sentinel without TLS;
+    a cluster's seed nodes, typed as the plain client it answers like)."""
+    if config.is_cluster:
+        return cast(AsyncRedis, AsyncStateCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
+            username=config.username, password=config.password, ssl=config.tls,
+            socket_timeout=COMMAND_TIMEOUT, socket_connect_timeout=CONNECT_TIMEOUT, protocol=2,
+            max_connections=MAX_CONNECTIONS, retry_seconds=FAILOVER_RETRY_SECONDS,
+            retry_on=RETRY_ON + CLUSTER_RETRY_ON, backoff=_backoff(), stopping=PROCESS_STOPPING))
     if config.is_sentinel:
         sentinel = Sentinel(list(config.sentinels), sentinel_kwargs={
             "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT,
             **({"password": config.password} if config.password else {}),
         })
-        return sentinel.master_for(config.service_name or "mymaster", db=config.db,
-                                   username=config.username, password=config.password,
-                                   **_common())
-    return redis.asyncio.Redis.from_url(config.url, **_common())
+        master: AsyncRedis = sentinel.master_for(
+            config.service_name or "mymaster", db=config.db, username=config.username,
+            password=config.password, **_common())
+        return master
+    return _blocking(BlockingConnectionPool.from_url(config.url, timeout=None, **_common()))
 
 
-def async_client_like(client: Any) -> Any:
+def async_client_like(client: Any) -> AsyncRedis:
     """An asyncio client on the same store as the sync ``client`` (fakeredis included)."""
     kwargs = client.connection_pool.connection_kwargs
     server = kwargs.get("server")
@@ -70,6 +98,9 @@ def async_client_like(client: Any) -> Any:
                                             max_connections=MAX_CONNECTIONS)
     carried = {key: kwargs[key] for key in _CARRIED if key in kwargs}
     if "path" in carried:
-        return redis.asyncio.Redis(unix_socket_path=carried.pop("path"), **carried, **_common())
+        return _blocking(BlockingConnectionPool(connection_class=UnixDomainSocketConnection,
+                                                timeout=None, **carried, **_common()))
     tls = issubclass(client.connection_pool.connection_class, SSLConnection)
-    return redis.asyncio.Redis(**carried, ssl=tls, **_common())
+    return _blocking(BlockingConnectionPool(
+        connection_class=AsyncSSLConnection if tls else AsyncConnection, timeout=None,
+        **carried, **_common()))

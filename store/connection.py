@@ -17,16 +17,18 @@ import copy
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.cluster import ClusterNode
 from redis.connection import SSLConnection
 from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 
+from tidings.store.cluster import CLUSTER_RETRY_ON, StateCluster
 from tidings.store.errors import NoStoreError
 from tidings.store.settings import RedisConfig
 
@@ -61,9 +63,10 @@ class FailoverRetry(Retry):
     """
 
     def __init__(self, seconds: float = FAILOVER_RETRY_SECONDS,
-                 stopping: threading.Event = PROCESS_STOPPING) -> None:
+                 stopping: threading.Event = PROCESS_STOPPING,
+                 errors: tuple[type[Exception], ...] = RETRY_ON) -> None:
         super().__init__(
-            ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE), -1, RETRY_ON
+            ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE), -1, errors
         )
         self.seconds = seconds
         self.stopping = stopping
@@ -168,9 +171,24 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
             **retrying,
         )
         return master
+    if config.is_cluster:
+        del retrying["retry"], retrying["retry_on_error"]  # the failover retry wraps it
+        return _cluster_client(config, retry_seconds, retrying)
     if config.scheme == "rediss":
         retrying["connection_class"] = HandshakeBoundSSLConnection
     return redis.Redis.from_url(config.url, **retrying)
+
+
+def _cluster_client(config: RedisConfig, retry_seconds: float,
+                    settings: dict[str, Any]) -> redis.Redis:
+    """A :class:`~tidings.store.cluster.StateCluster` over the seed nodes; the layers
+    type it as a plain client, which it answers like for every command they send."""
+    client = StateCluster(
+        startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
+        failover_retry=FailoverRetry(retry_seconds, errors=RETRY_ON + CLUSTER_RETRY_ON),
+        username=config.username, password=config.password, ssl=config.tls, **settings,
+    )
+    return cast(redis.Redis, client)
 
 
 def redact(url: str) -> str:
@@ -195,9 +213,8 @@ def ping(client: redis.Redis, url: str) -> None:
         client.ping()
     except redis.exceptions.RedisError as exc:
         raise NoStoreError(
-            f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start one with "
-            "`tidings up` (embedded store), or point TIDINGS_REDIS_URL / --redis-url at your "
-            "Redis."
+            f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start the default "
+            "store with `tidings up`, or point TIDINGS_REDIS_URL / --redis-url at your Redis."
         ) from None
     finally:
         if saved is not None:

@@ -2,8 +2,9 @@
 
 Every key of one agent carries the hash tag ``{a:<agent_id>}`` so that all of an
 agent's keys live in one Cluster slot and a Lua script may touch them together.
-Host-scoped scheduler keys carry ``{h:<host>}``. Hub-wide keys (the agent
-registry, dismiss guards) are plain.
+Host-scoped keys (the host's agent index, its scheduler's job store and lease)
+carry ``{h:<host>}``. Hub-wide keys (the host set, dismiss guards, worker presence)
+are plain and belong to the control store (api.md "Past one Redis").
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import hashlib
 #: Prefix of hub-wide keys and the dramatiq namespace.
 NAMESPACE = "tidings"
 
-#: Hash of agent_id -> agent record JSON.
-AGENTS = f"{NAMESPACE}:agents"
+#: Set of every host an agent was registered on or a scheduler ran on (control store).
+HOSTS = f"{NAMESPACE}:hosts"
 
-#: Counter moved by every registry change; the scheduler's watcher re-reads the
-#: registry when it moves (channels.md C27).
-AGENTS_VERSION = f"{NAMESPACE}:agents:version"
+#: The registry before issue 25, one hash agent_id -> record JSON, and its change
+#: counter: read only to migrate it (:mod:`tidings.store.registry_migration`).
+LEGACY_AGENTS = f"{NAMESPACE}:agents"
+LEGACY_AGENTS_VERSION = f"{NAMESPACE}:agents:version"
 
 #: Hash of channel -> suggested verb (channels.md C37).
 DISMISS_GUARDS = f"{NAMESPACE}:dismiss_guards"
@@ -26,6 +28,28 @@ DISMISS_GUARDS = f"{NAMESPACE}:dismiss_guards"
 
 def host_tag(host: str) -> str:
     return "{h:" + host + "}"
+
+
+def agent_record(agent_id: str) -> str:
+    """String: the agent's :class:`~tidings.store.models.AgentRecord` JSON."""
+    return "{a:" + agent_id + "}:record"
+
+
+def host_agents(host: str) -> str:
+    """Hash agent id -> workdir of the agents registered on ``host`` (an index: the
+    agent's record is the truth, see :mod:`tidings.store.registry`)."""
+    return f"{host_tag(host)}:agents"
+
+
+def host_workdirs(host: str) -> str:
+    """Hash workdir -> agent id of the agents registered on ``host``."""
+    return f"{host_tag(host)}:workdirs"
+
+
+def host_agents_version(host: str) -> str:
+    """Counter moved by every change of the host's index; the host's scheduler re-reads
+    its agents when it moves (channels.md C27)."""
+    return f"{host_tag(host)}:agents:version"
 
 
 def scheduler_jobs(host: str) -> str:

@@ -16,13 +16,15 @@ Reason = Literal[
     "error", "unsafe_path", "lock_timeout", "no_store", "unknown_agent", "store_error",
     "internal_error",
     # hub, agent records and settings
-    "invalid_redis_url", "placeholder_password", "invalid_workdir", "invalid_memory_repo",
+    "invalid_redis_url", "placeholder_password", "invalid_broker_url", "broker_url_required",
+    "broker_on_cluster", "invalid_workdir", "invalid_memory_repo",
     "agent_id_conflict",
     "invalid_agent", "invalid_channel", "invalid_guard", "invalid_host", "invalid_persistent",
     "invalid_input", "invalid_dialect", "workdir_missing", "metrics_address_unavailable",
     # CLI usage
     "bad_usage", "invalid_json", "invalid_setting", "unreadable_file", "port_in_use",
     "worker_process_died", "INVALID_ARGUMENT", "unknown_tool",
+    "not_loopback",
     # publishing, envelopes and channels (C)
     "invalid_envelope", "invalid_event", "envelope_too_large", "event_too_large",
     "invalid_event_id", "invalid_priority", "invalid_idempotency_key", "reserved_channel",
@@ -67,6 +69,13 @@ REASONS: Final[dict[Reason, str]] = {
     "invalid_redis_url": "The Redis URL cannot be parsed.",
     "placeholder_password": "A Redis URL carries a change-me placeholder password; it is "
                             "refused before connecting (api.md, Local trust).",
+    "invalid_broker_url": "The control store's URL (TIDINGS_BROKER_URL, --broker-url, "
+                          "broker_url=) cannot be parsed.",
+    "broker_url_required": "The state store is a Redis Cluster and no control store was "
+                           "given: set TIDINGS_BROKER_URL to a standalone Redis (api.md, Past "
+                           "one Redis).",
+    "broker_on_cluster": "The control store given is a Redis Cluster; the broker needs one "
+                         "standalone Redis (api.md, Past one Redis).",
     "invalid_workdir": "The agent's workdir is not a directory, or its path is not UTF-8.",
     "invalid_memory_repo": "The agent's memory repository path is not valid UTF-8.",
     "agent_id_conflict": "The agent id is already registered with another workdir.",
@@ -89,6 +98,8 @@ REASONS: Final[dict[Reason, str]] = {
     "INVALID_ARGUMENT": "The tool call's arguments are not valid (the tool's error code, "
                         "answered by the CLI too).",
     "unknown_tool": "The MCP tool name is not one tidings serves.",
+    "not_loopback": "The MCP HTTP server was asked to listen on a non-loopback address; it "
+                    "serves loopback only (api.md, Local trust).",
     "invalid_envelope": "The envelope is not a JSON object of the accepted shape (C7).",
     "invalid_event": "The event is not a JSON object of the accepted shape.",
     "envelope_too_large": "The envelope is over 1 MiB of JSON.",

@@ -6,7 +6,9 @@ them read on every action, so a changed value is honoured without a restart.
 
 from __future__ import annotations
 
+import os
 import socket
+from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -15,8 +17,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tidings.store.errors import TidingsError
 
-#: Where ``tidings up`` serves its embedded store when no Redis URL is configured.
-EMBEDDED_DEFAULT_URL = "redis://127.0.0.1:6390/0"
+#: The default store's folder under ``$XDG_STATE_HOME`` (else ``~/.local/state``).
+STATE_DIR_NAME = "tidings"
+
+#: URL schemes a Redis address may have.
+SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel",
+           "redis+cluster", "rediss+cluster")
 
 #: dramatiq's own default heartbeat timeout (ms).
 DEFAULT_HEARTBEAT_MS = 60_000
@@ -51,6 +57,8 @@ class RedisConfig(BaseModel):
     url: str
     scheme: str
     sentinels: tuple[tuple[str, int], ...] = ()
+    #: Seed nodes of a cluster URL.
+    nodes: tuple[tuple[str, int], ...] = ()
     service_name: str | None = None
     db: int = 0
     username: str | None = None
@@ -58,41 +66,79 @@ class RedisConfig(BaseModel):
 
     @classmethod
     def from_url(cls, url: str) -> RedisConfig:
-        """Accepts ``redis://``, ``rediss://``, ``unix://`` and
-        ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]``.
+        """Accepts ``redis://``, ``rediss://``, ``unix://``,
+        ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]`` and
+        ``redis+cluster://[user:pass@]host:port[,host:port...]`` (seed nodes; api.md
+        "Past one Redis"), each with an ``s`` for TLS.
 
         A placeholder password raises ``TidingsError`` (``placeholder_password``), a
         ``ValueError`` like every other refusal here."""
         refuse_placeholder_password(url)
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
-        if scheme not in ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel"):
+        if scheme not in SCHEMES:
             raise ValueError(f"unsupported Redis URL scheme: {parts.scheme!r}")
-        if not scheme.endswith("+sentinel"):
+        if "+" not in scheme:
             return cls(url=url, scheme=scheme)
-        netloc = parts.netloc.rpartition("@")[2]
-        sentinels = []
-        for item in netloc.split(","):
-            host, _, port = item.rpartition(":")
-            if not host:
-                host, port = port, "26379"
-            sentinels.append((host.strip("[]"), int(port or 26379)))
+        username = unquote(parts.username) if parts.username else None
+        password = unquote(parts.password) if parts.password else None
+        if scheme.endswith("+cluster"):
+            return cls(url=url, scheme=scheme, nodes=_addresses(parts.netloc, 6379),
+                       username=username, password=password)
+        sentinels = _addresses(parts.netloc, 26379)
         path = [p for p in parts.path.split("/") if p]
         if not path:
             raise ValueError("a sentinel URL needs a service name: redis+sentinel://h:p/<service>")
         return cls(
             url=url,
             scheme=scheme,
-            sentinels=tuple(sentinels),
+            sentinels=sentinels,
             service_name=path[0],
             db=int(path[1]) if len(path) > 1 else 0,
-            username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password else None,
+            username=username,
+            password=password,
         )
+
+    @classmethod
+    def cluster_seed(cls, url: str) -> RedisConfig:
+        """A plain ``redis://`` or ``rediss://`` URL whose server answered
+        ``cluster_enabled:1``, as the cluster configuration seeded by that node."""
+        parts = urlsplit(url)
+        tls = parts.scheme.lower() == "rediss"
+        return cls(url=url, scheme="rediss+cluster" if tls else "redis+cluster",
+                   nodes=((parts.hostname or "127.0.0.1", parts.port or 6379),),
+                   username=unquote(parts.username) if parts.username else None,
+                   password=unquote(parts.password) if parts.password else None)
 
     @property
     def is_sentinel(self) -> bool:
         return self.scheme.endswith("+sentinel")
+
+    @property
+    def is_cluster(self) -> bool:
+        return self.scheme.endswith("+cluster")
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme.startswith("rediss")
+
+
+def _addresses(netloc: str, default_port: int) -> tuple[tuple[str, int], ...]:
+    """``host:port`` items of a comma-separated netloc (after any ``user:pass@``)."""
+    found = []
+    for item in netloc.rpartition("@")[2].split(","):
+        host, _, port = item.rpartition(":")
+        if not host:
+            host, port = port, str(default_port)
+        found.append((host.strip("[]"), int(port or default_port)))
+    return tuple(found)
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/tidings``, else ``~/.local/state/tidings`` (api.md, Environment)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                             ".local", "state")
+    return Path(base) / STATE_DIR_NAME
 
 
 class Settings(BaseSettings):
@@ -100,8 +146,18 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="TIDINGS_", extra="ignore")
 
-    #: Redis URL; ``None`` means "the embedded store" for ``up``/``demo``.
+    #: Redis URL; ``None`` means the default store: ``tidings up`` starts it, every other
+    #: process finds it through ``store.json`` in :attr:`state_dir` (api.md).
     redis_url: str | None = None
+    #: Where ``tidings up`` keeps the default store: data, ``store.json``, socket, locks.
+    state_dir: Path = Field(default_factory=default_state_dir)
+    #: The default store's engine binary; ``None``: the one the installation ships.
+    store_server: str | None = None
+    #: The default store's ``appendfsync``.
+    store_fsync: Literal["everysec", "always"] = "everysec"
+    #: Redis URL of the control store (broker, results, presence, rates); ``None``: the
+    #: state store's (api.md "Past one Redis").
+    broker_url: str | None = None
     #: This host's name for queue routing.
     host: str = Field(default_factory=socket.gethostname)
     #: Seconds between sync ticks.

@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.dispatch import InlineJobs
 from tests.support.processes import ProcessGroup
+from tests.support.redis_cluster import RedisCluster, started
 from tests.support.redis_server import RedisServer
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import FakeClock
@@ -33,6 +34,13 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """Three primaries on free loopback ports, shared by the session's cluster tests
+    (issue 25); each test flushes what it reads."""
+    yield from started(tmp_path_factory.mktemp("cluster"))
 
 
 @pytest.fixture
@@ -102,12 +110,14 @@ def agent(rt: Runtime, tmp_path: Path) -> AgentRecord:
 
 @pytest.fixture
 def e2e_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for child ``tidings`` processes: a private host name, no ambient URL."""
+    """Environment for child ``tidings`` processes: a private host name and state
+    directory (never the user's default store), no ambient URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "LINGTAI_"))}
     env.update(
         PYTHONUNBUFFERED="1",
         TIDINGS_HOST=f"e2e-{uuid.uuid4().hex[:8]}",
         TIDINGS_LOG_JSON="true",
+        TIDINGS_STATE_DIR=str(tmp_path / "state"),
     )
     return env
 

@@ -11,19 +11,21 @@ from pydantic import ValidationError
 from redis import Redis
 
 from tidings._agent import Agent
+from tidings.engine.discover import store_url
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
-from tidings.store import keys, lua_sandbox, replies
+from tidings.store import keys, lua_sandbox, rates, replies
 from tidings.store.clock import Clock, SystemClock
-from tidings.store.connection import client_for, ping
 from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord, default_agent_id
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
-from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings.store.registry_migration import migrate_legacy
+from tidings.store.roles import Stores, open_stores
+from tidings.store.settings import Settings
 from tidings.workers import dead_letters
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -41,6 +43,7 @@ MOVE_SETTLE_SECONDS = 30.0
 def connect(
     redis_url: str | None = None,
     *,
+    broker_url: str | None = None,
     background: bool = False,
     client: Redis | None = None,
     settings: Settings | None = None,
@@ -49,10 +52,15 @@ def connect(
 ) -> Hub:
     """Open a hub.
 
-    ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the embedded default
-    address that ``tidings up`` serves; ``"embedded"`` keeps the store in this
-    process (tests and demos). A ready-made redis-py compatible ``client`` may be
-    passed instead of a URL; the hub then leaves closing it to the caller.
+    ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the default store that a
+    running ``tidings up`` serves from ``TIDINGS_STATE_DIR`` (its ``store.json``;
+    :class:`~tidings.errors.NoStoreError` when none runs); ``"embedded"`` keeps an
+    in-memory store in this process, not durable (tests and demos). A ready-made
+    redis-py compatible ``client`` may be passed instead of a URL; the hub then leaves
+    closing it to the caller.
+    ``broker_url`` (default ``TIDINGS_BROKER_URL``, else the store's own URL) is the
+    control store: broker, results, presence, rates; required when ``redis_url`` is a
+    Redis Cluster (api.md "Past one Redis").
 
     ``background=True`` also runs this host's worker and scheduler here, stopped
     by :meth:`Hub.close`. Without it no call of the hub starts a thread, and an
@@ -71,21 +79,11 @@ def connect(
         hub = Hub(store, settings, clock=clock, url="embedded", owns_client=True,
                   inline_agents=not background)
     else:
-        url = redis_url or settings.redis_url or EMBEDDED_DEFAULT_URL
-        try:
-            config = RedisConfig.from_url(url)
-        except TidingsError:
-            raise  # placeholder_password: already its own reason
-        except ValueError as exc:
-            raise TidingsError(str(exc), reason="invalid_redis_url") from None
-        redis_client = client_for(config)
-        try:
-            ping(redis_client, url)
-        except BaseException:
-            redis_client.close()
-            raise
-        hub = Hub(redis_client, settings, clock=clock, url=url, owns_client=True,
-                  declare_actors=declare_actors)
+        url = redis_url or store_url(settings)
+        stores = open_stores(url, broker_url or settings.broker_url)
+        hub = Hub(stores.state, settings, clock=clock, url=url, owns_client=True,
+                  declare_actors=declare_actors, control=stores.control)
+        hub.stores = stores
     if background:
         hub.start_worker()
         hub.start_scheduler()
@@ -93,7 +91,8 @@ def connect(
 
 
 class Hub:
-    """Agents, registry and broker over one Redis."""
+    """Agents, registry and broker over the state store (``redis``) and the control
+    store (``control``: broker, results, presence, rates; by default the same client)."""
 
     def __init__(
         self,
@@ -105,16 +104,23 @@ class Hub:
         owns_client: bool = False,
         inline_agents: bool = False,
         declare_actors: bool = True,
+        control: Redis | None = None,
     ) -> None:
         self.redis = client
+        self.control = control if control is not None else client
+        #: The clients and configurations :func:`connect` opened from URLs, if it did.
+        self.stores: Stores | None = None
         self.url = url
         self.settings = settings or Settings()
         self.clock = clock or SystemClock()
-        self.broker = make_broker(client, self.settings)
-        self.runtime = Runtime(client, self.clock, self.settings, BrokerDispatcher(self.broker))
+        self.broker = make_broker(self.control, self.settings)
+        self.runtime = Runtime(client, self.clock, self.settings, BrokerDispatcher(self.broker),
+                               self.control)
         if declare_actors:
             self.declare_actors()
-        self.registry = AgentRegistry(client)
+        self.registry = AgentRegistry(client, self.control)
+        # a store written before issue 25 (one EXISTS when none)
+        migrate_legacy(client, self.control)
         self._owns_client = owns_client
         self._inline_agents = inline_agents
         self._worker: Worker | None = None
@@ -182,6 +188,8 @@ class Hub:
             raise TidingsError(str(exc.errors()[0]["msg"]), reason="invalid_agent") from None
         if record != existing:
             self.registry.put(record)
+        else:  # a crash between the record and its index leaves it unlisted: list it again
+            self.registry.ensure_indexed(record)
         return Agent(self, record, inline=inline or self._inline_agents)
 
     def find_agent(self, workdir: str | os.PathLike[str], inline: bool = False) -> Agent | None:
@@ -189,7 +197,7 @@ class Hub:
         real = os.path.realpath(workdir)
         record = self.registry.get(default_agent_id(real))
         if record is None or record.workdir != real:
-            record = next((r for r in self.registry.all() if r.workdir == real), None)
+            record = self.registry.find_by_workdir(real)
         if record is None:
             return None
         return Agent(self, record, inline=inline or self._inline_agents)
@@ -240,14 +248,14 @@ class Hub:
     def status(self) -> dict[str, Any]:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
         (``tidings status --json``); reads only."""
-        from tidings._status import status  # noqa: PLC0415 - loads the scheduler's job store
+        from tidings.inspection.status import status  # noqa: PLC0415 - loads the scheduler's job store
 
-        return status(self.redis, self.clock)
+        return status(self.redis, self.clock, self.control)
 
     def dead_letters(self) -> list[dict[str, Any]]:
         """Messages that ran out of retries: ``message_id``, ``queue``, ``actor``, ``error``,
         ``traceback``, ``died_at``, ``args``; newest first; reads only."""
-        return dead_letters.dead_letters(self.redis)
+        return dead_letters.dead_letters(self.control)
 
     def requeue_dead(self, message_id: str) -> dict[str, Any]:
         """Enqueue dead letter ``message_id`` again with fresh retries (``not_found`` if
@@ -261,7 +269,7 @@ class Hub:
             raise TidingsError(problem, reason="invalid_channel")
         if not isinstance(suggested_verb, str) or not suggested_verb.strip():
             raise TidingsError("suggested_verb must be a non-empty string", reason="invalid_guard")
-        self.redis.hset(keys.DISMISS_GUARDS, channel, suggested_verb)
+        self.control.hset(keys.DISMISS_GUARDS, channel, suggested_verb)
 
     # -- in-process worker ------------------------------------------------------
 
@@ -275,6 +283,7 @@ class Hub:
             self.declare_actors()
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
+            fetching(self.broker)
             worker = Worker(self.broker, queues={queue}, worker_threads=threads,
                             worker_timeout=self.settings.worker_poll_ms)
             worker.start()
@@ -291,7 +300,7 @@ class Hub:
         with self._worker_lock:
             if self._scheduler is None:
                 self._scheduler = SchedulerService(self.redis, self.settings, clock=self.clock,
-                                                   on_event=on_event)
+                                                   on_event=on_event, control=self.control)
                 self._scheduler.start()
             return self._scheduler
 
@@ -304,8 +313,11 @@ class Hub:
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None
+        rates.flush(self.redis)  # what this process counted, before the client goes
         self.broker.close()
         if self._owns_client:
+            if self.control is not self.redis:
+                self.control.close()
             self.redis.close()
 
     def __enter__(self) -> Hub:

@@ -23,7 +23,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from tidings._status import status
+from tidings.inspection.status import status
 from tidings.jobs import log, metrics
 from tidings.store.clock import SystemClock
 from tidings.store.errors import TidingsError
@@ -115,14 +115,15 @@ def _process_collectors(registry: CollectorRegistry) -> None:
         registry.register(collector)
 
 
-def _served(registry: CollectorRegistry, redis: Any) -> CollectorRegistry:
-    """A registry serving ``registry``'s metrics plus the process-wide collectors."""
+def _served(registry: CollectorRegistry, redis: Any, control: Any = None) -> CollectorRegistry:
+    """A registry serving ``registry``'s metrics plus the process-wide collectors (status
+    gauges from the state store ``redis`` and the control store ``control``)."""
     served = CollectorRegistry(auto_describe=False)
     served.register(_Forward(registry))
     _process_collectors(served)
     if redis is not None:
         clock = SystemClock()
-        served.register(StatusGauges(lambda: status(redis, clock)))
+        served.register(StatusGauges(lambda: status(redis, clock, control)))
     return served
 
 
@@ -157,13 +158,14 @@ def _start(settings: Settings, registry: CollectorRegistry) -> MetricsServer:
         ) from None
 
 
-def serve_metrics(settings: Settings, redis: Any) -> MetricsServer | None:
+def serve_metrics(settings: Settings, redis: Any, control: Any = None) -> MetricsServer | None:
     """This process's metrics on ``TIDINGS_METRICS_HOST:TIDINGS_METRICS_PORT`` (unset: off)."""
     if settings.metrics_port is None:
         return None
-    return _start(settings, _served(metrics.registry(), redis))
+    return _start(settings, _served(metrics.registry(), redis, control))
 
 
-def serve_pool_metrics(settings: Settings, directory: Path, redis: Any = None) -> MetricsServer:
+def serve_pool_metrics(settings: Settings, directory: Path, redis: Any = None,
+                       control: Any = None) -> MetricsServer:
     """The sum of what ``--processes N`` children recorded under ``directory``."""
-    return _start(settings, _served(children_registry(directory), redis))
+    return _start(settings, _served(children_registry(directory), redis, control))

@@ -25,7 +25,7 @@ from tidings.jobs.channels import dead_letter, flush
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import render
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.errors import StoreError
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence
@@ -52,7 +52,7 @@ def agent_actor(
     broker: Broker, rt: Runtime, name: str, job: AgentJob, **options: Any
 ) -> dramatiq.Actor[..., Any]:
     """Declare actor ``name`` that runs ``job(rt, agent, *args)`` for a registered agent."""
-    registry = AgentRegistry(rt.redis)
+    registry = AgentRegistry(rt.redis, rt.control)
     fence = RunFence(rt.redis, rt.clock)
     keep_result = bool(options.get("store_results"))
 
@@ -108,7 +108,7 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
     """Takes a ``flush_channel`` message whose retries ran out (dramatiq's Retries
     ``on_retry_exhausted``) and dead-letters its channel (channels.md C52). Declared on
     this host's queue: the worker that gave up the flush sends it there."""
-    registry = AgentRegistry(rt.redis)
+    registry = AgentRegistry(rt.redis, rt.control)
 
     def flush_dead_letter(message: dict[str, Any], retries: dict[str, Any]) -> None:
         agent_id, channel = message["args"][0], message["args"][1]

@@ -16,7 +16,7 @@ from dramatiq.common import q_name
 from tidings.store import replies
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.keys import NAMESPACE
-from tidings.workers.queue_stats import existing_queues
+from tidings.workers.queue_stats import known_queues
 
 #: Dead letters listed per queue, newest first.
 DEFAULT_LIMIT = 100
@@ -41,7 +41,7 @@ def _error(options: dict[str, Any]) -> str | None:
 def dead_letters(redis: Any, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
     """``{"message_id", "queue", "actor", "error", "traceback", "died_at", "args"}`` of every
     queue's dead letters (up to ``limit`` each, newest first)."""
-    queues = sorted(q for q in existing_queues(redis) if not q.endswith(".DQ"))
+    queues = sorted(known_queues(redis))
     with redis.pipeline(transaction=False) as pipe:
         for queue in queues:
             pipe.zrevrange(_xq(queue), 0, limit - 1, withscores=True)
@@ -76,7 +76,7 @@ def requeue(broker: Any, message_id: str) -> dict[str, Any]:
     at worst, harmlessly.
     """
     redis = broker.client
-    for queue in sorted(existing_queues(redis)):
+    for queue in sorted(known_queues(redis)):
         raw = redis.hget(f"{_xq(queue)}.msgs", message_id)
         if raw is None:
             continue

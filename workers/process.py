@@ -7,10 +7,12 @@ from redis import Redis
 
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
+from tidings.store import rates
 from tidings.store.clock import SystemClock
+from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import Settings
 from tidings.workers.actors import declare_actors
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -19,17 +21,23 @@ DEFAULT_THREADS = 8
 
 
 class HostWorker:
-    """A started dramatiq worker consuming ``tidings.host.<host>``."""
+    """A started dramatiq worker consuming ``tidings.host.<host>``: jobs on the state
+    store ``client``, the broker on ``control`` (default: the same client)."""
 
-    def __init__(self, client: Redis, settings: Settings, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(self, client: Redis, settings: Settings, threads: int = DEFAULT_THREADS,
+                 control: Redis | None = None) -> None:
         # Every metric exists (at zero) from the start: a ``--processes N`` child's
         # files are then there for the parent's sum before its first message.
         metrics.registry()
-        self.broker = make_broker(client, settings)
-        self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker))
+        control = control if control is not None else client
+        migrate_legacy(client, control)  # before any message reads an agent record (issue 25)
+        self.broker = make_broker(control, settings)
+        self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker),
+                               control)
         declare_actors(self.broker, self.runtime)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
+        fetching(self.broker)
         self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
                              worker_timeout=settings.worker_poll_ms)
 
@@ -38,6 +46,7 @@ class HostWorker:
 
     def stop(self) -> None:
         self.worker.stop()
+        rates.flush_all()
         self.broker.close()
 
     def problem(self) -> str | None:

@@ -5,8 +5,8 @@ the queue ``tidings:<queue>`` (a list of waiting message ids) with its message
 bodies in ``<queue>.msgs`` (a hash that also holds fetched, not yet acknowledged
 messages), the delay queue ``<queue>.DQ`` (messages with an eta, e.g. retries,
 bodies in ``<queue>.DQ.msgs``) and the dead letters ``<queue>.XQ`` (a sorted set).
-A queue leaves no key behind once it is empty, so the queues worth listing are
-the ones with keys plus the ones the caller expects (every host's queues).
+dramatiq keeps no set of its queues: the queues listed are every host's, from the
+hub-wide host set, and the ones the caller expects.
 Everything here only reads.
 """
 
@@ -18,39 +18,19 @@ from typing import Any
 from redis import Redis
 
 from tidings.store import replies
-from tidings.store.keys import NAMESPACE
-from tidings.workers.routing import QUEUE_PREFIX
-
-#: Keys fetched per SCAN round trip while looking for queues.
-SCAN_COUNT = 1000
-#: Suffixes of a queue's keys, longest first so ``.DQ.msgs`` is not read as ``.msgs``.
-KEY_SUFFIXES = (".DQ.msgs", ".XQ.msgs", ".msgs", ".DQ", ".XQ")
+from tidings.store.keys import HOSTS, NAMESPACE
+from tidings.workers.routing import host_queue, scheduler_queue
 
 
 def _key(queue: str, suffix: str = "") -> str:
     return f"{NAMESPACE}:{queue}{suffix}"
 
 
-def queue_of(key: bytes | str) -> str | None:
-    """The queue a broker key belongs to, or ``None`` for other keys."""
-    text = replies.text(key)
-    name = text.removeprefix(f"{NAMESPACE}:")
-    if name == text or not name.startswith(QUEUE_PREFIX):
-        return None
-    for suffix in KEY_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def existing_queues(redis: Redis) -> set[str]:
-    """Every tidings queue that has a key in Redis."""
-    found = set()
-    for key in redis.scan_iter(match=_key(f"{QUEUE_PREFIX}*"), count=SCAN_COUNT):
-        queue = queue_of(key)
-        if queue is not None:
-            found.add(queue)
-    return found
+def known_queues(redis: Redis) -> set[str]:
+    """Every queue of every host in the host set (``tidings:hosts``): dramatiq keeps no
+    index of its queues, and a keyspace ``SCAN`` would grow with every key (issue 25)."""
+    hosts = {replies.text(h) for h in redis.smembers(HOSTS)}
+    return {q for host in hosts for q in (host_queue(host), scheduler_queue(host))}
 
 
 def queue_reads(pipe: Any, names: Iterable[str]) -> None:
@@ -70,16 +50,3 @@ def queue_figures_of(names: list[str], replies: list[Any]) -> list[dict[str, Any
         figures.append({"name": name, "depth": waiting, "delayed": delayed, "dead": dead,
                         "in_flight": max(bodies - waiting, 0)})
     return figures
-
-
-def queue_figures(redis: Redis, expected: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """``{"name", "depth", "delayed", "dead", "in_flight"}`` per queue, by name.
-
-    ``depth``: messages waiting; ``in_flight``: fetched by a worker and not yet
-    acknowledged; ``delayed``: waiting for their eta; ``dead``: dead letters.
-    """
-    names = sorted(existing_queues(redis) | set(expected))
-    with redis.pipeline(transaction=False) as pipe:
-        queue_reads(pipe, names)
-        replies = pipe.execute()
-    return queue_figures_of(names, replies)

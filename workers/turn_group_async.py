@@ -8,10 +8,11 @@ connection and no thread. Degrades exactly like the threaded wait.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from dramatiq import Broker, Message
 from dramatiq.results import ResultError
+from redis.asyncio import Redis as AsyncRedis
 
 from tidings.jobs import log
 from tidings.jobs.memory.admission import result
@@ -26,7 +27,7 @@ _MIN_SLICE_SECONDS = 0.01
 class AsyncGroupPreTurn:
     """The awaited counterpart of :class:`GroupPreTurn`."""
 
-    def __init__(self, broker: Broker, aredis: Any, wait_seconds: float) -> None:
+    def __init__(self, broker: Broker, aredis: AsyncRedis, wait_seconds: float) -> None:
         self.group = GroupPreTurn(broker)
         self.aredis = aredis
         self.wait_seconds = wait_seconds
@@ -59,7 +60,8 @@ class AsyncGroupPreTurn:
             if data is None:
                 continue
             try:
-                value = backend.unwrap_result(backend.encoder.decode(data))
+                # The asyncio client decodes no responses: the reply is bytes.
+                value = backend.unwrap_result(backend.encoder.decode(cast("bytes", data)))
             except ResultError as exc:
                 log.event("pre_turn_failed", agent_id=agent.agent_id,
                           actor=message.actor_name, error=type(exc).__name__)

@@ -47,7 +47,7 @@ EVENT_CHANNELS = frozenset({names.SYSTEM, names.DAEMON})
 
 def guard_for(rt: Runtime, channel: str) -> str | None:
     """C37: the suggested verb guarding ``channel``, if any (hub-wide, last set wins)."""
-    raw = rt.redis.hget(keys.DISMISS_GUARDS, channel)
+    raw = rt.control.hget(keys.DISMISS_GUARDS, channel)
     if raw is not None:
         return replies.text(raw)
     return DEFAULT_GUARDS.get(channel)

@@ -100,7 +100,7 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
     faults.reach("flush.after_write")
     _commit(rt, agent, channel, through_seq)
     metrics.flush_written(len(records))
-    rates.count(rt.redis, rates.EVENTS, len(records), rt.clock.now())
+    rates.count(rt.control, rates.EVENTS, len(records), rt.clock.now())
     return len(records)
 
 

@@ -99,7 +99,7 @@ def admit(
         return error("inbox_full", f"the inbox holds {MAX_OPEN} open items")
     metrics.items_entered("pending")
     if wake:
-        rates.count(rt.redis, rates.WAKES, 1, now)
+        rates.count(rt.control, rates.WAKES, 1, now)
     result: Result = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
     if text != summary:
         result["truncated"] = True

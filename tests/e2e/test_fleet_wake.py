@@ -26,10 +26,10 @@ from tests.support.redis_server import RedisServer
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.view import wake_mask
 from tidings.jobs.view.read import fingerprint
-from tidings.store import keys
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
+from tidings.store.registry import AgentRegistry
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 
@@ -58,11 +58,10 @@ def generate(client: Any, root: Path, host: str) -> list[AgentRecord]:
     pipe = client.pipeline(transaction=False)
     for record in records:
         k = AgentKeys(record.agent_id)
-        pipe.hset(keys.AGENTS, record.agent_id, record.model_dump_json())
         pipe.set(k.delivered_fp, compact(raw))
         pipe.set(k.wake_fp, masked)
-    pipe.incr(keys.AGENTS_VERSION)
     pipe.execute()
+    AgentRegistry(client).put_many(records)
     return records
 
 

@@ -4,11 +4,13 @@ worker`` and ``tidings scheduler`` whose sync tick produces the wake signal."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 import tidings
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
-from tidings.jobs.view.delivery import check_placeholder
+from tidings.jobs.view.delivery import STAMP_INSTRUCTION, check_placeholder
 
 pytestmark = [pytest.mark.redis_server, pytest.mark.e2e]
 
@@ -36,6 +38,12 @@ def write_direct(workdir: Path, name: str, payload: Any) -> None:
     temp = folder / f".{name}.tmp"
     temp.write_text(json.dumps(payload), encoding="utf-8")
     os.replace(temp, folder / name)
+
+
+def stamped_empty_check() -> dict[str, Any]:
+    """The tool's ``check`` as MCP answers it: stamped, with nothing visible (C24)."""
+    return {**check_placeholder(), "_meta": {"agent_meta": {
+        "notifications": {}, "guidance": {"transient": {}}, "instruction": STAMP_INSTRUCTION}}}
 
 
 def structured(result: types.CallToolResult) -> Any:
@@ -56,8 +64,9 @@ async def session_run(params: StdioServerParameters, errlog: Any, workdir: Path)
         listed = await session.list_tools()
         assert sorted(t.name for t in listed.tools) == ["inbox", "inbox_ignore", "notification"]
         check = await session.call_tool("notification", {"action": "check"})
-        assert not check.is_error and structured(check) == check_placeholder()
-        assert json.loads(check.content[0].text) == check_placeholder()  # type: ignore[union-attr]
+        stamped = stamped_empty_check()
+        assert not check.is_error and structured(check) == stamped
+        assert json.loads(check.content[0].text) == stamped  # type: ignore[union-attr]
         delay = await session.call_tool("notification", {
             "action": "delay", "input": {"channel": "mcp.x", "seconds": 0}})
         assert not delay.is_error and structured(delay)["status"] == "ok", structured(delay)
@@ -115,30 +124,57 @@ def test_unregistered_agent_is_refused_clearly(redis_server: RedisServer,
     assert "tidings agents add --workdir" in done.stderr and "unknown_agent" in done.stderr
 
 
-async def http_run(url: str) -> None:
+async def http_run(url: str, token: str) -> None:
+    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers) as http, \
+            streamable_http_client(url, http_client=http) as (read, write), \
+            ClientSession(read, write) as session:
         await session.initialize()
         listed = await session.list_tools()
         assert sorted(t.name for t in listed.tools) == ["inbox", "inbox_ignore", "notification"]
         check = await session.call_tool("notification", {"action": "check"})
-        assert not check.is_error and structured(check) == check_placeholder()
+        assert not check.is_error and structured(check) == stamped_empty_check()
         bogus = await session.call_tool("notification", {"action": "explode"})
         assert bogus.is_error
 
 
-def test_http_transport_serves_the_same_on_loopback(
-    redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path
-) -> None:
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "e2e", "version": "0"}}}
+
+
+def initialize_status(port: int, token: str | None) -> int:
+    """The HTTP status of a bare POST ``initialize``, with or without the bearer token."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", method="POST",
+                                     data=json.dumps(INITIALIZE).encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return int(exc.code)
+
+
+@contextlib.contextmanager
+def http_server(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[int, Path]]:
+    """``tidings mcp --transport http`` for the agent at ``tmp_path``: its port and stderr."""
     import socket
     import subprocess
 
     from tests.support.polling import wait_until
     from tests.support.redis_server import free_port
 
-    env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url}
-    with tidings.connect(redis_server.url,
+    with tidings.connect(env["TIDINGS_REDIS_URL"],
                          settings=tidings.Settings(host=env["TIDINGS_HOST"])) as hub:
         hub.agent(tmp_path)
     port = free_port()
@@ -150,13 +186,48 @@ def test_http_transport_serves_the_same_on_loopback(
         except OSError:
             return False
 
-    with (tmp_path / "http.stderr").open("w") as errlog:
+    stderr = tmp_path / "http.stderr"
+    with stderr.open("w") as errlog:
         server = subprocess.Popen([TIDINGS, "mcp", "--workdir", str(tmp_path), "--transport",
                                    "http", "--port", str(port)], env=env,
                                   stdout=subprocess.DEVNULL, stderr=errlog)
         try:
             wait_until(listening, timeout=60, what="tidings mcp --transport http")
-            anyio.run(http_run, f"http://127.0.0.1:{port}/mcp")
+            yield port, stderr
         finally:
             server.terminate()
             server.wait(30)
+
+
+def test_http_transport_needs_the_token_from_the_environment(
+    redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 24 acceptance 5 (api.md "Local trust"): POST ``initialize`` without the token
+    is 401, with ``TIDINGS_MCP_TOKEN``'s value 200; the SDK's client works with it."""
+    state = tmp_path / "state"
+    env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url, "TIDINGS_STATE_DIR": str(state),
+           "TIDINGS_MCP_TOKEN": "e2e-mcp-token"}
+    with http_server(tmp_path, env) as (port, _):
+        assert initialize_status(port, None) == 401
+        assert initialize_status(port, "wrong") == 401
+        assert initialize_status(port, "e2e-mcp-token") == 200
+        anyio.run(http_run, f"http://127.0.0.1:{port}/mcp", "e2e-mcp-token")
+    assert not (state / "mcp-token").exists()
+
+
+def test_http_transport_generates_a_token_kept_0600_in_the_state_dir(
+    redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 24 acceptance 5: without ``TIDINGS_MCP_TOKEN`` the token is generated, kept in
+    the state directory's ``mcp-token`` (0600), printed once to stderr, and it works."""
+    import stat
+
+    state = tmp_path / "state"
+    env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url, "TIDINGS_STATE_DIR": str(state)}
+    with http_server(tmp_path, env) as (port, stderr):
+        kept = state / "mcp-token"
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+        token = kept.read_text().strip()
+        assert stderr.read_text().count(token) == 1
+        assert initialize_status(port, None) == 401
+        assert initialize_status(port, token) == 200

@@ -17,16 +17,15 @@ from rich.console import Console
 import tidings
 from tests.support.delay import STATE
 from tests.support.redis_server import RedisServer
-from tidings._demo import CHAPTERS, Tour
-from tidings._demo_status import status
 from tidings.cli.status_view import print_tables
+from tidings.demo.chapters import CHAPTERS, Tour
+from tidings.demo.status import status
 from tidings.scheduler.alarm_job import ALARM_JOB_REF
 from tidings.scheduler.jobstore import StoredJob
 from tidings.scheduler.lease import LeaderLease, LeaseSettings
 from tidings.store import keys
 from tidings.store.settings import Settings
 from tidings.workers.dispatch import route
-from tidings.workers.queue_stats import queue_of
 from tidings.workers.routing import host_queue, scheduler_queue
 
 pytestmark = pytest.mark.redis_server
@@ -132,21 +131,6 @@ def test_an_overdue_delay_is_reported_not_published(hub: tidings.Hub, tmp_path: 
     [figure] = hub.status()["agents"]
     assert figure["live_delay"] is None and figure["alarm_overdue"] is True
     assert not (tmp_path / ".notification" / "delay-alarm.json").exists()
-
-
-@pytest.mark.parametrize(("key", "queue_name"), [
-    ("tidings:tidings.host.h1", "tidings.host.h1"),
-    ("tidings:tidings.host.h1.msgs", "tidings.host.h1"),
-    ("tidings:tidings.host.h1.DQ", "tidings.host.h1"),
-    ("tidings:tidings.host.h1.DQ.msgs", "tidings.host.h1"),
-    ("tidings:tidings.host.a.b.XQ", "tidings.host.a.b"),
-    ("tidings:tidings.scheduler.h1.XQ.msgs", "tidings.scheduler.h1"),
-    ("tidings:agents", None),
-    ("tidings:__heartbeats__", None),
-    ("tidings-results:tidings.host.h1", None),
-])
-def test_broker_keys_map_to_their_queue(key: str, queue_name: str | None) -> None:
-    assert queue_of(key) == queue_name
 
 
 def test_the_demo_ends_with_tidings_status(tmp_path: Path) -> None:

@@ -14,6 +14,34 @@ from typing import Any
 import pytest
 import redis
 
+#: The shipped Redis configuration, whose ACL users the e2e tier runs as.
+DEPLOY_REDIS_CONF = Path(__file__).resolve().parents[2] / "deploy" / "redis.conf"
+#: The user tests inspect and reset the store as (FLUSHALL, KEYS, DUMP).
+ADMIN_USER = "tidings-admin"
+#: The user tidings' processes connect as in the e2e tier.
+WORKER_USER = "tidings"
+
+
+def acl_password(user: str) -> str:
+    """The password a test gives ``user`` in place of deploy/'s placeholder."""
+    return f"test-{user}-password"
+
+
+def with_acl_passwords(line: str) -> str:
+    """A redis.conf line, a ``user`` line's ``>change-me…`` placeholder replaced by
+    :func:`acl_password` of its user (tidings refuses the placeholders)."""
+    words = line.split()
+    if words[:1] != ["user"]:
+        return line
+    return " ".join(f">{acl_password(words[1])}" if w.startswith(">change-me") else w
+                    for w in words)
+
+
+def shipped_users(conf: Path = DEPLOY_REDIS_CONF) -> list[str]:
+    """deploy/redis.conf's ``user`` lines, with :func:`with_acl_passwords`."""
+    return [with_acl_passwords(line) for line in conf.read_text("utf-8").splitlines()
+            if line.split()[:1] == ["user"]]
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -33,24 +61,39 @@ def redis_binary(name: str = "redis-server") -> str:
 
 
 class RedisServer:
-    """One redis-server process; ``aof=True`` turns on the append-only file."""
+    """One redis-server process; ``aof=True`` turns on the append-only file.
+
+    ``acl=True`` loads deploy/redis.conf's ACL users (test passwords in place of the
+    placeholders): :attr:`url` then connects as the workers' user ``tidings``, and
+    :meth:`client` as ``tidings-admin`` for the test's own inspection and resets.
+    """
 
     def __init__(self, directory: Path, *, aof: bool = False, port: int | None = None,
-                 extra: tuple[str, ...] = ()) -> None:
+                 extra: tuple[str, ...] = (), acl: bool = False) -> None:
         self.directory = directory
         self.aof = aof
         self.port = port or free_port()
         self.extra = extra
+        self.acl = acl
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return self.url_as(WORKER_USER) if self.acl else f"redis://127.0.0.1:{self.port}/0"
+
+    def url_as(self, user: str) -> str:
+        """The URL of ``user`` (one of deploy/redis.conf's) with its test password."""
+        return f"redis://{user}:{acl_password(user)}@127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
+        config: list[str] = []
+        if self.acl:
+            users = self.directory / "users.conf"
+            users.write_text("\n".join(shipped_users()) + "\n", "utf-8")
+            config = [str(users)]
         args = [
-            redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+            redis_binary(), *config, "--port", str(self.port), "--bind", "127.0.0.1",
             "--save", "", "--dir", str(self.directory),
             "--appendonly", "yes" if self.aof else "no",
             "--appendfsync", "always" if self.aof else "everysec",
@@ -69,6 +112,8 @@ class RedisServer:
                 time.sleep(0.02)
 
     def client(self, **kwargs: Any) -> redis.Redis:
+        if self.acl:
+            kwargs = {"username": ADMIN_USER, "password": acl_password(ADMIN_USER), **kwargs}
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=2, **kwargs)
 
     def kill(self) -> None:

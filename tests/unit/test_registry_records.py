@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import tidings
+from tidings.inspection.agents import agents_page
 from tidings.store import keys
 from tidings.store.registry import AgentRegistry
-from tidings.web.agents_list import agents_page
 
 #: Records that do not parse: a field missing, not JSON, a rule broken.
 MALFORMED = ['{"agent_id":"a1"}', "not json", '{"agent_id":"a1","workdir":"rel","host":"h"}']
@@ -28,6 +28,12 @@ def hub(tmp_path: Path) -> Iterator[tidings.Hub]:
         yield opened
 
 
+def plant(hub: tidings.Hub, raw: str) -> None:
+    """Store ``raw`` as agent a1's record, listed in this host's index (issue 25 layout)."""
+    hub.redis.set(keys.agent_record("a1"), raw)
+    hub.redis.hset(keys.host_agents(hub.settings.host), "a1", "/w/a1")
+
+
 def unreadable_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if getattr(r, "event", None) == "agent_record_unreadable"]
 
@@ -36,7 +42,7 @@ def unreadable_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord
 def test_status_skips_a_malformed_record_and_logs_one_line(
     hub: tidings.Hub, raw: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    hub.redis.hset(keys.AGENTS, "a1", raw)
+    plant(hub, raw)
     with caplog.at_level(logging.WARNING, logger="tidings"):
         figures = hub.status()
     assert figures["status"] == "ok"
@@ -47,7 +53,7 @@ def test_status_skips_a_malformed_record_and_logs_one_line(
 
 
 def test_listings_skip_it_too(hub: tidings.Hub, caplog: pytest.LogCaptureFixture) -> None:
-    hub.redis.hset(keys.AGENTS, "a1", MALFORMED[0])
+    plant(hub, MALFORMED[0])
     with caplog.at_level(logging.WARNING, logger="tidings"):
         assert [a["agent_id"] for a in hub.agents()] == ["b2", "c3"]
         page = agents_page(hub.redis, hub.clock.now())
@@ -61,7 +67,7 @@ def test_listings_skip_it_too(hub: tidings.Hub, caplog: pytest.LogCaptureFixture
 def test_a_malformed_record_is_replaced_by_registering_again(
     hub: tidings.Hub, tmp_path: Path,
 ) -> None:
-    hub.redis.hset(keys.AGENTS, "a1", MALFORMED[0])
+    plant(hub, MALFORMED[0])
     (tmp_path / "a1").mkdir()
     hub.agent(tmp_path / "a1", agent_id="a1")
     assert [a["agent_id"] for a in hub.agents()] == ["a1", "b2", "c3"]

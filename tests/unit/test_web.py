@@ -89,7 +89,7 @@ def test_the_lane_is_the_one_a_delivery_hands_over(hub: Hub, agent: Any) -> None
     """The attention lane shown is what ``render`` then delivers (same cap, same marker)."""
     big = [{"event_id": f"e{i}", "text": "y" * 2500} for i in range(12)]
     write_channel(agent.record, "mcp.big", {"header": "big", "data": {"events": big}})
-    from tidings.web.agent_view import agent_page
+    from tidings.inspection.agent import agent_page
 
     shown = agent_page(hub.runtime, agent.record)["lane"]
     delivered = agent.render()["attention"]
@@ -158,6 +158,7 @@ def _dead_letter(hub: Hub, queue: str) -> str:
     message = Message(queue_name=queue, actor_name="flush_channel", args=("a1", "system"),
                       kwargs={}, options={"redis_message_id": "m-1", "retries": 20,
                                           "traceback": "Traceback...\nRuntimeError: boom"})
+    hub.registry.add_host(queue.rpartition(".")[2])  # queues are known by their host (issue 25)
     hub.redis.zadd(f"tidings:{queue}.XQ", {"m-1": 1_790_000_000_000})
     hub.redis.hset(f"tidings:{queue}.XQ.msgs", "m-1", message.encode())
     return "m-1"
@@ -183,7 +184,7 @@ def test_dead_letters_listed_and_requeued(hub: Hub) -> None:
 def test_token_gate(hub: Hub) -> None:
     """Acceptance 3 (in process): with a token, a request without it gets 401."""
     with TestClient(build_app(hub, token="s3cret", loopback=False),
-                    base_url="http://10.0.0.5") as web:
+                    base_url="https://10.0.0.5") as web:  # the cookie is Secure here
         assert web.get("/api/status").status_code == 401
         assert web.get("/", headers={"Accept": "text/html"}).status_code == 401
         assert web.get("/api/status", headers={"Authorization": "Bearer nope"}).status_code \
@@ -266,9 +267,9 @@ def test_the_demo_ends_with_the_console_url(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from tidings._demo import CHAPTERS
-    from tidings._demo_tour import Tour
-    from tidings._demo_web import web_console
+    from tidings.demo.chapters import CHAPTERS
+    from tidings.demo.tour import Tour
+    from tidings.demo.web import web_console
 
     assert CHAPTERS[-1] is web_console
     out = io.StringIO()

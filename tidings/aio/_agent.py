@@ -13,6 +13,8 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from redis.asyncio import Redis as AsyncRedis
+
 from tidings._agent import Agent
 from tidings._turn import Turn
 from tidings.aio._guard import answering, raising
@@ -29,7 +31,7 @@ class Waits(Protocol):
     """What an agent needs of its :class:`tidings.aio.AsyncHub`: the asyncio client, its
     scripts and the awaited worker group."""
 
-    aredis: Any
+    aredis: AsyncRedis
     scripts: AsyncScripts
 
     async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]: ...

@@ -8,14 +8,16 @@ import os
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings._hub import MOVE_SETTLE_SECONDS, Hub
+from redis.asyncio import Redis as AsyncRedis
+
+from tidings._hub import LOCAL_WORKER_THREADS, MOVE_SETTLE_SECONDS, Hub
 from tidings._hub import connect as connect_sync
 from tidings.aio._agent import AsyncAgent
 from tidings.store.async_connection import async_client_for, async_client_like
 from tidings.store.clock import Clock
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import AsyncScripts
-from tidings.store.settings import RedisConfig, Settings
+from tidings.store.settings import Settings
 from tidings.workers.turn_group_async import AsyncGroupPreTurn
 
 if TYPE_CHECKING:
@@ -25,13 +27,22 @@ Result = dict[str, Any]
 
 
 class AsyncHub:
-    """A :class:`tidings.Hub` (``.sync``) and an asyncio client on the same store."""
+    """A :class:`tidings.Hub` (``.sync``) and asyncio clients on the same stores: ``aredis``
+    on the state store, ``acontrol`` on the control store (default: ``aredis``).
 
-    def __init__(self, hub: Hub, aredis: Any) -> None:
+    Every public :class:`~tidings.Hub` method is here as a coroutine with the same
+    parameters (``tests/unit/test_aio_parity.py``); the sync context manager becomes
+    ``async with``, and ``close`` is also spelled ``aclose``. ``pre_turn`` is added: the
+    awaited worker group behind :meth:`AsyncAgent.prepare_turn`.
+    """
+
+    def __init__(self, hub: Hub, aredis: AsyncRedis, acontrol: AsyncRedis | None = None) -> None:
         self.sync = hub
         self.aredis = aredis
+        self.acontrol = acontrol if acontrol is not None else aredis
         self.scripts = AsyncScripts(aredis)
-        self._pre_turn = AsyncGroupPreTurn(hub.broker, aredis, hub.settings.turn_wait_seconds)
+        self._pre_turn = AsyncGroupPreTurn(hub.broker, self.acontrol,
+                                           hub.settings.turn_wait_seconds)
 
     async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]:
         """``prepare_turn``'s worker group, awaited (observation, attention)."""
@@ -50,6 +61,14 @@ class AsyncHub:
                                         max_events, inline)
         return AsyncAgent(self, agent)
 
+    async def declare_actors(self) -> None:
+        await asyncio.to_thread(self.sync.declare_actors)
+
+    async def find_agent(self, workdir: str | os.PathLike[str],
+                         inline: bool = False) -> AsyncAgent | None:
+        agent = await asyncio.to_thread(self.sync.find_agent, workdir, inline)
+        return None if agent is None else AsyncAgent(self, agent)
+
     async def agents(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.agents)
 
@@ -64,20 +83,25 @@ class AsyncHub:
     async def status(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.status)
 
+    async def dead_letters(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.dead_letters)
+
+    async def requeue_dead(self, message_id: str) -> Result:
+        return await asyncio.to_thread(self.sync.requeue_dead, message_id)
+
     async def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
         await asyncio.to_thread(self.sync.set_dismiss_guard, channel, suggested_verb)
 
-    async def start_worker(self, threads: int | None = None) -> None:
-        if threads is None:
-            await asyncio.to_thread(self.sync.start_worker)
-        else:
-            await asyncio.to_thread(self.sync.start_worker, threads)
+    async def start_worker(self, threads: int = LOCAL_WORKER_THREADS) -> None:
+        await asyncio.to_thread(self.sync.start_worker, threads)
 
     async def start_scheduler(self, on_event: EventSink | None = None) -> SchedulerService:
         return await asyncio.to_thread(self.sync.start_scheduler, on_event)
 
     async def close(self) -> None:
         """Close the asyncio client, then the hub (what it started, the client it built)."""
+        if self.acontrol is not self.aredis:
+            await self.acontrol.aclose()
         await self.aredis.aclose()
         await asyncio.to_thread(self.sync.close)
 
@@ -91,13 +115,18 @@ class AsyncHub:
         await self.close()
 
 
-async def _open(redis_url: str | None, background: bool, client: Any, settings: Settings | None,
-                clock: Clock | None) -> AsyncHub:
-    hub = await asyncio.to_thread(connect_sync, redis_url, background=background, client=client,
-                                  settings=settings, clock=clock)
-    if hub.url in ("client", "embedded"):
+async def _open(redis_url: str | None, broker_url: str | None, background: bool, client: Any,
+                settings: Settings | None, clock: Clock | None) -> AsyncHub:
+    hub = await asyncio.to_thread(connect_sync, redis_url, broker_url=broker_url,
+                                  background=background, client=client, settings=settings,
+                                  clock=clock)
+    stores = hub.stores
+    if stores is None:  # a given client, or the embedded store
         return AsyncHub(hub, async_client_like(hub.redis))
-    return AsyncHub(hub, async_client_for(RedisConfig.from_url(hub.url)))
+    state = async_client_for(stores.state_config)
+    if stores.shared:
+        return AsyncHub(hub, state)
+    return AsyncHub(hub, state, async_client_for(stores.control_config))
 
 
 class Connecting:
@@ -122,6 +151,7 @@ class Connecting:
 def connect(
     redis_url: str | None = None,
     *,
+    broker_url: str | None = None,
     background: bool = False,
     client: Any = None,
     settings: Settings | None = None,
@@ -130,4 +160,4 @@ def connect(
     """:func:`tidings.connect` for asyncio: ``hub = await connect(...)`` or
     ``async with connect(...) as hub``. Same arguments; ``client`` may be a redis-py or
     fakeredis client, whose store the asyncio client then shares."""
-    return Connecting(_open(redis_url, background, client, settings, clock))
+    return Connecting(_open(redis_url, broker_url, background, client, settings, clock))

@@ -32,7 +32,8 @@ from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, common_optio
 from tidings.store.errors import NoStoreError, TidingsError
 
 #: Reasons of tidings errors that are bad usage or set-up (exit 2), not a result (exit 1).
-USAGE_REASONS = frozenset({"metrics_address_unavailable"})
+USAGE_REASONS = frozenset({"metrics_address_unavailable", "broker_url_required",
+                           "broker_on_cluster", "invalid_broker_url"})
 
 #: Subcommand modules; each has ``register(subparsers, common)``.
 COMMANDS = (processes, agents, producers, tool, hooks, memory, status, dead, web, demo, mcp)

@@ -30,6 +30,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 _COMMON_DEFAULTS: dict[str, Any] = {
     "redis_url": None,
+    "broker_url": None,
     "workdir": None,
     "json": None,
     "inline": False,
@@ -64,7 +65,12 @@ def common_options(*, workdir: bool = True) -> argparse.ArgumentParser:
     overwriting the other)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--redis-url", default=argparse.SUPPRESS, metavar="URL",
-                        help="Redis URL (default: TIDINGS_REDIS_URL, else the embedded store)")
+                        help="Redis URL (default: TIDINGS_REDIS_URL, else the default store "
+                             "that `tidings up` serves from TIDINGS_STATE_DIR)")
+    common.add_argument("--broker-url", default=argparse.SUPPRESS, metavar="URL",
+                        help="control Redis: broker, results, presence (default: "
+                             "TIDINGS_BROKER_URL, else the --redis-url store; required with "
+                             "a Redis Cluster)")
     if workdir:
         common.add_argument("--workdir", default=argparse.SUPPRESS,
                             help="agent workdir (default: current directory)")
@@ -96,9 +102,12 @@ def check_redis_url(url: str, where: str) -> None:
         refuse_placeholder_password(url, where)
         config = RedisConfig.from_url(url)
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-        if config.scheme in ("redis", "rediss") and not parts.hostname:
-            raise ValueError("no host")
+        if config.scheme in ("redis", "rediss"):  # the others list several host:port
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+            if not parts.hostname:
+                raise ValueError("no host")
+        if config.is_cluster and not config.nodes[0][0]:
+            raise ValueError("no seed node")
     except TidingsError as exc:  # placeholder_password
         raise UsageError(exc.message, reason=exc.reason) from None
     except ValueError as exc:
@@ -106,7 +115,8 @@ def check_redis_url(url: str, where: str) -> None:
 
 
 def settings(args: argparse.Namespace) -> Settings:
-    """The process settings, with ``--redis-url`` applied and the URL checked."""
+    """The process settings, with ``--redis-url`` and ``--broker-url`` applied and the
+    URLs checked."""
     from pydantic import ValidationError  # noqa: PLC0415 - see check_redis_url
 
     from tidings.store.settings import Settings  # noqa: PLC0415 - see check_redis_url
@@ -117,12 +127,14 @@ def settings(args: argparse.Namespace) -> Settings:
         error = exc.errors()[0]
         name = "TIDINGS_" + "_".join(str(p) for p in error["loc"]).upper()
         raise UsageError(f"bad {name}: {error['msg']}", reason="invalid_setting") from None
-    url = option(args, "redis_url")
-    if url:
-        check_redis_url(url, "--redis-url")
-        return base.model_copy(update={"redis_url": url})
-    if base.redis_url:
-        check_redis_url(base.redis_url, "TIDINGS_REDIS_URL")
+    for name, flag, variable in (("redis_url", "--redis-url", "TIDINGS_REDIS_URL"),
+                                 ("broker_url", "--broker-url", "TIDINGS_BROKER_URL")):
+        url = option(args, name)
+        if url:
+            check_redis_url(url, flag)
+            base = base.model_copy(update={name: url})
+        elif getattr(base, name):
+            check_redis_url(getattr(base, name), variable)
     return base
 
 

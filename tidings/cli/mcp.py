@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, option, settings
@@ -27,7 +28,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
                               help="serve one registered agent over MCP (extra tidings[mcp])")
     m.add_argument("--agent-id", help="the agent to serve (default: the --workdir's agent)")
     m.add_argument("--transport", choices=("stdio", "http"), default="stdio",
-                   help="stdio (default), or streamable HTTP on loopback")
+                   help="stdio (default), or streamable HTTP on loopback (bearer token: "
+                        "TIDINGS_MCP_TOKEN, else one kept in the state directory's mcp-token)")
     m.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT,
                    help=f"port of --transport http (default {DEFAULT_HTTP_PORT})")
     m.set_defaults(handler=run)
@@ -51,6 +53,25 @@ def registered(hub: Hub, agent_id: str | None, workdir: str) -> AgentRecord:
     return found.record
 
 
+def announced_token(state_dir: Path) -> str:
+    """The HTTP bearer token (mcp/token.py); a new one is printed once, to stderr."""
+    from tidings.mcp.token import TOKEN_ENV, TOKEN_FILE, http_token  # noqa: PLC0415
+
+    where = state_dir / TOKEN_FILE
+    try:
+        token, source = http_token(state_dir)
+    except OSError as exc:
+        raise UsageError(f"cannot keep the MCP token in {where} ({exc.strerror}); set "
+                         f"{TOKEN_ENV} or TIDINGS_STATE_DIR") from None
+    if source == "generated":
+        print(f"tidings mcp: clients send 'Authorization: Bearer {token}' (kept 0600 in "
+              f"{where}; set {TOKEN_ENV} to choose one)", file=sys.stderr)
+    elif source == "kept":
+        print(f"tidings mcp: clients send the bearer token kept in {where}", file=sys.stderr)
+    sys.stderr.flush()
+    return token
+
+
 async def serve(args: argparse.Namespace) -> None:
     import tidings.aio  # noqa: PLC0415 - see the module docstring
     from tidings._agent import Agent  # noqa: PLC0415
@@ -62,7 +83,7 @@ async def serve(args: argparse.Namespace) -> None:
         agent = Agent(hub.sync, record, inline=bool(option(args, "inline")))
         server = AgentServer(tidings.aio.AsyncAgent(hub, agent))
         if args.transport == "http":
-            await server.serve_http(args.port)
+            await server.serve_http(args.port, token=announced_token(s.state_dir))
         else:
             await server.serve_stdio()
 

@@ -22,9 +22,10 @@ from pathlib import Path
 from tidings._metrics import serve_pool_metrics
 from tidings._sdnotify import NOTIFY_VARIABLES
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
+from tidings.engine.discover import store_url
 from tidings.jobs import log
-from tidings.store.connection import client_for, ping
-from tidings.store.settings import EMBEDDED_DEFAULT_URL, RedisConfig, Settings
+from tidings.store.roles import open_stores
+from tidings.store.settings import Settings
 from tidings.workers.exposition import MULTIPROC_ENV
 
 #: How long the parent waits for children to drain after SIGTERM (seconds); below
@@ -65,15 +66,16 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
     # The URL goes in the environment, where a password is not on every `ps` listing.
     hidden = {"TIDINGS_METRICS_PORT", *NOTIFY_VARIABLES}
     env = {k: v for k, v in os.environ.items() if k not in hidden}
-    url = env["TIDINGS_REDIS_URL"] = s.redis_url or EMBEDDED_DEFAULT_URL
-    client = client_for(RedisConfig.from_url(url))
-    ping(client, url)
+    url = env["TIDINGS_REDIS_URL"] = store_url(s)
+    if s.broker_url:
+        env["TIDINGS_BROKER_URL"] = s.broker_url
+    stores = open_stores(url, s.broker_url)
     stop = stop_signals()
     with tempfile.TemporaryDirectory(prefix="tidings-metrics-") as directory:
         exporter, failure = None, None
         if s.metrics_port is not None:
             env[MULTIPROC_ENV] = directory
-            exporter = serve_pool_metrics(s, Path(directory), client)
+            exporter = serve_pool_metrics(s, Path(directory), stores.state, stores.control)
         children = [subprocess.Popen(command, env=env) for _ in range(args.processes)]
         try:
             ready({"status": "ready", "role": "workers", "pids": [c.pid for c in children],
@@ -87,5 +89,5 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
             _stop(children)
             if exporter is not None:
                 exporter.close()
-            client.close()
+            stores.close()
     return EXIT_CHILD_DIED if failure is not None else 0

@@ -22,7 +22,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
                    help="address to listen on (non-loopback needs TIDINGS_WEB_TOKEN)")
     w.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (0: any free port)")
     w.add_argument("--allow-actions", action="store_true",
-                   help="allow ignoring inbox items and re-enqueueing dead letters")
+                   help="allow ignoring inbox items and re-enqueueing dead letters (needs "
+                        "TIDINGS_WEB_TOKEN, else prints a login URL with a new token)")
     w.set_defaults(handler=web)
 
 

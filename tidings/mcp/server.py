@@ -16,19 +16,27 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
 
 from tidings.aio import AsyncAgent
+from tidings.errors import TidingsError
 from tidings.jobs.view.delivery import check_placeholder
 from tidings.jobs.wake import waiting
 from tidings.mcp import tools
+from tidings.mcp.token import StaticToken
+from tidings.web.limits import MAX_BODY_BYTES
 
 log = logging.getLogger("tidings.mcp")
 
 ATTENTION_URI = "tidings://attention"
+#: The hosts ``serve_http`` listens on: those the SDK's DNS-rebinding guard covers.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: Pause after a failed read of the wake stream before the watcher tries again (seconds).
 WATCH_RETRY_SECONDS = 1.0
 INSTRUCTIONS = (
@@ -120,10 +128,26 @@ class AgentServer:
             await self.server.run(read, write, self.server.create_initialization_options())
             group.cancel_scope.cancel()
 
-    async def serve_http(self, port: int, host: str = "127.0.0.1") -> None:
+    def http_app(self, token: str, host: str = "127.0.0.1", port: int = 0) -> Starlette:
+        """The streamable HTTP app: Host/Origin checked against DNS rebinding (the SDK's
+        loopback default), ``Authorization: Bearer <token>`` required (the SDK's auth
+        hooks: 401 without it) and bodies cut at 64 KiB (413), api.md "Local trust"."""
+        if host not in LOOPBACK_HOSTS:
+            raise TidingsError(
+                f"tidings mcp serves HTTP on loopback only, not {host!r}: off loopback the "
+                "DNS-rebinding guard is off and the bearer token would cross the network in "
+                "clear; put a TLS proxy with its own authentication in front instead",
+                reason="not_loopback")
+        return self.server.streamable_http_app(
+            host=host, max_request_body_size=MAX_BODY_BYTES, token_verifier=StaticToken(token),
+            auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{host}:{port}"),
+                              resource_server_url=None))
+
+    async def serve_http(self, port: int, host: str = "127.0.0.1", *, token: str) -> None:
+        """Serve until cancelled; ``TidingsError`` (``not_loopback``) for any other host."""
         import uvicorn  # noqa: PLC0415 - only the http transport needs it
 
-        app = self.server.streamable_http_app(host=host)
+        app = self.http_app(token, host, port)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning")
         async with anyio.create_task_group() as group:
             group.start_soon(self.watch)

@@ -1,8 +1,8 @@
-"""The console's two actions and its login form.
+"""The console's two actions, its login form and logout.
 
 Actions run only with ``--allow-actions``; each is a POST form that asks for
-confirmation, carries the per-process form key (against cross-site posts) and is
-logged.
+confirmation, carries the per-process form key and comes from the console's own
+origin (``Origin``/``Sec-Fetch-Site``: both against cross-site posts), and is logged.
 """
 
 from __future__ import annotations
@@ -22,12 +22,18 @@ from tidings.web import auth
 from tidings.web.console import console_of
 
 
+def foreign() -> Response:
+    return PlainTextResponse("403: a post from another site", status_code=403)
+
+
 async def act(request: Request, what: str, run: Callable[[], dict[str, Any]],
               **fields: Any) -> Response:
     console = console_of(request)
     if not console.allow_actions:
         return PlainTextResponse("actions are off (start with --allow-actions)",
                                  status_code=403)
+    if not auth.same_origin(request):
+        return foreign()
     form = await auth.form_fields(request)
     if not secrets.compare_digest(form.get("form_key", ""), console.form_key):
         return PlainTextResponse("stale or foreign form", status_code=403)
@@ -57,13 +63,29 @@ async def requeue_dead(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
+    """``GET /login`` (the form, or ``?token=``: the printed login URL) and ``POST /login``."""
     console = console_of(request)
-    if request.method == "POST":
-        form = await auth.form_fields(request)
-        answer = auth.login_response(console.token, form.get("token", ""))
-        if answer is not None:
-            return answer  # type: ignore[no-any-return]
-        return console.page("login.html", status_code=401, failed=True)
-    if console.token is None:
+    guard = console.guard
+    if guard.token is None:
         return RedirectResponse("/", status_code=303)
-    return console.page("login.html", failed=False)
+    given = request.query_params.get("token")
+    if request.method == "POST":
+        if not auth.same_origin(request):
+            return foreign()
+        given = (await auth.form_fields(request)).get("token", "")
+    if given is None:
+        return console.page("login.html", failed=False)
+    slowed = guard.slowed(request)
+    if slowed is not None:
+        return slowed
+    answer = guard.sign_in(request, given)
+    if answer is not None:
+        log.event("web_sign_in", level=logging.INFO, client=auth.client_address(request))
+        return answer
+    return console.page("login.html", status_code=401, failed=True)
+
+
+async def logout(request: Request) -> Response:
+    if not auth.same_origin(request):
+        return foreign()
+    return console_of(request).guard.sign_out(request)

@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 from tidings._hub import Hub
 from tidings.web import actions, auth, pages
 from tidings.web.console import Console
+from tidings.web.limits import BodyLimit
 from tidings.web.stream import events
 
 #: Host names a loopback console answers to (DNS rebinding guard).
@@ -40,18 +41,22 @@ ROUTES: list[BaseRoute] = [
     Route("/events", events),
     Route("/api/status", pages.api_status),
     Route("/login", actions.login, methods=["GET", "POST"]),
+    Route("/logout", actions.logout, methods=["POST"]),
     Mount("/static", StaticFiles(directory=STATIC), name="static"),
 ]
 
 
 def build_app(hub: Hub, *, allow_actions: bool = False, token: str | None = None,
               loopback: bool = True) -> Starlette:
-    """The console over ``hub``; ``token`` gates every request, ``loopback`` pins Host."""
-    middleware = [Middleware(SecurityHeaders), Middleware(auth.TokenGate, token=token)]
+    """The console over ``hub``; ``token`` gates every request, ``loopback`` pins Host
+    (and, off loopback, makes the session cookie ``Secure``)."""
+    guard = auth.Guard(token, secure=not loopback)
+    middleware = [Middleware(SecurityHeaders), Middleware(BodyLimit),
+                  Middleware(auth.TokenGate, guard=guard)]
     if loopback:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES))
     app = Starlette(routes=ROUTES, middleware=middleware)
-    app.state.console = Console.over(hub, allow_actions=allow_actions, token=token)
+    app.state.console = Console.over(hub, allow_actions=allow_actions, guard=guard)
     return app
 
 
@@ -65,9 +70,11 @@ class SecurityHeaders:
         async def with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
+                # same-origin, not no-referrer: under no-referrer a browser's own form
+                # posts carry ``Origin: null`` and the Origin check could not tell them apart.
                 headers += [(b"content-security-policy", CSP.encode()),
                             (b"x-content-type-options", b"nosniff"),
-                            (b"referrer-policy", b"no-referrer"),
+                            (b"referrer-policy", b"same-origin"),
                             (b"x-frame-options", b"DENY")]
                 message = {**message, "headers": headers}
             await send(message)

@@ -12,11 +12,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from tidings._hub import Hub
+from tidings.inspection.overview import Summary
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.rates import BUCKET_SECONDS, WINDOW_SECONDS
+from tidings.web.auth import Guard
 from tidings.web.charts import sparkline
 from tidings.web.poller import Poller
-from tidings.web.summary import Summary
 
 
 def pretty(value: Any) -> str:
@@ -45,8 +46,8 @@ class Console:
 
     hub: Hub
     allow_actions: bool
-    #: The bearer token every request must carry off loopback (``None``: open).
-    token: str | None
+    #: The token in force (``None``: open) and the sign-in state (auth.py).
+    guard: Guard
     env: Environment
     summary: Summary
     poller: Poller
@@ -54,21 +55,22 @@ class Console:
     form_key: str
 
     @classmethod
-    def over(cls, hub: Hub, *, allow_actions: bool, token: str | None) -> Console:
+    def over(cls, hub: Hub, *, allow_actions: bool, guard: Guard) -> Console:
         env = templates()
-        summary = Summary(hub.redis)
+        summary = Summary(hub.redis, hub.control)
 
         def read_summary() -> dict[str, Any]:
             figures = summary.read(hub.clock.now())
             html = env.get_template("_overview_live.html").render(**overview_context(figures))
             return {"at": figures["at"], "dead": figures["dead"], "html": html}
 
-        return cls(hub, allow_actions, token, env, summary, Poller(hub.runtime, read_summary),
+        return cls(hub, allow_actions, guard, env, summary, Poller(hub.runtime, read_summary),
                    secrets.token_urlsafe(24))
 
     def page(self, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(name).render(
             allow_actions=self.allow_actions, form_key=self.form_key,
+            signed_in=self.guard.token is not None,
             server_now=self.hub.clock.now(), **context)
         return HTMLResponse(html, status_code=status_code)
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from tidings.inspection.agent import agent_page
+from tidings.inspection.agents import agents_page
 from tidings.jobs.cap.spill import ATTENTION_STEM, LOGS_DIR
-from tidings.web.agent_view import agent_page
-from tidings.web.agents_list import agents_page
+from tidings.store import files
 from tidings.web.console import console_of, overview_context
 from tidings.workers.dead_letters import dead_letters
+
+#: The largest spill file the console serves; a larger one answers 404 (read it on disk).
+MAX_SPILL_BYTES = 16 * 1_048_576
 
 
 async def overview(request: Request) -> Response:
@@ -27,7 +31,8 @@ async def agents(request: Request) -> Response:
     except ValueError:
         page = 1
     listing = await anyio.to_thread.run_sync(agents_page, console.hub.redis,
-                                             console.hub.clock.now(), q, page)
+                                             console.hub.clock.now(), q, page,
+                                             console.hub.control)
     name = "_agents_table.html" if request.query_params.get("part") else "agents.html"
     return console.page(name, listing=listing)
 
@@ -44,16 +49,19 @@ async def agent(request: Request) -> Response:
 
 
 async def spill(request: Request) -> Response:
+    """A spill file's bytes, read through the no-follow walk (api.md "Local trust"):
+    no link on any component, non-blocking, a regular file, at most the spill cap."""
     record = console_of(request).hub.registry.get(request.path_params["agent_id"])
     name = request.path_params["name"]
     if record is None or not name.startswith(ATTENTION_STEM) or "/" in name \
             or not name.endswith(".json"):
         return PlainTextResponse("no such spill file", status_code=404)
-    path = record.root / LOGS_DIR / name
-    if path.is_symlink() or not path.is_file():
-        return PlainTextResponse("no such spill file (not written yet)", status_code=404)
-    return FileResponse(path, media_type="text/plain; charset=utf-8",
-                        headers={"X-Content-Type-Options": "nosniff"})
+    read = await anyio.to_thread.run_sync(files.safe_read, record.root, f"{LOGS_DIR}/{name}",
+                                          MAX_SPILL_BYTES)
+    if not read.ok:
+        return PlainTextResponse(f"no such spill file ({read.what or read.kind})",
+                                 status_code=404)
+    return Response(read.data, media_type="text/plain; charset=utf-8")
 
 
 async def dead(request: Request) -> Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -51,14 +52,29 @@ def check_token(host: str, token: str | None) -> None:
                          "--host 127.0.0.1")
 
 
-def serve(hub: Any, host: str, port: int, allow_actions: bool) -> int:
-    """Serve until interrupted; ``StartError`` before anything is served."""
+def console_token(host: str, allow_actions: bool) -> tuple[str | None, bool]:
+    """The token in force and whether it was generated here (api.md "Local trust"):
+    ``TIDINGS_WEB_TOKEN``; else, for actions on loopback, a new random one; else none
+    (a read-only loopback console is open)."""
     token = os.environ.get(TOKEN_ENV) or None
     check_token(host, token)
+    if token is None and allow_actions:
+        return secrets.token_urlsafe(32), True
+    return token, False
+
+
+def serve(hub: Any, host: str, port: int, allow_actions: bool) -> int:
+    """Serve until interrupted; ``StartError`` before anything is served."""
+    token, generated = console_token(host, allow_actions)
     sock = bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     app = build_app(hub, allow_actions=allow_actions, token=token, loopback=is_loopback(host))
+    if generated:
+        # Printed once, to stderr only: stdout carries the machine-readable ready line.
+        sys.stderr.write(f"tidings web: actions need the console's token; sign in at "
+                         f"http://{shown}:{bound}/login?token={token}\n")
+        sys.stderr.flush()
     sys.stdout.write(json.dumps({"status": "ready", "role": "web", "url": f"http://{shown}:{bound}/",
                                  "allow_actions": allow_actions, "token": token is not None})
                      + "\n")

@@ -14,6 +14,7 @@ import json
 from functools import partial
 from typing import Any
 
+from tidings.inspection.agents import stream_time
 from tidings.jobs.cap.spill import planned_attention
 from tidings.jobs.channels.allowlist import Allowlist, load_registry, peek_registry_state
 from tidings.jobs.channels.names import DELAY_ALARM
@@ -32,7 +33,6 @@ from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
-from tidings.web.agents_list import stream_time
 
 #: Wake stream entries shown.
 RECENT_WAKES = 20

@@ -4,7 +4,9 @@ The JSON shape is api.md's: ``{"queues": [{"name", "depth", "delayed", "dead"}],
 "schedulers": {host: {"leader", "since"}}, "agents": [{"agent_id", "host",
 "pending", "live_delay"}]}``, with a few more fields per entry. A host is listed
 when an agent is registered on it or its scheduler holds the leader lease; its
-host and scheduler queues are listed even when empty.
+host and scheduler queues are listed even when empty, other hosts' queues when they
+hold messages. Everything is read from the host set, the per-host indexes and
+counters, never a keyspace ``SCAN`` (issue 25).
 
 An agent's live delay comes from its delay state file when the workdir is on
 this machine; otherwise from its host's scheduler (the stored alarm job, which
@@ -19,10 +21,10 @@ from redis import Redis
 
 from tidings.jobs.view.status import agent_figures, delay_figure
 from tidings.scheduler.jobstore import stored_alarms
-from tidings.scheduler.lease import current_leader, leader_hosts
+from tidings.scheduler.lease import leaders
 from tidings.store.clock import Clock
 from tidings.store.registry import AgentRegistry
-from tidings.workers.queue_stats import queue_figures
+from tidings.workers.queue_stats import queue_figures_of, queue_reads
 from tidings.workers.routing import host_queue, scheduler_queue
 
 NO_LEADER: dict[str, Any] = {"leader": None, "since": None}
@@ -43,17 +45,36 @@ def _scheduled_delays(redis: Redis, figures: list[dict[str, Any]], now: float) -
                                                 source="scheduler")
 
 
-def status(redis: Redis, clock: Clock) -> dict[str, Any]:
-    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``)."""
+def status(redis: Redis, clock: Clock, control: Redis | None = None) -> dict[str, Any]:
+    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``):
+    agents and schedulers from the state store ``redis``, queues and the host set from
+    ``control`` (default: the same client)."""
     now = clock.now()
-    records = AgentRegistry(redis).all()
-    hosts = sorted({record.host for record in records} | leader_hosts(redis))
-    expected = [q for host in hosts for q in (host_queue(host), scheduler_queue(host))]
+    control = control if control is not None else redis
+    registry = AgentRegistry(redis, control)
+    known = registry.hosts()
+    records = registry.all(known)
+    leader = leaders(redis, known)
+    hosts = sorted({record.host for record in records}
+                   | {host for host, held in leader.items() if held is not None})
     agents = agent_figures(redis, records, now)
     _scheduled_delays(redis, agents, now)
     return {
         "status": "ok",
-        "queues": queue_figures(redis, expected),
-        "schedulers": {host: current_leader(redis, host) or dict(NO_LEADER) for host in hosts},
+        "queues": _queues(control, known, set(hosts)),
+        "schedulers": {host: leader.get(host) or dict(NO_LEADER) for host in hosts},
         "agents": agents,
     }
+
+
+def _queues(redis: Redis, known: list[str], listed: set[str]) -> list[dict[str, Any]]:
+    """The queues of ``listed`` hosts, and of other known hosts where they hold messages."""
+    owner = {q: host for host in sorted(set(known) | listed)
+             for q in (host_queue(host), scheduler_queue(host))}
+    names = sorted(owner)
+    with redis.pipeline(transaction=False) as pipe:
+        queue_reads(pipe, names)
+        figures = queue_figures_of(names, pipe.execute())
+    return [f for f in figures
+            if owner[f["name"]] in listed or f["depth"] or f["delayed"] or f["dead"]
+            or f["in_flight"]]

@@ -35,7 +35,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
-from tidings.jobs.wake.stream import NOTIFICATION_KIND, STREAM_MAXLEN
+from tidings.jobs.wake.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN
 from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
@@ -81,11 +81,13 @@ _known: ContextVar[dict[str, Known]] = ContextVar("tidings_sync_known")
 
 
 def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
-    """The Redis state :func:`sync_agent` reads, for all ``agents`` in one round trip."""
+    """The Redis state :func:`sync_agent` reads, for all ``agents`` in one round trip (one
+    per node on a cluster, whose pipelines refuse ``MGET``: single-key reads only)."""
     pipe = rt.redis.pipeline(transaction=False)
     for agent in agents:
         k = AgentKeys(agent.agent_id)
-        pipe.mget([k.delivered_fp, k.wake_fp, k.act_generation])
+        for key in (k.delivered_fp, k.wake_fp, k.act_generation):
+            pipe.get(key)
         pipe.smembers(k.blocked)
         pipe.get(k.blocked_overflow)
         pipe.smembers(k.oversized)
@@ -93,8 +95,8 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
     answers = pipe.execute()
     known: dict[str, Known] = {}
     for n, agent in enumerate(agents):
-        (delivered, wake, generation), blocked, overflow, oversized, buffered = (
-            answers[5 * n: 5 * n + 5])
+        delivered, wake, generation, blocked, overflow, oversized, buffered = (
+            answers[7 * n: 7 * n + 7])
         known[agent.agent_id] = Known(
             committed.Committed(replies.text_or_none(delivered) or "",
                                 replies.text_or_none(wake) or ""),
@@ -206,7 +208,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     if wake_id is None:
         result["retry"] = True
     else:
-        rates.count(rt.redis, rates.WAKES, 1, rt.clock.now())
+        rates.count(rt.control, rates.WAKES, 1, rt.clock.now())
         result.update(woke=True, wake_id=wake_id)
     return result
 
@@ -218,7 +220,7 @@ def _batches(agents: Sequence[AgentRecord]) -> Iterator[Sequence[AgentRecord]]:
 
 def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
              gone: list[str]) -> list[AgentRecord]:
-    registry = AgentRegistry(rt.redis)
+    registry = AgentRegistry(rt.redis, rt.control)
     if agent_ids is None:
         return registry.on_host(host)
     wanted = sorted(set(agent_ids))

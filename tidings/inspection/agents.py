@@ -1,15 +1,14 @@
 """The agents page: registry ids, filtered and paged, then the page's figures in one pipeline.
 
-Two Redis round trips per render whatever the fleet's size: the registry's field names
-(agent ids), then for each agent of the page its record, pending inbox count, newest wake
-entry and blocked channels. A search matches agent ids; ``host:NAME`` or a text with a
-``/`` (part of a workdir) matches the records instead, which reads every record.
+A few Redis round trips per render: the host set and every host's index (agent id ->
+workdir, one pipeline), then for each agent of the page its record, pending inbox count,
+newest wake entry and blocked channels. A search matches agent ids; ``host:NAME`` matches
+a host's index and a text with a ``/`` (part of a workdir) the indexed workdirs.
 Live delays come from the delay state files of the page's agents.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from tidings.jobs.view.status import delay_from_state
 from tidings.store import keys, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
-from tidings.store.registry import parse_record
+from tidings.store.registry import AgentRegistry, parse_record
 
 #: Agents per page.
 PAGE_SIZE = 50
@@ -38,25 +37,20 @@ class Listed:
 HOST_PREFIX = "host:"
 
 
-def _record(raw: Any) -> Listed | None:
-    try:
-        record = json.loads(raw)
-        return Listed(str(record["agent_id"]), str(record["host"]), str(record["workdir"]))
-    except (TypeError, ValueError, KeyError):
-        return None
-
-
-def matching_ids(redis: Any, needle: str) -> list[str]:
-    """Agent ids, sorted, that the search ``needle`` (casefolded) selects."""
-    if needle.startswith(HOST_PREFIX) or "/" in needle:
-        host = needle.removeprefix(HOST_PREFIX) if needle.startswith(HOST_PREFIX) else None
-        rows = [r for r in map(_record, redis.hvals(keys.AGENTS)) if r is not None]
-        found = [r.agent_id for r in rows
-                 if (r.host.casefold() == host if host is not None
-                     else needle in r.workdir.casefold())]
-        return sorted(found)
-    ids = sorted(map(replies.text, redis.hkeys(keys.AGENTS)))
-    return [i for i in ids if needle in i.casefold()] if needle else ids
+def matching_ids(redis: Any, needle: str, control: Any = None) -> list[str]:
+    """Agent ids, sorted, that the search ``needle`` (casefolded) selects (the host set
+    is on the control store ``control``, default: ``redis``)."""
+    listed = AgentRegistry(redis, control).indexes()
+    if needle.startswith(HOST_PREFIX):
+        host = needle.removeprefix(HOST_PREFIX)
+        found = {i for name, entries in listed.items() if name.casefold() == host
+                 for i in entries}
+    elif "/" in needle:
+        found = {i for entries in listed.values() for i, workdir in entries.items()
+                 if needle in workdir.casefold()}
+    else:
+        found = {i for entries in listed.values() for i in entries if needle in i.casefold()}
+    return sorted(found)
 
 
 def stream_time(wake_id: str) -> str | None:
@@ -78,20 +72,20 @@ def last_wake(reply: Any) -> dict[str, Any] | None:
 def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]:
     """The columns of the agents table for ``ids`` (one pipelined round trip)."""
     with redis.pipeline(transaction=False) as pipe:
-        pipe.hmget(keys.AGENTS, ids or ["-"])
         for agent_id in ids:
             agent_keys = keys.AgentKeys(agent_id)
+            pipe.get(keys.agent_record(agent_id))
             pipe.zcard(InboxKeys(agent_id).selectable)
             pipe.xrevrange(agent_keys.wake_stream, count=1)
             pipe.smembers(agent_keys.blocked)
-        records, *answers = pipe.execute()
+        answers = pipe.execute()
     out = []
-    for i, (agent_id, raw) in enumerate(zip(ids, records, strict=False)):
+    for i, agent_id in enumerate(ids):
+        raw, pending, wake, blocked = answers[4 * i: 4 * i + 4]
         record = parse_record(raw, agent_id)  # logs an unreadable one
         if record is None:  # removed since the id listing, or unreadable
             continue
         row = Listed(record.agent_id, record.host, record.workdir)
-        pending, wake, blocked = answers[3 * i: 3 * i + 3]
         root = Path(row.workdir)
         live, overdue = delay_from_state(root, now) if root.is_dir() else (None, False)
         out.append({"agent_id": row.agent_id, "host": row.host, "workdir": row.workdir,
@@ -100,10 +94,11 @@ def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]
     return out
 
 
-def agents_page(redis: Any, now: float, query: str = "", page: int = 1) -> dict[str, Any]:
+def agents_page(redis: Any, now: float, query: str = "", page: int = 1,
+                control: Any = None) -> dict[str, Any]:
     """One page of the agents list, filtered by ``query`` (see the module docstring)."""
     needle = query.strip()[:MAX_QUERY].casefold()
-    ids = matching_ids(redis, needle)
+    ids = matching_ids(redis, needle, control)
     pages = max(1, math.ceil(len(ids) / PAGE_SIZE))
     page = min(max(page, 1), pages)
     shown = ids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]

@@ -1,0 +1,121 @@
+"""A real Redis Cluster on free loopback ports: three primaries (optionally each with a
+replica), started and torn down by tests (issue 25).
+
+A one-node cluster hides cross-node mistakes (a pipeline or script over two tags works
+there), so there are always three primaries.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from tests.support.redis_server import RedisServer, free_port, redis_binary
+
+#: Primaries of every test cluster.
+PRIMARIES = 3
+#: How long a primary may be unreachable before the cluster fails it over (ms).
+NODE_TIMEOUT_MS = 1000
+
+
+class RedisCluster:
+    """``PRIMARIES`` primaries, each with ``replicas`` replicas, ``cluster_state:ok``."""
+
+    def __init__(self, directory: Path, *, replicas: int = 0,
+                 node_timeout_ms: int = NODE_TIMEOUT_MS) -> None:
+        self.directory = directory
+        self.replicas = replicas
+        self.node_timeout_ms = node_timeout_ms
+        self.nodes: list[RedisServer] = []
+
+    @property
+    def url(self) -> str:
+        """The ``redis+cluster://`` URL listing every node as a seed."""
+        seeds = ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
+        return f"redis+cluster://{seeds}"
+
+    def start(self) -> RedisCluster:
+        cli = redis_binary("redis-cli")
+        try:
+            for n in range(PRIMARIES * (1 + self.replicas)):
+                directory = self.directory / f"node{n}"
+                self.nodes.append(RedisServer(directory, extra=(
+                    "--cluster-enabled", "yes",
+                    "--cluster-config-file", str(directory / "nodes.conf"),
+                    # The bus port defaults to port + 10000, past 65535 for a high free port.
+                    "--cluster-port", str(free_port()),
+                    "--cluster-node-timeout", str(self.node_timeout_ms),
+                    "--cluster-replica-validity-factor", "0",
+                )).start())
+            subprocess.run(
+                [cli, "--cluster", "create",
+                 *(f"127.0.0.1:{node.port}" for node in self.nodes),
+                 "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+            self.wait_ok(self.nodes)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ok(self, nodes: list[RedisServer], timeout: float = 30.0) -> None:
+        """Until every one of ``nodes`` says ``cluster_state:ok`` and knows every slot."""
+        deadline = time.monotonic() + timeout
+        for node in nodes:
+            while True:
+                with node.client() as c:
+                    info = c.cluster("info")
+                if info.get("cluster_state") == "ok" and \
+                        int(info.get("cluster_slots_ok", 0)) == 16384:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"cluster not ok on {node.port}: {info}")
+                time.sleep(0.05)
+
+    def primaries(self) -> list[RedisServer]:
+        """The live nodes that are primaries now (a promoted replica included)."""
+        found = []
+        for node in self.nodes:
+            if node.process is None or node.process.poll() is not None:
+                continue
+            with node.client() as c:
+                if c.info("replication").get("role") == "master":
+                    found.append(node)
+        return found
+
+    def keys_by_node(self) -> dict[int, list[str]]:
+        """Every key on every live primary, by the primary's port."""
+        found: dict[int, list[str]] = {}
+        for node in self.primaries():
+            with node.client() as c:
+                found[node.port] = [k.decode() for k in c.scan_iter(count=1000)]
+        return found
+
+    def flush(self) -> None:
+        for node in self.primaries():
+            with node.client() as c:
+                c.flushall()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def cluster_client(cluster: RedisCluster, **kwargs: Any) -> redis.cluster.RedisCluster:
+    """A plain redis-py cluster client (for the tests' own reads)."""
+    node = cluster.primaries()[0]
+    return redis.cluster.RedisCluster(host="127.0.0.1", port=node.port, protocol=2, **kwargs)
+
+
+def started(directory: Path, **kwargs: Any) -> Iterator[RedisCluster]:
+    """A fixture body: a started cluster, stopped afterwards."""
+    cluster = RedisCluster(directory, **kwargs).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
