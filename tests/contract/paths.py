@@ -299,6 +299,14 @@ class McpPath(Path):
         return memory_items(self.tool("inbox", {"state": "pending"})["items"]), None
 
 
+class McpCheckPath(McpPath):
+    """The same server, read through the ``notification`` tool's ``check``: an MCP client
+    stamps nothing, so the server answers it stamped (C24, C45)."""
+
+    def stamped(self) -> Result:
+        return self.tool("notification", {"action": "check"})
+
+
 # -- the console's read-only preview -------------------------------------------------
 
 class ConsolePath(Path):
@@ -343,6 +351,7 @@ PATHS: dict[str, type[Path]] = {
     "aio-worker.turn": _python(AioPath, "AioWorker_turn", "turn", True),
     "cli.check": CliPath,
     "mcp.attention": McpPath,
+    "mcp.check": McpCheckPath,
     "console.preview": ConsolePath,
 }
 

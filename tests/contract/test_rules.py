@@ -240,6 +240,6 @@ def test_every_scenario_runs_on_every_listed_path() -> None:
     ran = {(case.values[0], case.values[1]) for case in CASES}
     for name in PATHS:
         assert {("D9", name), ("C22", name), ("C23", name)} <= ran
-    for name in ("cli.check", "mcp.attention", "console.preview", "sync-inline.turn",
+    for name in ("cli.check", "mcp.attention", "mcp.check", "console.preview", "sync-inline.turn",
                  "sync-worker.turn", "aio.turn", "aio-worker.turn"):
         assert ("memory", name) in ran

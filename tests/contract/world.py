@@ -19,7 +19,7 @@ from tests.support.memory_repo import MemoryRepo
 from tidings._agent import Agent
 from tidings._hub import Hub
 from tidings.jobs.view.delivery import check_placeholder
-from tidings.jobs.wake.tick import sync_agent
+from tidings.jobs.wake.sync import sync_agent
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.settings import Settings

@@ -137,6 +137,5 @@ def test_an_unusable_state_dir_is_one_usage_line(tmp_path: Path,
     monkeypatch.delenv("TIDINGS_MCP_TOKEN", raising=False)
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setenv("TIDINGS_STATE_DIR", str(blocker / "state"))
     with pytest.raises(UsageError, match="TIDINGS_MCP_TOKEN"):
-        announced_token()
+        announced_token(blocker / "state")

@@ -267,9 +267,9 @@ def test_the_demo_ends_with_the_console_url(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from tidings._demo import CHAPTERS
-    from tidings._demo_tour import Tour
-    from tidings._demo_web import web_console
+    from tidings.demo.chapters import CHAPTERS
+    from tidings.demo.tour import Tour
+    from tidings.demo.web import web_console
 
     assert CHAPTERS[-1] is web_console
     out = io.StringIO()

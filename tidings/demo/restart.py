@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tidings._demo_memory import _memory_repo
-from tidings._demo_tour import Tour
 from tidings._hub import connect
 from tidings._turn import Turn
+from tidings.demo.memory import _memory_repo
+from tidings.demo.tour import Tour
 from tidings.store.settings import Settings
 
 #: Longest wait for ``tidings up`` to answer ready, or to stop (seconds).

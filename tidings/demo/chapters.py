@@ -16,15 +16,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.panel import Panel
 
-from tidings import _demo_channels
-from tidings._demo_cap import oversized_lane
-from tidings._demo_delay import delay_alarm
-from tidings._demo_memory import memory_inbox
-from tidings._demo_restart import host_restart
-from tidings._demo_status import status
-from tidings._demo_tour import Tour
-from tidings._demo_web import web_console
 from tidings._hub import connect
+from tidings.demo import channels
+from tidings.demo.cap import oversized_lane
+from tidings.demo.delay import delay_alarm
+from tidings.demo.memory import memory_inbox
+from tidings.demo.restart import host_restart
+from tidings.demo.status import status
+from tidings.demo.tour import Tour
+from tidings.demo.web import web_console
 
 
 def burst(tour: Tour) -> None:
@@ -68,7 +68,7 @@ def bad_input(tour: Tour) -> None:
 #: The chapters, in order; later capabilities add theirs before ``status`` and the web
 #: console, which end the tour (issues 7 and 16).
 CHAPTERS: list[Callable[[Tour], None]] = [
-    burst, bad_input, *_demo_channels.CHAPTERS, delay_alarm, memory_inbox, host_restart,
+    burst, bad_input, *channels.CHAPTERS, delay_alarm, memory_inbox, host_restart,
     oversized_lane, status, web_console,
 ]
 
