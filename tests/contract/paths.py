@@ -319,7 +319,7 @@ class ConsolePath(Path):
     commits = False
 
     def page(self) -> Result:
-        from tidings.web.agent_view import agent_page
+        from tidings.inspection.agent import agent_page
 
         return agent_page(self.world.hub.runtime, self.world.record)
 
