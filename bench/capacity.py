@@ -29,7 +29,7 @@ import tidings
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.channels.publish import publish_event
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.clock import SystemClock
 from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry

@@ -41,7 +41,7 @@ from _redis import percentile, redis_server
 
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.scheduler.sync_tick import SyncTicker
 from tidings.scheduler.watcher import Watcher
 from tidings.store.clock import SystemClock

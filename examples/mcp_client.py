@@ -1,7 +1,8 @@
 """An MCP client (the SDK's ``ClientSession`` over stdio) talking to ``tidings mcp``.
 
-Starts ``tidings up`` (embedded store, worker and scheduler) for one agent, then
-``tidings mcp --workdir W`` as the client's stdio server: it checks, delays a
+Starts ``tidings up`` (the default store, in a temporary state directory, with its
+worker and scheduler) for one agent, then ``tidings mcp --workdir W`` as the client's
+stdio server, which finds the store through ``TIDINGS_STATE_DIR`` with no URL: it checks, delays a
 channel, subscribes to ``tidings://attention`` and hears the update when a
 producer writes a channel file. Everything stays on this machine.
 
@@ -71,31 +72,30 @@ async def client(server: StdioServerParameters, workdir: Path) -> None:
         print("updated:", live["_meta"]["agent_meta"]["notifications"]["attention"])
 
 
-def wait_for_store(up: subprocess.Popen[bytes], port: int) -> None:
+def wait_for_store(up: subprocess.Popen[bytes], state: Path) -> None:
+    """``tidings up`` writes ``store.json`` once its store answers."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and up.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        if (state / "store.json").exists():
             return
-        except OSError:
-            time.sleep(0.1)
+        time.sleep(0.1)
     raise RuntimeError("tidings up did not start")
 
 
 def main() -> None:
     port = free_port()
     with tempfile.TemporaryDirectory() as folder:
-        workdir = Path(folder)
-        env = {**os.environ, "TIDINGS_HOST": f"example-{port}"}
+        workdir, state = Path(folder) / "agent", Path(folder) / "state"
+        workdir.mkdir()
+        env = {**os.environ, "TIDINGS_HOST": f"example-{port}", "TIDINGS_STATE_DIR": str(state)}
         env.pop("TIDINGS_REDIS_URL", None)
         up = subprocess.Popen([TIDINGS, "up", "--port", str(port), "--workdir", str(workdir)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            wait_for_store(up, port)
-            url = f"redis://127.0.0.1:{port}/0"
+            wait_for_store(up, state)
             server = StdioServerParameters(
-                command=TIDINGS, args=["mcp", "--workdir", str(workdir), "--redis-url", url],
-                env={"TIDINGS_HOST": env["TIDINGS_HOST"]})
+                command=TIDINGS, args=["mcp", "--workdir", str(workdir)],
+                env={"TIDINGS_HOST": env["TIDINGS_HOST"], "TIDINGS_STATE_DIR": str(state)})
             anyio.run(client, server, workdir)
         finally:
             up.terminate()

@@ -33,7 +33,7 @@ from tidings.scheduler.jobstore import JsonRedisJobStore
 from tidings.scheduler.lease import LeaderLease, LeaseSettings, holder_name
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.settings import Settings
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import scheduler_queue
 
@@ -73,6 +73,7 @@ class Activation:
             clock.monotonic)
         sync_tick.add_tick_job(self.aps, self.ticker, LOCAL_STORE)
         requests.declare_request_actor(self.broker, self.host, self.aps, self.body)
+        fetching(self.broker)
         self.worker = Worker(self.broker, queues={scheduler_queue(self.host)},
                              worker_threads=REQUEST_THREADS,
                              worker_timeout=settings.worker_poll_ms)

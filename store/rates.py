@@ -1,16 +1,29 @@
 """Hub-wide event and wake counts in ten-second buckets, for the console's rate charts.
 
 Each bucket is one small Redis counter, ``{tidings:rates}:<kind>:<bucket>``, that
-expires after :data:`KEEP_SECONDS`; a writer adds with one pipelined
-``INCRBY`` + ``EXPIRE`` and a reader takes the last ten minutes in one ``MGET``
+expires after :data:`KEEP_SECONDS`; a reader takes the last ten minutes in one ``MGET``
 (the hash tag keeps every bucket in one Cluster slot). Kinds: ``events`` (producer
 records written into channel files by a flush) and ``wakes`` (wake signals appended).
+
+Writers count in process (issue 25): :func:`count` adds to a per-client tally, and a
+timer thread writes every tally every :data:`FLUSH_SECONDS` in one pipelined round
+trip (``INCRBY`` + ``EXPIRE`` per kind and bucket), as do :func:`flush_all` (a clean
+stop) and the exit of the process. So a flush or a wake costs no round trip of its
+own; a crash loses at most the last few seconds of the rate charts, nothing else.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
+
+from tidings.store.connection import stop_retrying
+
+logger = logging.getLogger("tidings")
 
 #: Width of one bucket (seconds).
 BUCKET_SECONDS = 10
@@ -26,21 +39,76 @@ def key(kind: str, bucket: int) -> str:
     return f"{{tidings:rates}}:{kind}:{bucket}"
 
 
+#: Seconds between two writes of the tallies counted in this process.
+FLUSH_SECONDS = 5.0
+
+_lock = threading.Lock()
+#: id(client) -> (client, {bucket key: amount}) not yet written.
+_tallies: dict[int, tuple[Any, dict[str, int]]] = {}
+_timer: threading.Thread | None = None
+
+
 def count(redis: Any, kind: str, amount: int, now: float) -> None:
-    """Add ``amount`` to the current bucket of ``kind`` (one round trip)."""
+    """Add ``amount`` to the current bucket of ``kind``: in process, written within
+    :data:`FLUSH_SECONDS` (no round trip here)."""
+    global _timer
     if amount <= 0:
         return
     name = key(kind, int(now // BUCKET_SECONDS))
-    with redis.pipeline(transaction=False) as pipe:
-        pipe.incrby(name, amount)
-        pipe.expire(name, KEEP_SECONDS)
-        pipe.execute()
+    with _lock:
+        tally = _tallies.setdefault(id(redis), (redis, {}))[1]
+        tally[name] = tally.get(name, 0) + amount
+        if _timer is None:
+            _timer = threading.Thread(target=_flush_forever, name="tidings-rates", daemon=True)
+            _timer.start()
+
+
+def flush(redis: Any) -> None:
+    """Write what this process counted for ``redis`` (one round trip, none if nothing)."""
+    with _lock:
+        entry = _tallies.pop(id(redis), None)
+    if entry is None or not entry[1]:
+        return
+    try:
+        with redis.pipeline(transaction=False) as pipe:
+            for name, amount in entry[1].items():
+                pipe.incrby(name, amount)
+                pipe.expire(name, KEEP_SECONDS)
+            pipe.execute()
+    except Exception as exc:  # a rate chart is not worth a worker: said, and dropped
+        logger.warning("%s", "rates_flush_failed", extra={
+            "event": "rates_flush_failed",
+            "fields": {"error": type(exc).__name__, "counts": sum(entry[1].values())}})
+
+
+def flush_all() -> None:
+    """Write every tally of this process (a clean stop)."""
+    with _lock:
+        clients = [client for client, _ in _tallies.values()]
+    for client in clients:
+        flush(client)
+
+
+def _flush_forever() -> None:
+    while True:
+        time.sleep(FLUSH_SECONDS)
+        flush_all()
+
+
+def _at_exit() -> None:
+    stop_retrying()  # exiting: a Redis that is gone gets no failover wait
+    flush_all()
+
+
+atexit.register(_at_exit)
 
 
 def series(redis: Any, now: float, kinds: Sequence[str] = KINDS,
            window: int = WINDOW_SECONDS) -> dict[str, list[float]]:
     """Per kind, the rate (per second) of each bucket of the last ``window`` seconds, oldest
-    first, ending with the current bucket's rate so far (one ``MGET``)."""
+    first, ending with the current bucket's rate so far (one ``MGET``, after writing what
+    this process counted)."""
+    flush(redis)
     current = int(now // BUCKET_SECONDS)
     buckets = list(range(current - window // BUCKET_SECONDS, current + 1))
     elapsed = max(now - current * BUCKET_SECONDS, 1.0)

@@ -6,7 +6,9 @@ them read on every action, so a changed value is honoured without a restart.
 
 from __future__ import annotations
 
+import os
 import socket
+from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -15,8 +17,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tidings.store.errors import TidingsError
 
-#: Where ``tidings up`` serves its embedded store when no Redis URL is configured.
-EMBEDDED_DEFAULT_URL = "redis://127.0.0.1:6390/0"
+#: The default store's folder under ``$XDG_STATE_HOME`` (else ``~/.local/state``).
+STATE_DIR_NAME = "tidings"
 
 #: URL schemes a Redis address may have.
 SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel",
@@ -132,13 +134,27 @@ def _addresses(netloc: str, default_port: int) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/tidings``, else ``~/.local/state/tidings`` (api.md, Environment)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                             ".local", "state")
+    return Path(base) / STATE_DIR_NAME
+
+
 class Settings(BaseSettings):
     """Every ``TIDINGS_*`` variable of api.md's Environment table."""
 
     model_config = SettingsConfigDict(env_prefix="TIDINGS_", extra="ignore")
 
-    #: Redis URL of the state store; ``None`` means "the embedded store" for ``up``/``demo``.
+    #: Redis URL; ``None`` means the default store: ``tidings up`` starts it, every other
+    #: process finds it through ``store.json`` in :attr:`state_dir` (api.md).
     redis_url: str | None = None
+    #: Where ``tidings up`` keeps the default store: data, ``store.json``, socket, locks.
+    state_dir: Path = Field(default_factory=default_state_dir)
+    #: The default store's engine binary; ``None``: the one the installation ships.
+    store_server: str | None = None
+    #: The default store's ``appendfsync``.
+    store_fsync: Literal["everysec", "always"] = "everysec"
     #: Redis URL of the control store (broker, results, presence, rates); ``None``: the
     #: state store's (api.md "Past one Redis").
     broker_url: str | None = None

@@ -110,12 +110,14 @@ def agent(rt: Runtime, tmp_path: Path) -> AgentRecord:
 
 @pytest.fixture
 def e2e_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for child ``tidings`` processes: a private host name, no ambient URL."""
+    """Environment for child ``tidings`` processes: a private host name and state
+    directory (never the user's default store), no ambient URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "LINGTAI_"))}
     env.update(
         PYTHONUNBUFFERED="1",
         TIDINGS_HOST=f"e2e-{uuid.uuid4().hex[:8]}",
         TIDINGS_LOG_JSON="true",
+        TIDINGS_STATE_DIR=str(tmp_path / "state"),
     )
     return env
 

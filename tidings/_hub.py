@@ -11,10 +11,11 @@ from pydantic import ValidationError
 from redis import Redis
 
 from tidings._agent import Agent
+from tidings.engine.discover import store_url
 from tidings.jobs.channels.names import name_error
 from tidings.jobs.guard import raising
 from tidings.jobs.runtime import Runtime
-from tidings.store import keys, lua_sandbox, replies
+from tidings.store import keys, lua_sandbox, rates, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord, default_agent_id
@@ -22,9 +23,9 @@ from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.roles import Stores, open_stores
-from tidings.store.settings import EMBEDDED_DEFAULT_URL, Settings
+from tidings.store.settings import Settings
 from tidings.workers import dead_letters
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -51,10 +52,12 @@ def connect(
 ) -> Hub:
     """Open a hub.
 
-    ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the embedded default
-    address that ``tidings up`` serves; ``"embedded"`` keeps the store in this
-    process (tests and demos). A ready-made redis-py compatible ``client`` may be
-    passed instead of a URL; the hub then leaves closing it to the caller.
+    ``redis_url=None`` takes ``TIDINGS_REDIS_URL``, else the default store that a
+    running ``tidings up`` serves from ``TIDINGS_STATE_DIR`` (its ``store.json``;
+    :class:`~tidings.errors.NoStoreError` when none runs); ``"embedded"`` keeps an
+    in-memory store in this process, not durable (tests and demos). A ready-made
+    redis-py compatible ``client`` may be passed instead of a URL; the hub then leaves
+    closing it to the caller.
     ``broker_url`` (default ``TIDINGS_BROKER_URL``, else the store's own URL) is the
     control store: broker, results, presence, rates; required when ``redis_url`` is a
     Redis Cluster (api.md "Past one Redis").
@@ -76,7 +79,7 @@ def connect(
         hub = Hub(store, settings, clock=clock, url="embedded", owns_client=True,
                   inline_agents=not background)
     else:
-        url = redis_url or settings.redis_url or EMBEDDED_DEFAULT_URL
+        url = redis_url or store_url(settings)
         stores = open_stores(url, broker_url or settings.broker_url)
         hub = Hub(stores.state, settings, clock=clock, url=url, owns_client=True,
                   declare_actors=declare_actors, control=stores.control)
@@ -280,6 +283,7 @@ class Hub:
             self.declare_actors()
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
+            fetching(self.broker)
             worker = Worker(self.broker, queues={queue}, worker_threads=threads,
                             worker_timeout=self.settings.worker_poll_ms)
             worker.start()
@@ -309,6 +313,7 @@ class Hub:
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None
+        rates.flush(self.redis)  # what this process counted, before the client goes
         self.broker.close()
         if self._owns_client:
             if self.control is not self.redis:

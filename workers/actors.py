@@ -25,7 +25,7 @@ from tidings.jobs.channels import dead_letter, flush
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import render
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.errors import StoreError
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence

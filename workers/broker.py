@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from dramatiq.brokers.redis import MAINTENANCE_SCALE, RedisBroker
 from dramatiq.middleware import (
     AgeLimit,
@@ -52,7 +54,7 @@ def make_broker(client: Redis, settings: Settings) -> RedisBroker:
                                      use_namespace_prefix_keys=True),
                 result_ttl=RESULT_TTL_MS),
     ]
-    return RedisBroker(
+    broker = RedisBroker(
         client=client,
         namespace=NAMESPACE,
         middleware=middleware,
@@ -61,3 +63,22 @@ def make_broker(client: Redis, settings: Settings) -> RedisBroker:
             MAINTENANCE_SCALE if heartbeat < DEFAULT_HEARTBEAT_MS else 1000
         ),
     )
+    broker.broker_id = enqueuer_id(settings.host)
+    return broker
+
+
+def enqueuer_id(host: str) -> str:
+    """The broker id of every process of ``host`` that only enqueues (issue 25).
+
+    dramatiq's enqueue adds its broker's id to the heartbeat set ``tidings:__heartbeats__``,
+    and its maintenance clears a dead id with a ``KEYS`` over the whole keyspace. A
+    process that never fetches owns no acknowledgement sets, so all of one host's share
+    this id: the set holds one entry per host for them, however many CLI runs come and go.
+    """
+    return f"enqueue:{host}"
+
+
+def fetching(broker: RedisBroker) -> None:
+    """Give ``broker`` an id of its own before a worker fetches with it: a worker's
+    unacknowledged messages are kept under its id, and moved back when it dies."""
+    broker.broker_id = str(uuid.uuid4())

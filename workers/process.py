@@ -7,11 +7,12 @@ from redis import Redis
 
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
+from tidings.store import rates
 from tidings.store.clock import SystemClock
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import Settings
 from tidings.workers.actors import declare_actors
-from tidings.workers.broker import make_broker
+from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -36,6 +37,7 @@ class HostWorker:
         declare_actors(self.broker, self.runtime)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
+        fetching(self.broker)
         self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
                              worker_timeout=settings.worker_poll_ms)
 
@@ -44,6 +46,7 @@ class HostWorker:
 
     def stop(self) -> None:
         self.worker.stop()
+        rates.flush_all()
         self.broker.close()
 
     def problem(self) -> str | None:

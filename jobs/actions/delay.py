@@ -17,7 +17,7 @@ from tidings.jobs.actions.delay_request import request_delay
 from tidings.jobs.delay.alarm import owes_alarm, reconcile
 from tidings.jobs.delay.state import live_target, read_state, structural_problem
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import tick
+from tidings.jobs.wake import sync
 from tidings.store.models import AgentRecord
 
 __all__ = ["AlarmPlan", "alarm_plan", "expire", "live_target", "reconcile", "request_delay"]
@@ -27,7 +27,7 @@ def expire(rt: Runtime, agent: AgentRecord, request_id: str) -> bool:
     """D17: publish this request's alarm if it is owed; then wake at once (D14)."""
     published = reconcile(rt, agent, expected=request_id)
     if published:
-        tick.sync_agent(rt, agent)
+        sync.sync_agent(rt, agent)
     return published
 
 

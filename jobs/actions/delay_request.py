@@ -42,7 +42,7 @@ from tidings.jobs.view import committed
 from tidings.jobs.view.own_acts import own_act
 from tidings.jobs.view.read import fingerprint
 from tidings.jobs.view.wake_mask import masked_fingerprint
-from tidings.jobs.wake import tick
+from tidings.jobs.wake import sync
 from tidings.store import locks
 from tidings.store.errors import LockTimeout, TidingsError
 from tidings.store.jsonfmt import utc_stamp
@@ -218,7 +218,7 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: obj
             _send(rt, agent, step.requests)
             _commit_wake(rt, agent, step.touched)
     if published:
-        tick.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
+        sync.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
     if step.overdue:
         return _error("delay_expiry_recovery_pending",
                       "an overdue delay's alarm could not be published yet; try again",

@@ -1,6 +1,6 @@
 """Issue 16 acceptance 1 and 2: the web console in headless Chromium against a real
-``tidings up`` (embedded store) and two ``tidings web`` processes (read-only and with
-``--allow-actions``), on free ports."""
+``tidings up`` (the default store, in a state directory of the test's own) and two
+``tidings web`` processes (read-only and with ``--allow-actions``), on free ports."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from tests.support.browser import chrome, screenshot_dir
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import free_port
+from tidings.engine.storefile import find_url
 
 pytestmark = pytest.mark.e2e
 
@@ -36,10 +37,12 @@ class Stack:
     def __init__(self, tmp: Path) -> None:
         self.host = f"web-{uuid.uuid4().hex[:8]}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "LINGTAI_"))}
-        env.update(PYTHONUNBUFFERED="1", TIDINGS_HOST=self.host)
+        state = tmp / "state"
+        env.update(PYTHONUNBUFFERED="1", TIDINGS_HOST=self.host, TIDINGS_STATE_DIR=str(state))
         self.procs = ProcessGroup(env)
         up = self.procs.start("up", "--port", str(free_port()))
-        self.url = up.wait_ready(timeout=30)["url"]
+        up.wait_ready(timeout=30)
+        self.url = find_url(state)
         self.web, _ = self._web()
         # Actions need the console's token: the login URL it prints once (api.md Local trust).
         self.web_actions, self.login = self._web("--allow-actions")
@@ -50,8 +53,8 @@ class Stack:
 
     def _web(self, *extra: str) -> tuple[str, str]:
         """The console's URL and, when it printed one, its login URL."""
-        proc = self.procs.start("web", "--redis-url", self.url, "--port", str(free_port()),
-                                *extra)
+        # No URL: `tidings web` finds the store through TIDINGS_STATE_DIR.
+        proc = self.procs.start("web", "--port", str(free_port()), *extra)
         url = str(proc.wait_ready(timeout=30)["url"]).rstrip("/")
         if not extra:
             return url, ""

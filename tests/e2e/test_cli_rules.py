@@ -84,10 +84,13 @@ def test_notification_check_prints_the_bare_placeholder(env: dict[str, str],
     assert "agent_meta" in stamped["_meta"]
 
 
-def test_a_second_up_on_a_busy_port_exits_2(procs: ProcessGroup, e2e_env: dict[str, str]) -> None:
+def test_a_second_up_on_a_busy_port_exits_2(procs: ProcessGroup, e2e_env: dict[str, str],
+                                            tmp_path: Path) -> None:
+    """A second `tidings up` with a state directory of its own, on the first one's port."""
     port = free_port()
-    procs.start("up", "--port", str(port)).wait_ready()
-    done = run_cli(["up", "--port", str(port)], e2e_env, timeout=60)
+    procs.start("up", "--ephemeral", "--port", str(port)).wait_ready()
+    own = {**e2e_env, "TIDINGS_STATE_DIR": str(tmp_path / "other-state")}
+    done = run_cli(["up", "--port", str(port)], own, timeout=60)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     [line] = [ln for ln in done.stderr.splitlines() if ln.startswith("tidings:")]

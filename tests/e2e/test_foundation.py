@@ -1,4 +1,4 @@
-"""Issue 2 end to end: real ``tidings`` processes on the embedded store and on Redis."""
+"""Issue 2 end to end: real ``tidings`` processes on the in-memory store and on Redis."""
 
 from __future__ import annotations
 
@@ -41,15 +41,16 @@ def test_demo_shows_a_burst_and_exits_zero(e2e_env: dict[str, str]) -> None:
 
 def test_up_embedded_publish_then_check(procs: ProcessGroup, e2e_env: dict[str, str],
                                         tmp_path: Path) -> None:
-    """Acceptance 2: `tidings up` on the embedded store; another process publishes."""
+    """Acceptance 2: `tidings up --ephemeral` (the in-memory store, on request); another
+    process publishes, finding the store through TIDINGS_STATE_DIR (issue 20)."""
     workdir = tmp_path / "w"
     workdir.mkdir()
     port = free_port()
-    up = procs.start("up", "--workdir", str(workdir), "--port", str(port))
+    up = procs.start("up", "--ephemeral", "--workdir", str(workdir), "--port", str(port))
     ready = up.wait_ready()
     assert ready["embedded"] is True and ready["durable"] is False
     assert any("NOT durable" in line for line in up.stderr)
-    env = {**e2e_env, "TIDINGS_REDIS_URL": ready["url"]}
+    env = e2e_env
     done = run_cli(["publish", "system", "--event", '{"text":"hi"}', "--workdir", str(workdir)],
                    env)
     assert done.returncode == 0, done.stderr

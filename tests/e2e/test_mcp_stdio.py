@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 import tidings
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
-from tidings.jobs.view.delivery import check_placeholder
+from tidings.jobs.view.delivery import STAMP_INSTRUCTION, check_placeholder
 
 pytestmark = [pytest.mark.redis_server, pytest.mark.e2e]
 
@@ -38,6 +38,12 @@ def write_direct(workdir: Path, name: str, payload: Any) -> None:
     temp = folder / f".{name}.tmp"
     temp.write_text(json.dumps(payload), encoding="utf-8")
     os.replace(temp, folder / name)
+
+
+def stamped_empty_check() -> dict[str, Any]:
+    """The tool's ``check`` as MCP answers it: stamped, with nothing visible (C24)."""
+    return {**check_placeholder(), "_meta": {"agent_meta": {
+        "notifications": {}, "guidance": {"transient": {}}, "instruction": STAMP_INSTRUCTION}}}
 
 
 def structured(result: types.CallToolResult) -> Any:
@@ -58,8 +64,9 @@ async def session_run(params: StdioServerParameters, errlog: Any, workdir: Path)
         listed = await session.list_tools()
         assert sorted(t.name for t in listed.tools) == ["inbox", "inbox_ignore", "notification"]
         check = await session.call_tool("notification", {"action": "check"})
-        assert not check.is_error and structured(check) == check_placeholder()
-        assert json.loads(check.content[0].text) == check_placeholder()  # type: ignore[union-attr]
+        stamped = stamped_empty_check()
+        assert not check.is_error and structured(check) == stamped
+        assert json.loads(check.content[0].text) == stamped  # type: ignore[union-attr]
         delay = await session.call_tool("notification", {
             "action": "delay", "input": {"channel": "mcp.x", "seconds": 0}})
         assert not delay.is_error and structured(delay)["status"] == "ok", structured(delay)
@@ -129,7 +136,7 @@ async def http_run(url: str, token: str) -> None:
         listed = await session.list_tools()
         assert sorted(t.name for t in listed.tools) == ["inbox", "inbox_ignore", "notification"]
         check = await session.call_tool("notification", {"action": "check"})
-        assert not check.is_error and structured(check) == check_placeholder()
+        assert not check.is_error and structured(check) == stamped_empty_check()
         bogus = await session.call_tool("notification", {"action": "explode"})
         assert bogus.is_error
 

@@ -149,7 +149,6 @@ def test_a_32_mib_login_post_gets_413_and_is_not_buffered(
     reply = post_chunked(port, "/login", 32 * 1_048_576)
     assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
     grown_mib = (vm_rss_kib(web.pid) - before) / 1024
-    print(f"rss grew {grown_mib:.2f} MiB")
     assert grown_mib < 16, f"RSS grew {grown_mib:.1f} MiB"
     declared = urllib.request.Request(f"{base}/login", data=b"t" * 70_000, method="POST")
     with pytest.raises(urllib.error.HTTPError) as refused:

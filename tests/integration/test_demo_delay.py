@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 
 import tidings
-from tidings._demo import CHAPTERS, Tour
-from tidings._demo_delay import delay_alarm
+from tidings.demo.chapters import CHAPTERS, Tour
+from tidings.demo.delay import delay_alarm
 
 
 def test_d19_demo_chapter_shows_a_delay_ending_in_an_alarm(tmp_path: Path) -> None:

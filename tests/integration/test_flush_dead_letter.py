@@ -22,7 +22,7 @@ from tests.support.redis_server import RedisServer
 from tidings.jobs.channels import dead_letter
 from tidings.jobs.channels import flush as flushing
 from tidings.jobs.channels.publish import buffered_records
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.settings import Settings
 from tidings.workers import actors

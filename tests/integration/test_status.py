@@ -17,9 +17,9 @@ from rich.console import Console
 import tidings
 from tests.support.delay import STATE
 from tests.support.redis_server import RedisServer
-from tidings._demo import CHAPTERS, Tour
-from tidings._demo_status import status
 from tidings.cli.status_view import print_tables
+from tidings.demo.chapters import CHAPTERS, Tour
+from tidings.demo.status import status
 from tidings.scheduler.alarm_job import ALARM_JOB_REF
 from tidings.scheduler.jobstore import StoredJob
 from tidings.scheduler.lease import LeaderLease, LeaseSettings

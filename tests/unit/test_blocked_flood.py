@@ -17,7 +17,7 @@ from tidings.jobs.channels import hooks
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from rich.console import Console
 
 import tidings
-from tidings._demo import CHAPTERS, Tour
-from tidings._demo_cap import oversized_lane
-from tidings._demo_status import status
 from tidings._manual import manual
+from tidings.demo.cap import oversized_lane
+from tidings.demo.chapters import CHAPTERS, Tour
+from tidings.demo.status import status
 
 SECTION = "## Block size cap: persistent and attention lanes"
 

@@ -28,7 +28,7 @@ from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay.alarm import alarm_bytes, changed
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import coherent
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store import faults, locks
 from tidings.store.clock import FakeClock
 from tidings.store.jsonfmt import compact_sorted, utc_stamp

@@ -29,7 +29,7 @@ from tidings.jobs.actions.delay import request_delay
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import coherent
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.clock import FakeClock
 from tidings.store.files import atomic_write
 from tidings.store.jsonfmt import compact_sorted, utc_stamp

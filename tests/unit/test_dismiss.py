@@ -15,7 +15,7 @@ from tidings.jobs.channels import hooks
 from tidings.jobs.channels import publish as pub
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store import keys
 from tidings.store.models import AgentRecord
 

@@ -30,7 +30,7 @@ from tidings.jobs.inbox import admission as inbox
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import coherent, delivery
 from tidings.jobs.wake import stream as wake
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store import jsonread, locks
 from tidings.store.models import AgentRecord
 

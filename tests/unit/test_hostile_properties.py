@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 import tidings
 from tidings._agent import Agent
 from tidings.jobs.view import coherent
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 
 #: Examples per property: the short profile keeps ``make test`` lean.
 PROFILES = {"short": 12, "long": 400}

@@ -41,8 +41,8 @@ def embedded() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[Any]:
-    server = EmbeddedServer(port=0).start()
-    client = redis.Redis(host=server.host, port=server.port)
+    server = EmbeddedServer("test-password", port=0).start()
+    client = redis.Redis.from_url(server.url)
     yield client
     client.close()
     server.close()

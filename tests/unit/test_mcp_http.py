@@ -127,3 +127,15 @@ def test_static_token_verifier() -> None:
     found: Any = asyncio.run(verifier.verify_token(TOKEN))
     assert found is not None and found.client_id == mcp_token.CLIENT_ID
     assert asyncio.run(verifier.verify_token("nope")) is None
+
+
+def test_an_unusable_state_dir_is_one_usage_line(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from tidings.cli._common import UsageError
+    from tidings.cli.mcp import announced_token
+
+    monkeypatch.delenv("TIDINGS_MCP_TOKEN", raising=False)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="TIDINGS_MCP_TOKEN"):
+        announced_token(blocker / "state")

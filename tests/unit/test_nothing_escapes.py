@@ -32,8 +32,7 @@ from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish, prepare
 from tidings.jobs.view import coherent, delivery
-from tidings.jobs.wake import stream
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import stream, sync
 from tidings.store.errors import TidingsError, UnsafePathError
 from tidings.store.models import AgentRecord
 

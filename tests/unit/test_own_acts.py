@@ -25,7 +25,7 @@ from tidings.jobs.channels import publish as pub
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery, own_acts
 from tidings.jobs.wake import stream as wake
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 

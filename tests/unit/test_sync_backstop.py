@@ -7,7 +7,7 @@ import json
 from tests.support.dispatch import InlineJobs
 from tidings.jobs.channels.publish import publish_event
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store import keys
 from tidings.store.clock import FakeClock
 from tidings.store.models import AgentRecord

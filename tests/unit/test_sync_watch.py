@@ -23,7 +23,7 @@ from tests.support.polling import wait_until
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.wake import stream as wake
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.scheduler.sync_tick import SyncTicker, run_tick
 from tidings.scheduler.watcher import Watcher
 from tidings.store import keys

@@ -24,7 +24,7 @@ from tidings.jobs.view import coherent, committed, delivery, wake_mask
 from tidings.jobs.view import read as reading
 from tidings.jobs.view.read import Observation
 from tidings.jobs.wake import stream as wake
-from tidings.jobs.wake import tick as sync
+from tidings.jobs.wake import sync
 from tidings.store import keys
 from tidings.store.errors import TidingsError
 from tidings.store.keys import AgentKeys

@@ -89,7 +89,7 @@ def test_the_lane_is_the_one_a_delivery_hands_over(hub: Hub, agent: Any) -> None
     """The attention lane shown is what ``render`` then delivers (same cap, same marker)."""
     big = [{"event_id": f"e{i}", "text": "y" * 2500} for i in range(12)]
     write_channel(agent.record, "mcp.big", {"header": "big", "data": {"events": big}})
-    from tidings.web.agent_view import agent_page
+    from tidings.inspection.agent import agent_page
 
     shown = agent_page(hub.runtime, agent.record)["lane"]
     delivered = agent.render()["attention"]
@@ -267,9 +267,9 @@ def test_the_demo_ends_with_the_console_url(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from tidings._demo import CHAPTERS
-    from tidings._demo_tour import Tour
-    from tidings._demo_web import web_console
+    from tidings.demo.chapters import CHAPTERS
+    from tidings.demo.tour import Tour
+    from tidings.demo.web import web_console
 
     assert CHAPTERS[-1] is web_console
     out = io.StringIO()

@@ -79,6 +79,38 @@ def test_spill_route_serves_a_plain_spill_and_nothing_through_a_link(
         assert through.status_code == 404 and "SECRET" not in through.text
 
 
+def test_a_spill_flipping_between_file_and_link_never_serves_the_link(
+        hub: Hub, workdir: Path, tmp_path: Path) -> None:
+    """The race the issue won 8 times in 400 (check, then open by path): the open itself
+    refuses the link, so no answer ever carries the link's target."""
+    import threading
+
+    logs = workdir / "logs"
+    logs.mkdir()
+    secret = tmp_path / "secret.json"
+    secret.write_text("SECRET")
+    spill, staged_file, staged_link = logs / SPILL, logs / "file.tmp", logs / "link.tmp"
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            staged_file.write_text('{"plain": 1}')
+            os.replace(staged_file, spill)
+            staged_link.symlink_to(secret)
+            os.replace(staged_link, spill)
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        with TestClient(build_app(hub), base_url=LOCAL) as web:
+            answers = [web.get(f"/agents/a1/spill/{SPILL}") for _ in range(300)]
+    finally:
+        stop.set()
+        flipper.join(5)
+    assert not [a for a in answers if "SECRET" in a.text]
+    assert {a.status_code for a in answers} <= {200, 404}
+
+
 def test_spill_past_the_cap_is_404(hub: Hub, workdir: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from tidings.web import pages
@@ -236,3 +268,43 @@ def test_the_stream_is_not_read_past_the_limit(hub: Hub) -> None:
     anyio.run(app, scope, receive, send)
     assert sent[0]["status"] == 413
     assert receive.pulled <= MAX_BODY_BYTES + 16384
+
+
+def test_an_event_stream_ends_with_its_session(hub: Hub) -> None:
+    import anyio
+
+    from tidings.web import stream
+
+    app = build_app(hub, token=TOKEN)
+    guard = app.state.console.guard
+    session = guard.sessions.start()
+    scope = {"type": "http", "method": "GET", "path": "/events", "raw_path": b"/events",
+             "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 80),
+             "client": ("127.0.0.1", 5000), "root_path": "", "http_version": "1.1",
+             "headers": [(b"host", b"127.0.0.1"), (b"cookie", f"{COOKIE}={session}".encode())],
+             "app": app}
+    chunks: list[bytes] = []
+    requests = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if requests:
+            return requests.pop()
+        await anyio.sleep(30)  # the client stays
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        chunks.append(message.get("body", b""))
+        if len(chunks) == 2:  # the first bytes went out: sign out now
+            guard.sessions.end(session)
+
+    async def run() -> None:
+        original = stream.KEEPALIVE_SECONDS
+        stream.KEEPALIVE_SECONDS = 0.05
+        try:
+            with anyio.fail_after(5):  # ends by itself, not by the client going away
+                await app(scope, receive, send)
+        finally:
+            stream.KEEPALIVE_SECONDS = original
+
+    anyio.run(run)
+    assert b"retry:" in b"".join(chunks)

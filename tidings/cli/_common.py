@@ -65,7 +65,8 @@ def common_options(*, workdir: bool = True) -> argparse.ArgumentParser:
     overwriting the other)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--redis-url", default=argparse.SUPPRESS, metavar="URL",
-                        help="Redis URL (default: TIDINGS_REDIS_URL, else the embedded store)")
+                        help="Redis URL (default: TIDINGS_REDIS_URL, else the default store "
+                             "that `tidings up` serves from TIDINGS_STATE_DIR)")
     common.add_argument("--broker-url", default=argparse.SUPPRESS, metavar="URL",
                         help="control Redis: broker, results, presence (default: "
                              "TIDINGS_BROKER_URL, else the --redis-url store; required with "

@@ -12,6 +12,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def demo(args: argparse.Namespace) -> int:
-    from tidings._demo import run  # noqa: PLC0415 - only the demo loads the tour
+    from tidings.demo.chapters import run  # noqa: PLC0415 - only the demo loads the tour
 
     return run()

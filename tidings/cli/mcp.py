@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, option, settings
@@ -52,13 +53,13 @@ def registered(hub: Hub, agent_id: str | None, workdir: str) -> AgentRecord:
     return found.record
 
 
-def announced_token() -> str:
+def announced_token(state_dir: Path) -> str:
     """The HTTP bearer token (mcp/token.py); a new one is printed once, to stderr."""
-    from tidings.mcp.token import TOKEN_ENV, TOKEN_FILE, http_token, state_dir  # noqa: PLC0415
+    from tidings.mcp.token import TOKEN_ENV, TOKEN_FILE, http_token  # noqa: PLC0415
 
-    where = state_dir() / TOKEN_FILE
+    where = state_dir / TOKEN_FILE
     try:
-        token, source = http_token()
+        token, source = http_token(state_dir)
     except OSError as exc:
         raise UsageError(f"cannot keep the MCP token in {where} ({exc.strerror}); set "
                          f"{TOKEN_ENV} or TIDINGS_STATE_DIR") from None
@@ -82,7 +83,7 @@ async def serve(args: argparse.Namespace) -> None:
         agent = Agent(hub.sync, record, inline=bool(option(args, "inline")))
         server = AgentServer(tidings.aio.AsyncAgent(hub, agent))
         if args.transport == "http":
-            await server.serve_http(args.port, token=announced_token())
+            await server.serve_http(args.port, token=announced_token(s.state_dir))
         else:
             await server.serve_stdio()
 

@@ -22,9 +22,10 @@ from pathlib import Path
 from tidings._metrics import serve_pool_metrics
 from tidings._sdnotify import NOTIFY_VARIABLES
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
+from tidings.engine.discover import store_url
 from tidings.jobs import log
 from tidings.store.roles import open_stores
-from tidings.store.settings import EMBEDDED_DEFAULT_URL, Settings
+from tidings.store.settings import Settings
 from tidings.workers.exposition import MULTIPROC_ENV
 
 #: How long the parent waits for children to drain after SIGTERM (seconds); below
@@ -65,7 +66,7 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
     # The URL goes in the environment, where a password is not on every `ps` listing.
     hidden = {"TIDINGS_METRICS_PORT", *NOTIFY_VARIABLES}
     env = {k: v for k, v in os.environ.items() if k not in hidden}
-    url = env["TIDINGS_REDIS_URL"] = s.redis_url or EMBEDDED_DEFAULT_URL
+    url = env["TIDINGS_REDIS_URL"] = store_url(s)
     if s.broker_url:
         env["TIDINGS_BROKER_URL"] = s.broker_url
     stores = open_stores(url, s.broker_url)

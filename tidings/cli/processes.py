@@ -11,8 +11,8 @@ from typing import Any
 
 from tidings.cli._common import common_options, lazy
 
-#: The embedded store's default port (``redis://127.0.0.1:6390/0``).
-EMBEDDED_PORT = 6390
+#: The default store's loopback port (api.md "The default store").
+STORE_PORT = 6390
 #: Worker threads per process of ``tidings worker`` (observations hold the GIL).
 WORKER_THREADS = 8
 #: Worker threads of ``tidings up``'s in-process worker.
@@ -23,12 +23,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     up_common = common_options(workdir=False)
     u = subparsers.add_parser(
         "up", parents=[up_common],
-        help="worker + scheduler in one process; embedded store when no Redis URL",
+        help="worker + scheduler in one process; with no Redis URL it starts and supervises "
+             "the default store (a Valkey/Redis with an append-only file in TIDINGS_STATE_DIR)",
     )
     u.add_argument("--workdir", action="append", dest="workdirs", default=[],
                    help="register this agent workdir (repeatable)")
-    u.add_argument("--port", type=int, default=EMBEDDED_PORT,
-                   help="port of the embedded store (0: any free port)")
+    u.add_argument("--port", type=int, default=STORE_PORT,
+                   help="loopback port of the default store (0: any free port)")
+    u.add_argument("--ephemeral", action="store_true",
+                   help="serve an in-memory store instead (NOT durable: throwaway runs)")
     u.add_argument("--threads", type=int, default=UP_THREADS,
                    help="worker threads of the in-process worker")
     u.set_defaults(handler=lazy("tidings.cli.serve:up"))

@@ -3,73 +3,91 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import logging
 import os
 import sys
 
 from tidings import _logging
-from tidings._embedded import NOT_DURABLE_WARNING, EmbeddedServer
+from tidings._embedded import NOT_DURABLE_WARNING
 from tidings._hub import connect
 from tidings._metrics import serve_metrics
 from tidings.cli._common import UsageError, option, settings
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.cli.pool import run_pool
+from tidings.engine.discover import store_url
+from tidings.engine.ephemeral import EphemeralStore
+from tidings.engine.service import DefaultStore, StoreUnavailable
 from tidings.jobs import log
 from tidings.store.connection import redact
 from tidings.store.roles import Stores, open_stores
-from tidings.store.settings import EMBEDDED_DEFAULT_URL, Settings
+from tidings.store.settings import Settings
 
 
-def _embedded(port: int) -> EmbeddedServer:
+def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
+    """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
+    store = EphemeralStore(s, args.port) if args.ephemeral else DefaultStore(s, args.port)
     try:
-        return EmbeddedServer(port=port).start()
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        raise UsageError(f"port {port} is already in use (another `tidings up`?); "
-                         "choose another with --port", reason="port_in_use") from None
+        return store.start()
+    except StoreUnavailable as exc:
+        raise UsageError(str(exc), reason=exc.reason) from None
 
 
 def up(args: argparse.Namespace) -> int:
     s = settings(args)
     stop = stop_signals()
     _logging.configure(s)
-    server = None
+    store = None
     if not s.redis_url:
-        server = _embedded(args.port)
-        s = s.model_copy(update={"redis_url": server.url})
-        print(f"tidings: {NOT_DURABLE_WARNING}", file=sys.stderr, flush=True)
+        # Before any thread starts: the engine's parent-death signal follows this thread.
+        store = _serve_store(s, args)
+        s = s.model_copy(update={"redis_url": store.url})
+        if args.ephemeral:
+            print(f"tidings: {NOT_DURABLE_WARNING}", file=sys.stderr, flush=True)
+    elif args.ephemeral:
+        raise UsageError("--ephemeral serves its own store; it takes no Redis URL",
+                         reason="bad_usage")
     workdirs = list(args.workdirs)
     if isinstance(option(args, "workdir"), str):
         workdirs.append(option(args, "workdir"))
-    exporter = None
+    exporter, failure = None, None
     try:
         hub = connect(s.redis_url, settings=s)
     except BaseException:
-        if server is not None:
-            server.close()
+        if store is not None:
+            store.close()
         raise
     try:
         agents = [hub.agent(w).record.public for w in workdirs]
         hub.start_worker(threads=args.threads)
         exporter = serve_metrics(s, hub.redis, hub.control)
         ready({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
-               "embedded": server is not None, "durable": server is None, "host": s.host,
+               "embedded": isinstance(store, EphemeralStore),
+               "durable": not isinstance(store, EphemeralStore), "host": s.host,
+               "state_dir": str(store.paths.root) if store is not None else None,
+               "engine": store.record()["engine"] if store is not None else None,
                "agents": agents, "metrics_port": exporter.port if exporter else None})
         hub.start_scheduler(on_event=say)
-        run_until_stopped(stop)
+        failure = run_until_stopped(stop, store.problem if store is not None else _no_problem)
+        if failure is not None:
+            log.event("store_engine_died", logging.ERROR, detail=failure)
+            say({"status": "failed", "role": "up", "reason": "store_engine_died",
+                 "message": failure})
     finally:
+        # Worker and scheduler first, then the engine (SHUTDOWN, the AOF synced).
         if exporter is not None:
             exporter.close()
         hub.close()
-        if server is not None:
-            server.close()
-    return 0
+        if store is not None:
+            store.close()
+    return 0 if failure is None else 1
+
+
+def _no_problem() -> str | None:
+    return None
 
 
 def _stores(s: Settings) -> Stores:
-    return open_stores(s.redis_url or EMBEDDED_DEFAULT_URL, s.broker_url)
+    return open_stores(store_url(s), s.broker_url)
 
 
 def worker(args: argparse.Namespace) -> int:

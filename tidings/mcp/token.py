@@ -32,15 +32,6 @@ CLIENT_ID = "tidings-mcp"
 Source = Literal["env", "kept", "generated"]
 
 
-def state_dir() -> Path:
-    """``TIDINGS_STATE_DIR``, else ``$XDG_STATE_HOME/tidings``, else ``~/.local/state/tidings``."""
-    given = os.environ.get("TIDINGS_STATE_DIR")
-    if given:
-        return Path(given)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "tidings"
-
-
 def _kept(directory: Path) -> str | None:
     """The kept token, if the file is still private and well formed."""
     try:
@@ -76,12 +67,12 @@ def _keep(directory: Path, token: str) -> None:
         raise
 
 
-def http_token(directory: Path | None = None) -> tuple[str, Source]:
-    """The token in force and where it came from (see the module doc)."""
+def http_token(directory: Path) -> tuple[str, Source]:
+    """The token in force and where it came from; ``directory`` is the state directory
+    (``Settings.state_dir``: ``TIDINGS_STATE_DIR``, else the XDG default)."""
     given = os.environ.get(TOKEN_ENV)
     if given:
         return given, "env"
-    directory = directory or state_dir()
     kept = _kept(directory)
     if kept is not None:
         return kept, "kept"

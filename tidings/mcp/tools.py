@@ -10,6 +10,7 @@ from mcp_types import CallToolResult, TextContent, Tool
 from tidings._tool_dialects import notification_tool_schema
 from tidings.aio import AsyncAgent
 from tidings.jobs.guard import internal_error
+from tidings.jobs.view.delivery import is_placeholder
 from tidings.store.errors import TidingsError
 
 Result = dict[str, Any]
@@ -73,12 +74,20 @@ async def _ignore(agent: AsyncAgent, arguments: Result) -> Result:
     return await agent.ignore(arguments["event_id"])
 
 
+async def _notification(agent: AsyncAgent, arguments: Result) -> Result:
+    """The tool's result; ``check`` comes stamped (C24, C45). An MCP client does not stamp
+    tool results, so the server does it for the one result whose text promises the live
+    payload "on this same result", as ``tidings check`` and ``tidings://attention`` do."""
+    result = await agent.call_tool(arguments)
+    return await agent.stamp(result) if is_placeholder(result) else result
+
+
 async def call(agent: AsyncAgent, name: str, arguments: Result | None) -> CallToolResult:
     """Run tool ``name``; nothing raises out of here (C52)."""
     given = arguments or {}
     try:
         if name == "notification":
-            return as_result(await agent.call_tool(given))
+            return as_result(await _notification(agent, given))
         if name == "inbox":
             return as_result(await _inbox(agent, given))
         if name == "inbox_ignore":

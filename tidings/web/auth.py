@@ -116,15 +116,17 @@ class TokenGate:
             return
         request = Request(scope)
         given = self.guard.bearer(request)
-        if given is None and self.guard.session(request):
+        answer: Response | None = None
+        if given is None:  # a stale cookie is no failed sign-in (the browser just sent it)
+            allowed = self.guard.session(request) is not None
+        else:
+            answer = self.guard.slowed(request)
+            allowed = answer is None and self.guard.is_token(given)
+            if answer is None and not allowed:
+                self.guard.throttle.failed(client_address(request))
+        if allowed:
             await self.app(scope, receive, send)
             return
-        answer = self.guard.slowed(request) if given is not None else None
-        if answer is None and given is not None:
-            if self.guard.is_token(given):
-                await self.app(scope, receive, send)
-                return
-            self.guard.throttle.failed(client_address(request))
         await (answer or unauthorised(request))(scope, receive, send)
 
 

@@ -6,10 +6,10 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from tidings.inspection.agent import agent_page
 from tidings.inspection.agents import agents_page
 from tidings.jobs.cap.spill import ATTENTION_STEM, LOGS_DIR
 from tidings.store import files
-from tidings.web.agent_view import agent_page
 from tidings.web.console import console_of, overview_context
 from tidings.workers.dead_letters import dead_letters
 
@@ -66,7 +66,7 @@ async def spill(request: Request) -> Response:
 
 async def dead(request: Request) -> Response:
     console = console_of(request)
-    letters = await anyio.to_thread.run_sync(dead_letters, console.hub.redis)
+    letters = await anyio.to_thread.run_sync(dead_letters, console.hub.control)
     return console.page("dead.html", letters=letters)
 
 

@@ -14,21 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
 
-from tidings.jobs.channels.allowlist import Allowlist, peek_registry_state
-from tidings.jobs.delay.state import STATE_FILE
+from tidings.inspection.signatures import signatures
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view.read import fingerprint
-from tidings.store.files import stat_key
-from tidings.store.inbox_keys import InboxKeys
-from tidings.store.keys import AgentKeys
-from tidings.store.registry import AgentRegistry
 
 #: Seconds between status reads while any page listens (a page updates within 2 s).
 INTERVAL_SECONDS = 1.0
@@ -52,43 +45,6 @@ class Subscriber:
     def offer(self, kind: str, data: Any) -> None:
         with contextlib.suppress(asyncio.QueueFull):
             self.queue.put_nowait((kind, data))
-
-
-def _file_key(path: str) -> tuple[int, ...] | None:
-    try:
-        return stat_key(os.lstat(path))
-    except OSError:
-        return None
-
-
-def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict[str, Any]:
-    """A value per agent that changes whenever what its page shows may have changed."""
-    ids = sorted(set(shallow) | set(deep))
-    deep_ids = set(deep)
-    if not ids:
-        return {}
-    with rt.redis.pipeline(transaction=False) as pipe:
-        for agent_id in ids:
-            k, ik = AgentKeys(agent_id), InboxKeys(agent_id)
-            pipe.xrevrange(k.wake_stream, count=1)
-            pipe.zcard(ik.selectable)
-            pipe.zcard(ik.open)
-            pipe.zcard(ik.listing)
-            pipe.hget(ik.checkpoint, "version")
-            pipe.scard(k.blocked)
-        replies = pipe.execute()
-    registry = AgentRegistry(rt.redis, rt.control)
-    out: dict[str, Any] = {}
-    for i, agent_id in enumerate(ids):
-        redis_part = tuple(repr(v) for v in replies[6 * i: 6 * i + 6])
-        record = registry.get(agent_id) if agent_id in deep_ids else None
-        files: Any = None
-        if record is not None and record.root.is_dir():
-            allow = Allowlist(peek_registry_state(rt, record).hook_channels)
-            files = (repr(fingerprint(record.root, allow)),
-                     _file_key(os.path.join(record.workdir, STATE_FILE)))
-        out[agent_id] = (redis_part, files)
-    return out
 
 
 class Poller:

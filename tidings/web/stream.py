@@ -16,14 +16,18 @@ KEEPALIVE_SECONDS = 15.0
 
 
 async def events(request: Request) -> Response:
-    poller = console_of(request).poller
+    """The stream; one opened on a session cookie ends when that session does (logout,
+    expiry), so a signed-out page stops receiving at its next event or keep-alive."""
+    console = console_of(request)
+    poller = console.poller
+    session = console.guard.session(request) if console.guard.token else None
     watched = [a for a in request.query_params.get("agents", "").split(",") if a]
     sub = poller.subscribe(watched, deep=request.query_params.get("deep") == "1")
 
     async def stream() -> AsyncIterator[str]:
         try:
             yield "retry: 1000\n\n"
-            while True:
+            while session is None or console.guard.sessions.valid(session):
                 try:
                     kind, data = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
                 except TimeoutError:

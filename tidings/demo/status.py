@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tidings._demo_tour import Tour
 from tidings.cli.status_view import print_tables
+from tidings.demo.tour import Tour
 from tidings.workers.routing import host_queue
 
 

@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from tidings._demo_tour import Tour
+from tidings.demo.tour import Tour
 
 HOOK = {
     "name": "deploy-watcher",

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pygit2
 
-from tidings._demo_tour import Tour
 from tidings._hub import Hub
 from tidings._turn import Turn
+from tidings.demo.tour import Tour
 from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
 

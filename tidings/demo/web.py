@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import urllib.request
 
-from tidings._demo_tour import Tour
+from tidings.demo.tour import Tour
 
 #: How long the chapter waits for the console to answer (seconds).
 READY_SECONDS = 10.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tidings._demo_tour import Tour
+from tidings.demo.tour import Tour
 from tidings.jobs.cap.ruler import measure
 from tidings.jobs.limits import max_chars
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tidings._demo_tour import Tour
+from tidings.demo.tour import Tour
 from tidings.jobs.actions.delay import request_delay
 
 #: The demo's delay, in seconds.

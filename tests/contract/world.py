@@ -1,0 +1,113 @@
+"""The world a contract scenario runs in: one store, one agent, a clock the test moves.
+
+Every path under test opens its own client on the same store (as a separate process
+would) and shares the :class:`StepClock`, so a scenario can put a delay's deadline
+behind it in no time while workers and waits still run in real time.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.support.memory_repo import MemoryRepo
+from tidings._agent import Agent
+from tidings._hub import Hub
+from tidings.jobs.view.delivery import check_placeholder
+from tidings.jobs.wake.sync import sync_agent
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
+from tidings.store.settings import Settings
+
+#: Where the clock starts (Unix seconds).
+START = 1_790_000_000.0
+#: The memory repository's files before the agent's first observation.
+MEMORY_FILES = {"MEMORY.md": "remember\n", "notes/plan.md": "p\n"}
+
+
+class StepClock:
+    """Wall time that moves only when told (``advance``); ``monotonic`` and ``sleep`` are
+    real, so a publish waiting for a worker's flush waits as it would in production."""
+
+    def __init__(self, start: float = START) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class World:
+    """One agent with a memory repository on ``store``; ``producer`` is an inline agent
+    that stands for the outside producers and the orchestrator's own calls."""
+
+    def __init__(self, new_client: Callable[[], Any], tmp_path: Path, *,
+                 memory: bool = True) -> None:
+        self.new_client = new_client
+        self.clock = StepClock()
+        self.settings = Settings(host=f"contract-{uuid.uuid4().hex[:8]}", redis_url=None)
+        self.workdir = tmp_path / "workdir"
+        self.workdir.mkdir()
+        self.hub = self.open_hub()
+        # A memory repository costs a git init and an observation: only where it is used.
+        repo = MemoryRepo(tmp_path / "memory", MEMORY_FILES) if memory else None
+        self.producer: Agent = self.hub.agent(
+            self.workdir, memory_repo=repo.root if repo else None, inline=True)
+        self.record: AgentRecord = self.producer.record
+        if repo is not None:
+            assert self.producer.startup()["memory"]["status"] == "baseline"
+        self._memory = repo
+
+    @property
+    def memory(self) -> MemoryRepo:
+        assert self._memory is not None, "this world was made without a memory repository"
+        return self._memory
+
+    def open_hub(self, *, declare_actors: bool = True) -> Hub:
+        """A hub of its own client on the world's store and clock."""
+        return Hub(self.new_client(), self.settings, clock=self.clock, url="client",
+                   owns_client=True, declare_actors=declare_actors)
+
+    def close(self) -> None:
+        self.hub.close()
+
+    # -- what the scenarios look at ------------------------------------------------
+
+    def tick(self) -> dict[str, Any]:
+        """One sync tick for the agent (channels.md C27), as the scheduler runs it."""
+        return sync_agent(self.hub.runtime, self.record)
+
+    def wakes(self) -> int:
+        return int(self.hub.redis.xlen(AgentKeys(self.record.agent_id).wake_stream))
+
+    def file(self, rel: str) -> bytes | None:
+        path = self.workdir / rel
+        return path.read_bytes() if path.exists() else None
+
+    def channel(self, name: str) -> Any:
+        data = self.file(f".notification/{name}.json")
+        return json.loads(data) if data is not None else None
+
+    def delay_status(self) -> str | None:
+        data = self.file(".notification/.delay_state.json")
+        return json.loads(data)["status"] if data is not None else None
+
+    def deliver(self) -> dict[str, Any]:
+        """A delivery by the orchestrator (the stamped check, C24)."""
+        return self.producer.stamp(check_placeholder())

@@ -1,0 +1,67 @@
+"""``tidings up --ephemeral``: the in-memory store, served on the same contract as the
+default store (one ``tidings up`` per state directory, a fresh password, ``store.json``
+0600), so clients find it the same way."""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from typing import Any
+
+from tidings._embedded import EmbeddedServer
+from tidings.engine import storefile
+from tidings.engine.config import BIND, PASSWORD_BYTES
+from tidings.engine.locks import FileLock
+from tidings.engine.paths import StatePaths
+from tidings.engine.service import claim, port_busy
+from tidings.store.settings import Settings
+
+#: What ``store.json`` names as the engine.
+ENGINE_LABEL = "fakeredis (in memory, not durable)"
+
+
+class EphemeralStore:
+    """fakeredis over TCP, with the locks and ``store.json`` of the default store."""
+
+    def __init__(self, settings: Settings, port: int) -> None:
+        self.paths = StatePaths(settings.state_dir)
+        self._port = port
+        self._locks: tuple[FileLock, FileLock] | None = None
+        self.server: EmbeddedServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return self.server.url
+
+    def start(self) -> EphemeralStore:
+        self._locks = claim(self.paths)
+        try:
+            self.server = EmbeddedServer(secrets.token_hex(PASSWORD_BYTES), BIND,
+                                         self._port).start()
+        except OSError as exc:
+            self.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise port_busy(self._port) from None
+        storefile.write(self.paths.store_file, self.record())
+        return self
+
+    def record(self) -> dict[str, Any]:
+        assert self.server is not None
+        return {"url": self.server.url, "pid": os.getpid(), "engine": ENGINE_LABEL,
+                "port": self.server.port, "owner_pid": os.getpid(), "socket": None}
+
+    def problem(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        storefile.remove(self.paths.store_file)
+        if self._locks is not None:
+            for lock in reversed(self._locks):
+                lock.release()
+            self._locks = None
