@@ -187,6 +187,7 @@ def _cluster_client(config: RedisConfig, retry_seconds: float,
     """A :class:`~tidings.store.cluster.StateCluster` over the seed nodes; the layers
     type it as a plain client, which it answers like for every command they send."""
     client = StateCluster(
+        config=config,
         startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
         failover_retry=FailoverRetry(retry_seconds, errors=RETRY_ON + CLUSTER_RETRY_ON),
         username=config.username, password=config.password, ssl=config.tls, **settings,
