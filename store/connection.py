@@ -4,7 +4,10 @@ Every client rides out a failover: a command that meets a connection error, a
 timeout or a read-only reply (the old master, demoted) disconnects, waits with
 exponential back-off and tries again, re-asking the Sentinels for the master,
 for up to :data:`FAILOVER_RETRY_SECONDS`. The broker, the inbox and the
-scheduler's job store share the client, so they all ride it out the same way.
+scheduler's job store share the client, so they all ride it out the same way. A
+``redis+cluster://`` URL gives a :class:`~tidings.store.cluster.StateCluster` that
+rides out a cluster failover with the same retry (:mod:`tidings.store.roles` decides
+which URL serves which role).
 
 Once the process is stopping (:func:`stop_retrying`; the long-running commands call
 it on SIGTERM or SIGINT) nothing is ridden out: a failing command raises at once, and
