@@ -205,8 +205,9 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
-def ping(client: redis.Redis, url: str) -> None:
-    """Raise :class:`NoStoreError` naming both fixes if nothing answers.
+def ping(client: redis.Redis, url: str, *, broker: bool = False) -> None:
+    """Raise :class:`NoStoreError` naming both fixes if nothing answers (``broker``: the
+    control store, named by its own variable).
 
     Answers at once: the failover retry is for a store that answered before, not
     for one that was never started.
@@ -216,6 +217,11 @@ def ping(client: redis.Redis, url: str) -> None:
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:
+        if broker:
+            raise NoStoreError(
+                f"no Redis answers at {redact(url)} ({type(exc).__name__}), the control store: "
+                "point TIDINGS_BROKER_URL / --broker-url at a running standalone Redis."
+            ) from None
         raise NoStoreError(
             f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start the default "
             "store with `tidings up`, or point TIDINGS_REDIS_URL / --redis-url at your Redis."
