@@ -20,7 +20,7 @@ from redis import Redis
 from tidings.store import keys, replies
 from tidings.store.registry import PAGE, AgentRegistry, host_of, stored_field, text_pairs
 from tidings.store.scripts import Scripts
-from tidings.store.scripts import registry as scripts
+from tidings.store.scripts import registry as registry_scripts
 
 logger = logging.getLogger("tidings")
 
@@ -35,7 +35,7 @@ def migrate_legacy(redis: Redis, control: Redis | None = None) -> int:
         cursor, page = redis.hscan(keys.LEGACY_AGENTS, cursor, count=PAGE)
         entries = list(text_pairs(page).items())
         copied += _copy(redis, control, runner, entries)
-        scripts.legacy_drop(runner, entries)
+        registry_scripts.legacy_drop(runner, entries)
         if not cursor:
             break
     if not redis.exists(keys.LEGACY_AGENTS):
@@ -64,6 +64,6 @@ def _copy(redis: Redis, control: Redis, runner: Scripts,
     if by_host:
         control.sadd(keys.HOSTS, *by_host)
     for host, listed in by_host.items():
-        scripts.index_add(runner, host, listed)
+        registry_scripts.index_add(runner, host, listed)
     return sum(1 for ok in written if ok)
 
