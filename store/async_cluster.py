@@ -51,6 +51,11 @@ class AsyncStateCluster(RedisCluster):
             deadline: float | None = None
             while True:
                 try:
+                    if self._initialize:
+                        # Read the slot map first: redis-py routes a command sent before
+                        # it to no node in particular, and many such commands at once
+                        # tear each other's connections down.
+                        await self.initialize()
                     return await super().execute_command(*args, **kwargs)
                 except self._retry_on:
                     failures += 1

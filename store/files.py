@@ -2,7 +2,9 @@
 
 Every path is walked from the agent's workdir one component at a time with
 ``O_NOFOLLOW`` directory descriptors, so no write or read ever follows a symlink
-out of the workdir, even if one appears between a check and a use.
+out of the workdir, even if one appears between a check and a use. What is created
+takes the permission bits of the directory it is created in (files without execute),
+narrowed by the umask: a 0700 ``.notification/`` gives 0600 mirrors (api.md "Local trust").
 """
 
 from __future__ import annotations
@@ -73,6 +75,18 @@ def _split(rel: str) -> list[str]:
     return parts
 
 
+def dir_mode(dir_fd: int) -> int:
+    """The permission bits of the directory ``dir_fd`` ("Local trust": what tidings
+    creates in it takes them, and the umask narrows them further when it is applied)."""
+    return stat.S_IMODE(os.fstat(dir_fd).st_mode) & 0o777
+
+
+def file_mode(dir_fd: int) -> int:
+    """The mode of a file tidings creates in ``dir_fd``: the directory's read and write
+    bits (a 0700 ``.notification/`` gives 0600 mirrors), never execute."""
+    return dir_mode(dir_fd) & 0o666
+
+
 def _open_child_dir(parent_fd: int, name: str, *, create: bool) -> int:
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
@@ -80,7 +94,7 @@ def _open_child_dir(parent_fd: int, name: str, *, create: bool) -> int:
         if not create:
             raise
         with suppress(FileExistsError):
-            os.mkdir(name, 0o755, dir_fd=parent_fd)
+            os.mkdir(name, dir_mode(parent_fd), dir_fd=parent_fd)
         return _open_child_dir(parent_fd, name, create=False)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -121,8 +135,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _write_temp(dir_fd: int, temp: str, data: bytes) -> None:
     fd = os.open(
-        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-        dir_fd=dir_fd,
+        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        file_mode(dir_fd), dir_fd=dir_fd,
     )
     try:
         _write_all(fd, data)

@@ -21,7 +21,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from tidings.store.errors import LockTimeout, UnsafePathError
-from tidings.store.files import describe, open_dir
+from tidings.store.files import describe, file_mode, open_dir
 
 #: How long a mutation waits for its locks before answering ``lock_timeout``.
 LOCK_WAIT_SECONDS = 10.0
@@ -81,7 +81,7 @@ class _FileLock:
         try:
             with open_dir(self._root, LOCK_DIR.split("/"), create=True) as dir_fd:
                 try:
-                    fd = os.open(self._name, _LOCK_FLAGS, 0o644, dir_fd=dir_fd)
+                    fd = os.open(self._name, _LOCK_FLAGS, file_mode(dir_fd), dir_fd=dir_fd)
                 except OSError:
                     st = os.stat(self._name, dir_fd=dir_fd, follow_symlinks=False)
                     if stat.S_ISREG(st.st_mode):

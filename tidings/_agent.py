@@ -235,14 +235,14 @@ class Agent:
         source_kind: str,
         summary: str,
         payload: dict[str, Any] | None = None,
-        wake_stream: bool = False,
+        wake: bool = False,
         key: str | None = None,
     ) -> Result:
         """Admit an application-defined source event into the inbox (M3, M4)."""
         from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
         return inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary, payload,
-                             wake_stream, key)
+                             wake, key)
 
     @answering("observe_memory")
     def observe_memory(self, reason: str = "manual") -> Result:

@@ -18,7 +18,11 @@ is kept with the file's bytes and reused only while the bytes are identical.
 
 from __future__ import annotations
 
+import os
 import threading
+from pathlib import Path
+
+from tidings.store.files import safe_read
 
 _SIGNATURE = b"DIRC"
 _VERSIONS = (2, 3, 4)
@@ -29,6 +33,8 @@ _EXTENDED = 0x4000
 _NAME_MASK = 0xFFF
 #: Extensions whose presence changes what the entries of this file mean.
 _UNSUPPORTED = frozenset({b"link", b"sdir"})
+#: M55: the largest index file read (as :data:`privateindex.INDEX_MAX_BYTES`).
+INDEX_MAX_BYTES = 64 * 1024 * 1024
 #: Index files whose last answer is kept (each with a copy of the file's bytes).
 KEPT_INDEX_FILES = 8
 
@@ -41,11 +47,11 @@ def staged_is_empty(index_path: str, head_tree: bytes, entry_count: int) -> bool
     """True when the index at ``index_path`` provably equals ``head_tree`` (a raw tree
     id) through a valid cache tree over all ``entry_count`` entries (the count the
     loaded index has); False when that cannot be shown."""
-    try:
-        with open(index_path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    directory, name = os.path.split(index_path)
+    outcome = safe_read(Path(directory), name, INDEX_MAX_BYTES)  # M55: no-follow, capped
+    if not outcome.ok:
         return False
+    data = outcome.data
     root = _remembered_root(index_path, data, len(head_tree))
     return root is not None and root == (entry_count, head_tree)
 

@@ -32,6 +32,9 @@ from tidings.store.jsonfmt import utc_stamp_ms
 #: M23: attempts before an observation is reported ``unstable``.
 OBSERVE_ATTEMPTS = 3
 
+#: M55: unavailable reasons that are logged (a hostile or broken repository, reported).
+REPORTED = frozenset({"unreadable", "index_too_large"})
+
 IndexStat = tuple[int, int, int] | None
 
 
@@ -56,6 +59,9 @@ def observe(
                 log.event("memory.observe_unstable", logging.INFO, repo=path, attempt=attempt,
                           detail=str(exc))
     except RepositoryUnavailable as exc:
+        if exc.reason in REPORTED:
+            log.event("memory.observe_unavailable", repo=path, reason=exc.reason,
+                      detail=str(exc))
         return ObserveResult("unavailable", reason=exc.reason)
     except Exception as exc:  # M12: a repository oddity must never fail the caller
         log.event("memory.observe_failed", repo=path, error=type(exc).__name__, detail=str(exc))

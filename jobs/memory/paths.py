@@ -8,18 +8,25 @@ from __future__ import annotations
 
 import os
 
+#: Shown as ``\xNN``: the C0 controls and DEL.
 _CONTROL = frozenset(range(0x20)) | {0x7F}
+#: Shown as ``\uNNNN``: the C1 controls (U+0085 among them) and the Unicode line and
+#: paragraph separators, which ``str.splitlines()`` and many readers take as line breaks.
+_BREAKING = frozenset(range(0x80, 0xA0)) | {0x2028, 0x2029}
+_ESCAPED = _CONTROL | _BREAKING
 
 
 def display(raw: bytes) -> tuple[str, bool]:
-    """M26: ``(text, escaped)``. Valid UTF-8 without control characters is shown as
-    is; anything else is escaped (``\\`` → ``\\\\``, bad bytes and controls → ``\\xNN``)."""
+    """M26: ``(text, escaped)``. Valid UTF-8 without control characters or line
+    separators is shown as is; anything else is escaped (``\\`` → ``\\\\``, bad bytes,
+    C0 controls and DEL → ``\\xNN``, C1 controls, U+2028 and U+2029 → ``\\uNNNN``), so
+    no name breaks a line."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         pass
     else:
-        if not any(ord(ch) in _CONTROL for ch in text):
+        if not any(ord(ch) in _ESCAPED for ch in text):
             return text, False
     out: list[str] = []
     for ch in raw.decode("utf-8", "surrogateescape"):
@@ -28,6 +35,8 @@ def display(raw: bytes) -> tuple[str, bool]:
             out.append(f"\\x{code - 0xDC00:02x}")
         elif code in _CONTROL:
             out.append(f"\\x{code:02x}")
+        elif code in _BREAKING:
+            out.append(f"\\u{code:04x}")
         elif ch == "\\":
             out.append("\\\\")
         else:

@@ -40,7 +40,9 @@ from pygit2 import C, ffi
 from pygit2.errors import check_error
 
 from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
-from tidings.store.files import atomic_write, stat_key
+from tidings.jobs.memory.indexfile import INDEX_MAX_BYTES
+from tidings.jobs.memory.metadata import RepositoryUnavailable
+from tidings.store.files import atomic_write, safe_read, stat_key
 
 #: Repositories whose private index copy is kept (each with its source index's bytes).
 KEPT_COPIES = 8
@@ -78,18 +80,16 @@ def _private_dir() -> str:
 
 def load(repo: pygit2.Repository, index_file: str) -> tuple[pygit2.Index, bytes]:
     """The private copy of ``index_file`` (the repository's index) as an Index bound to
-    ``repo``, and the index file's bytes it stands for."""
-    try:
-        with open(index_file, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        data = b""  # no index file yet: an empty index, as libgit2 reads it
+    ``repo``, and the index file's bytes it stands for. The file is read no-follow,
+    non-blocking and capped (M55): not a regular file → ``unreadable``, over
+    :data:`INDEX_MAX_BYTES` → ``index_too_large``."""
+    data, source = read_index(index_file)
     path = None
-    if data:
+    if data and source is not None:
         with _copies_lock:
             copy = _copies.get(index_file)
         if copy is None or copy.source != data or not os.path.exists(copy.path):
-            copy = _write_copy(index_file, data)
+            copy = _write_copy(index_file, data, source)
         path = copy.path
     handle = ffi.new("git_index **")
     check_error(C.git_index_open(handle, ffi.NULL if path is None else os.fsencode(path)))
@@ -98,12 +98,25 @@ def load(repo: pygit2.Repository, index_file: str) -> tuple[pygit2.Index, bytes]
     return index, data
 
 
-def _write_copy(index_file: str, data: bytes) -> _Copy:
+def read_index(index_file: str) -> tuple[bytes, os.stat_result | None]:
+    """M55: the index file's bytes and stat (``b""``, None when there is none yet: an
+    empty index, as libgit2 reads it)."""
+    directory, name = os.path.split(index_file)
+    outcome = safe_read(Path(directory), name, INDEX_MAX_BYTES)
+    if outcome.kind == "absent":
+        return b"", None
+    if outcome.kind == "too_large":
+        raise RepositoryUnavailable("index_too_large", f"over {INDEX_MAX_BYTES} bytes")
+    if not outcome.ok:
+        raise RepositoryUnavailable("unreadable", f".git/index {outcome.what or outcome.error}")
+    return outcome.data, outcome.stat
+
+
+def _write_copy(index_file: str, data: bytes, source_stat: os.stat_result) -> _Copy:
     directory = _private_dir()
     name = hashlib.sha256(os.fsencode(index_file)).hexdigest()[:24] + ".index"
     atomic_write(Path(directory), name, data)
     path = os.path.join(directory, name)
-    source_stat = os.stat(index_file)
     os.utime(path, ns=(source_stat.st_atime_ns, source_stat.st_mtime_ns))
     copy = _Copy(data, source_stat.st_mtime_ns, path)
     with _copies_lock:

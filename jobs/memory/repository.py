@@ -9,13 +9,9 @@ from contextlib import contextmanager
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
+from tidings.jobs.memory.metadata import RepositoryUnavailable, check
 
-class RepositoryUnavailable(Exception):
-    """M13: the configured path is not a usable work tree; ``reason`` says why."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
+__all__ = ["RepositoryUnavailable", "opened"]
 
 
 @contextmanager
@@ -23,12 +19,15 @@ def opened(repo_path: str) -> Iterator[pygit2.Repository]:
     """A fresh :class:`pygit2.Repository` for the work tree at ``repo_path``.
 
     The path must be the root of a non-bare work tree; no parent directory is
-    searched. The handle is freed on exit (no pygit2 object outlives it).
+    searched. Its metadata files are checked first (M55: nothing libgit2 opens may be a
+    FIFO, socket, device or symlink). The handle is freed on exit (no pygit2 object
+    outlives it).
     """
     if not os.path.lexists(repo_path):
         raise RepositoryUnavailable("missing", repo_path)
     if not os.path.isdir(repo_path):
         raise RepositoryUnavailable("not_a_repository", repo_path)
+    check(repo_path)
     try:
         repo = pygit2.Repository(repo_path, RepositoryOpenFlag.NO_SEARCH)
     except (pygit2.GitError, OSError, ValueError) as exc:

@@ -79,6 +79,38 @@ def test_spill_route_serves_a_plain_spill_and_nothing_through_a_link(
         assert through.status_code == 404 and "SECRET" not in through.text
 
 
+def test_a_spill_flipping_between_file_and_link_never_serves_the_link(
+        hub: Hub, workdir: Path, tmp_path: Path) -> None:
+    """The race the issue won 8 times in 400 (check, then open by path): the open itself
+    refuses the link, so no answer ever carries the link's target."""
+    import threading
+
+    logs = workdir / "logs"
+    logs.mkdir()
+    secret = tmp_path / "secret.json"
+    secret.write_text("SECRET")
+    spill, staged_file, staged_link = logs / SPILL, logs / "file.tmp", logs / "link.tmp"
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            staged_file.write_text('{"plain": 1}')
+            os.replace(staged_file, spill)
+            staged_link.symlink_to(secret)
+            os.replace(staged_link, spill)
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        with TestClient(build_app(hub), base_url=LOCAL) as web:
+            answers = [web.get(f"/agents/a1/spill/{SPILL}") for _ in range(300)]
+    finally:
+        stop.set()
+        flipper.join(5)
+    assert not [a for a in answers if "SECRET" in a.text]
+    assert {a.status_code for a in answers} <= {200, 404}
+
+
 def test_spill_past_the_cap_is_404(hub: Hub, workdir: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from tidings.web import pages
