@@ -4,7 +4,10 @@ Every client rides out a failover: a command that meets a connection error, a
 timeout or a read-only reply (the old master, demoted) disconnects, waits with
 exponential back-off and tries again, re-asking the Sentinels for the master,
 for up to :data:`FAILOVER_RETRY_SECONDS`. The broker, the inbox and the
-scheduler's job store share the client, so they all ride it out the same way.
+scheduler's job store share the client, so they all ride it out the same way. A
+``redis+cluster://`` URL gives a :class:`~tidings.store.cluster.StateCluster` that
+rides out a cluster failover with the same retry (:mod:`tidings.store.roles` decides
+which URL serves which role).
 
 Once the process is stopping (:func:`stop_retrying`; the long-running commands call
 it on SIGTERM or SIGINT) nothing is ridden out: a failing command raises at once, and
@@ -184,6 +187,7 @@ def _cluster_client(config: RedisConfig, retry_seconds: float,
     """A :class:`~tidings.store.cluster.StateCluster` over the seed nodes; the layers
     type it as a plain client, which it answers like for every command they send."""
     client = StateCluster(
+        config=config,
         startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
         failover_retry=FailoverRetry(retry_seconds, errors=RETRY_ON + CLUSTER_RETRY_ON),
         username=config.username, password=config.password, ssl=config.tls, **settings,
@@ -201,8 +205,9 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
-def ping(client: redis.Redis, url: str) -> None:
-    """Raise :class:`NoStoreError` naming both fixes if nothing answers.
+def ping(client: redis.Redis, url: str, *, broker: bool = False) -> None:
+    """Raise :class:`NoStoreError` naming both fixes if nothing answers (``broker``: the
+    control store, named by its own variable).
 
     Answers at once: the failover retry is for a store that answered before, not
     for one that was never started.
@@ -212,6 +217,11 @@ def ping(client: redis.Redis, url: str) -> None:
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:
+        if broker:
+            raise NoStoreError(
+                f"no Redis answers at {redact(url)} ({type(exc).__name__}), the control store: "
+                "point TIDINGS_BROKER_URL / --broker-url at a running standalone Redis."
+            ) from None
         raise NoStoreError(
             f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start the default "
             "store with `tidings up`, or point TIDINGS_REDIS_URL / --redis-url at your Redis."

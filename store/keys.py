@@ -21,6 +21,9 @@ HOSTS = f"{NAMESPACE}:hosts"
 #: counter: read only to migrate it (:mod:`tidings.store.registry_migration`).
 LEGACY_AGENTS = f"{NAMESPACE}:agents"
 LEGACY_AGENTS_VERSION = f"{NAMESPACE}:agents:version"
+#: The legacy version counter the last migration copied (the legacy keys stay for old
+#: processes during a rolling upgrade).
+LEGACY_MIGRATED = f"{NAMESPACE}:agents:migrated"
 
 #: Hash of channel -> suggested verb (channels.md C37).
 DISMISS_GUARDS = f"{NAMESPACE}:dismiss_guards"

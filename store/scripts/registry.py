@@ -1,5 +1,5 @@
 """Typed calls of the registry scripts: a host's agent index (issue 25). Each call
-touches one host's keys (one ``{h:<host>}`` slot), or the legacy hash alone."""
+touches one host's keys (one ``{h:<host>}`` slot)."""
 
 from __future__ import annotations
 
@@ -31,11 +31,3 @@ def index_drop(scripts: Scripts, host: str, agent_ids: Sequence[str],
     return number("registry_index_drop",
                   scripts("registry_index_drop", _index_keys(host), [version, *agent_ids]))
 
-
-def legacy_drop(scripts: Scripts, entries: Iterable[tuple[str, str]]) -> int:
-    """Drop migrated ``(agent id, record JSON)`` entries of the legacy registry hash."""
-    flat = [part for entry in entries for part in entry]
-    if not flat:
-        return 0
-    return number("registry_legacy_drop",
-                  scripts("registry_legacy_drop", [keys.LEGACY_AGENTS], flat))

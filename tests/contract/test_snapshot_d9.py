@@ -1,5 +1,6 @@
 """Issue 21, acceptance 1: the snippet of the issue, run as written, on the embedded store
-and on a real Redis, sync and aio. ``snapshot()`` is a coherent read, so an overdue
+and on a real Redis, sync and aio; and the same through ``tidings`` processes (the CLI
+path as a user runs it). ``snapshot()`` is a coherent read, so an overdue
 delay's alarm shows in the *first* snapshot after the deadline (delay.md D9,
 channels.md C22) — before the fix only ``agent.stamp`` published it.
 
@@ -20,6 +21,7 @@ import pytest
 import tidings
 import tidings.aio
 from tests.support.polling import wait_until
+from tests.support.processes import add_agent, run_cli
 from tests.support.redis_server import RedisServer
 
 SOUL = {"header": "s", "data": {"count": 7, "events": [1]}}
@@ -72,3 +74,24 @@ def test_first_aio_snapshot_after_the_deadline_shows_the_alarm(url: str, tmp_pat
             assert state(tmp_path)["status"] == "published"
 
     asyncio.run(scenario())
+
+
+@pytest.mark.redis_server
+def test_first_cli_check_after_the_deadline_shows_the_alarm(
+    redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
+    redis_server.client().flushall()
+    env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url}
+    add_agent(tmp_path, env)
+
+    def cli(*args: str) -> Any:
+        done = run_cli([*args, "--workdir", str(tmp_path), "--json", "--inline"], env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    cli("publish", "soul", "--envelope", json.dumps(SOUL), "--wait")
+    delay = cli("notification", "delay", "--input", '{"channel": "soul", "seconds": 1}')
+    past(delay)
+    attention = cli("check")["_meta"]["agent_meta"]["notifications"]["attention"]
+    assert sorted(attention) == ["delay-alarm", "soul"]
+    assert state(tmp_path)["status"] == "published"

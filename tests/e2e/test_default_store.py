@@ -292,3 +292,43 @@ def test_an_orphaned_engine_is_shut_down_and_its_data_kept(
             assert c.get("acknowledged") == b"yes"
     finally:
         orphan.kill()
+
+
+def test_an_engine_that_dies_stops_up_with_exit_1(
+    procs: ProcessGroup, state: Path,
+) -> None:
+    """api.md Lifecycle: the engine dies while `tidings up` runs → `up` exits non-zero
+    (for the service manager), saying so; it does not limp on without a store."""
+    up = start_up(procs, "--port", "0")
+    os.kill(record(state)["pid"], signal.SIGKILL)
+    failed = up.wait_json(lambda v: v.get("status") == "failed", timeout=30)
+    assert failed["reason"] == "store_engine_died"
+    assert up.process.wait(30) == 1
+    assert not (state / "store.json").exists()
+
+
+@pytest.mark.parametrize("version", ["missing", "Redis server v=6.2.14 sha=0 bits=64"])
+def test_a_missing_or_old_engine_is_one_line_exit_2(
+    e2e_env: dict[str, str], tmp_path: Path, version: str,
+) -> None:
+    fake = tmp_path / "fake-server"
+    if version != "missing":
+        fake.write_text(f"#!/bin/sh\necho '{version}'\n")
+        fake.chmod(0o755)
+    done = run_cli(["up", "--port", "0"], {**e2e_env, "TIDINGS_STORE_SERVER": str(fake)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "TIDINGS_STORE_SERVER" in line or "7.0" in line
+
+
+def test_a_client_with_no_store_running_exits_2_naming_both_fixes(
+    e2e_env: dict[str, str], state: Path, tmp_path: Path,
+) -> None:
+    """No URL and no `tidings up`: one line naming `tidings up` and TIDINGS_REDIS_URL;
+    a store.json left by a dead process is not believed."""
+    state.mkdir(parents=True)
+    storefile.write(state / "store.json", {"url": "redis://:x@127.0.0.1:1/0", "pid": 2**22 + 1})
+    done = run_cli(["check", "--workdir", str(tmp_path), "--json"], e2e_env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "tidings up" in done.stderr and "TIDINGS_REDIS_URL" in done.stderr
+    assert json.loads(done.stdout)["reason"] == "no_store"

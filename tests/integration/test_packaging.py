@@ -37,11 +37,13 @@ def test_wheel_holds_only_the_tidings_package(tmp_path: Path) -> None:
         if (REPO / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, source / name)
-    subprocess.run(
+    built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--quiet", "--wheel-dir", str(tmp_path / "dist"), str(source)],
-        check=True, capture_output=True, timeout=300,
+         "--wheel-dir", str(tmp_path / "dist"), str(source)],
+        check=True, capture_output=True, text=True, timeout=300,
     )
+    # Issue 20: every data folder is declared, so setuptools warns about none of them.
+    assert "would be ignored" not in built.stdout + built.stderr
     (wheel,) = (tmp_path / "dist").glob("tidings-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
@@ -49,6 +51,8 @@ def test_wheel_holds_only_the_tidings_package(tmp_path: Path) -> None:
     for layer in USER_MODULES:
         assert f"tidings/{layer}/__init__.py" in names
     assert "tidings/store/lua/inbox_admit.lua" in names
+    assert any(n.startswith("tidings/web/templates/") and n.endswith(".html") for n in names)
+    assert any(n.startswith("tidings/web/static/") and n.endswith(".js") for n in names)
     assert "tidings/jobs/channels/publish.py" in names
 
 

@@ -17,7 +17,7 @@ from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.scripts import Scripts
-from tidings.store.scripts import registry as scripts
+from tidings.store.scripts import registry as registry_scripts
 
 
 def rec(agent_id: str, host: str, workdir: str | None = None) -> AgentRecord:
@@ -115,7 +115,8 @@ def test_a_repair_drops_nothing_once_the_index_moved(redis_client: Any) -> None:
     registry.put(rec("a1", "h1"))
     version, _ = registry.index("h1")
     registry.put(rec("a9", "h1"))
-    assert scripts.index_drop(Scripts(redis_client), "h1", ["a1"], at_version=version) == -1
+    assert registry_scripts.index_drop(Scripts(redis_client), "h1", ["a1"],
+                                       at_version=version) == -1
     assert "a1" in index_of(redis_client, "h1")
 
 
@@ -162,7 +163,20 @@ def test_upgrade_keeps_every_agent(redis_client: Any, tmp_path: Path) -> None:
         assert "mcp.x" in found.snapshot()
         assert sorted(a["agent_id"] for a in hub.status()["agents"]) == [
             "old-1", "old-2", "old-3"]
-    assert not redis_client.exists(keys.LEGACY_AGENTS, keys.LEGACY_AGENTS_VERSION)
+    # the old hash stays for old processes of a rolling upgrade; the marker says it is copied
+    assert redis_client.hlen(keys.LEGACY_AGENTS) == 3
+    assert redis_client.get(keys.LEGACY_MIGRATED) == b"3"
+
+
+def test_a_registration_by_an_old_process_is_migrated_by_the_next_start(
+    redis_client: Any,
+) -> None:
+    legacy(redis_client, [rec("a1", "h1")])
+    assert migrate_legacy(redis_client) == 1
+    assert migrate_legacy(redis_client) == 0  # nothing new: one read
+    legacy(redis_client, [rec("a1", "h1"), rec("a2", "h2")])  # an old process registers
+    assert migrate_legacy(redis_client) == 1
+    assert [r.agent_id for r in AgentRegistry(redis_client).all()] == ["a1", "a2"]
 
 
 def test_migration_is_idempotent_and_safe_to_run_at_once(redis_client: Any) -> None:
@@ -195,4 +209,3 @@ def test_migration_copies_an_unreadable_record_as_it_is(redis_client: Any, raw: 
     redis_client.hset(keys.LEGACY_AGENTS, "a1", raw)
     migrate_legacy(redis_client)
     assert redis_client.get(keys.agent_record("a1")) == raw.encode()
-    assert not redis_client.exists(keys.LEGACY_AGENTS)

@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from importlib import import_module
 
 from tidings import _logging
 from tidings._embedded import NOT_DURABLE_WARNING
@@ -27,7 +28,14 @@ def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | Epheme
     """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
     store = EphemeralStore(s, args.port) if args.ephemeral else DefaultStore(s, args.port)
     try:
-        return store.start()
+        store.start()
+        try:
+            # While the engine loads its data, this process loads what its worker runs.
+            import_module("tidings.workers.actors")
+            return store.wait_ready()
+        except BaseException:
+            store.close()
+            raise
     except StoreUnavailable as exc:
         raise UsageError(str(exc), reason=exc.reason) from None
 

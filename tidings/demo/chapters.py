@@ -1,4 +1,5 @@
-"""The narrated tour (``tidings demo``), on the embedded store in a temp workdir.
+"""The narrated tour (``tidings demo``), on the in-memory store in a temp workdir (one
+chapter runs ``tidings up`` on the default store, in a temporary state directory).
 
 Each chapter is a function ``(tour) -> None``; they run in order and every one
 checks what it shows, so a broken capability fails the demo (exit 1).
@@ -20,6 +21,7 @@ from tidings.demo import channels
 from tidings.demo.cap import oversized_lane
 from tidings.demo.delay import delay_alarm
 from tidings.demo.memory import memory_inbox
+from tidings.demo.restart import host_restart
 from tidings.demo.status import status
 from tidings.demo.tour import Tour
 from tidings.demo.web import web_console
@@ -66,15 +68,16 @@ def bad_input(tour: Tour) -> None:
 #: The chapters, in order; later capabilities add theirs before ``status`` and the web
 #: console, which end the tour (issues 7 and 16).
 CHAPTERS: list[Callable[[Tour], None]] = [
-    burst, bad_input, *channels.CHAPTERS, delay_alarm, memory_inbox, oversized_lane,
-    status, web_console,
+    burst, bad_input, *channels.CHAPTERS, delay_alarm, memory_inbox, host_restart,
+    oversized_lane, status, web_console,
 ]
 
 
 def run() -> int:
     console = Console()
-    console.print(Panel.fit("[bold]tidings[/] — a tour on the embedded (in-memory, not durable) "
-                            "store", border_style="cyan"))
+    console.print(Panel.fit("[bold]tidings[/] — a tour on the in-memory store (not durable); "
+                            "one chapter runs `tidings up` on the default store (durable)",
+                            border_style="cyan"))
     with (tempfile.TemporaryDirectory(prefix="tidings-demo-") as tmp,
           connect("embedded", background=True) as hub):
         workdir = Path(tmp)

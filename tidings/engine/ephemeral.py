@@ -48,6 +48,10 @@ class EphemeralStore:
         storefile.write(self.paths.store_file, self.record())
         return self
 
+    def wait_ready(self) -> EphemeralStore:
+        """Ready as soon as it is started (nothing to load)."""
+        return self
+
     def record(self) -> dict[str, Any]:
         assert self.server is not None
         return {"url": self.server.url, "pid": os.getpid(), "engine": ENGINE_LABEL,

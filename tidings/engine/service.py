@@ -83,7 +83,8 @@ class DefaultStore:
         return self.engine.url
 
     def start(self) -> DefaultStore:
-        """Serve the store; raises :class:`StoreUnavailable` (nothing left running)."""
+        """Start the engine (it loads its data while the caller goes on; then
+        :meth:`wait_ready`). Raises :class:`StoreUnavailable`, leaving nothing running."""
         try:
             engine = find_engine(self._settings.store_server)
         except EngineUnavailable as exc:
@@ -98,6 +99,15 @@ class DefaultStore:
             server_fd = self._locks[1].fd
             assert server_fd is not None
             self.engine.spawn(server_fd)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def wait_ready(self) -> DefaultStore:
+        """Once the engine answers PING, publish ``store.json``."""
+        assert self.engine is not None
+        try:
             self.engine.wait_ready()
         except EngineFailed as exc:
             self.close()

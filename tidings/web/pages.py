@@ -66,7 +66,7 @@ async def spill(request: Request) -> Response:
 
 async def dead(request: Request) -> Response:
     console = console_of(request)
-    letters = await anyio.to_thread.run_sync(dead_letters, console.hub.redis)
+    letters = await anyio.to_thread.run_sync(dead_letters, console.hub.control)
     return console.page("dead.html", letters=letters)
 
 
