@@ -43,7 +43,11 @@ import tidings
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.channels.publish import publish_event
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import tick as sync
+
+try:
+    from tidings.jobs.wake import sync
+except ImportError:  # the tree before issue 22's renames
+    from tidings.jobs.wake import tick as sync  # type: ignore[no-redef]
 from tidings.store.clock import SystemClock
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence

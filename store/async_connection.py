@@ -23,7 +23,7 @@ from redis.backoff import ExponentialBackoff
 from redis.connection import SSLConnection
 
 from tidings.store.async_cluster import AsyncStateCluster
-from tidings.store.cluster import CLUSTER_RETRY_ON
+from tidings.store.cluster import CLUSTER_RETRY_ON, StateCluster
 from tidings.store.connection import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
@@ -88,7 +88,10 @@ def async_client_for(config: RedisConfig) -> AsyncRedis:
 
 
 def async_client_like(client: Any) -> AsyncRedis:
-    """An asyncio client on the same store as the sync ``client`` (fakeredis included)."""
+    """An asyncio client on the same store as the sync ``client`` (fakeredis and a
+    cluster included)."""
+    if isinstance(client, StateCluster):
+        return async_client_for(client.config)
     kwargs = client.connection_pool.connection_kwargs
     server = kwargs.get("server")
     if server is not None:

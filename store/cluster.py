@@ -26,6 +26,8 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
+from tidings.store.settings import RedisConfig
+
 #: Errors a cluster answers while it fails a primary over, besides the Sentinel ones.
 CLUSTER_RETRY_ON: tuple[type[Exception], ...] = (
     ClusterDownError, SlotNotCoveredError, TryAgainError)
@@ -48,7 +50,9 @@ def stream_keys(args: Sequence[Any]) -> list[Any] | None:
 class StateCluster(RedisCluster):
     """A :class:`RedisCluster` whose commands and pipelines ride out a failover."""
 
-    def __init__(self, *, failover_retry: Retry, **kwargs: Any) -> None:
+    def __init__(self, *, config: RedisConfig, failover_retry: Retry, **kwargs: Any) -> None:
+        #: The configuration it was built from (an asyncio twin is built from it too).
+        self.config = config
         self.failover_retry = failover_retry  # the constructor already sends commands
         super().__init__(retry=NO_RETRY, **kwargs)
 

@@ -187,6 +187,7 @@ def _cluster_client(config: RedisConfig, retry_seconds: float,
     """A :class:`~tidings.store.cluster.StateCluster` over the seed nodes; the layers
     type it as a plain client, which it answers like for every command they send."""
     client = StateCluster(
+        config=config,
         startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
         failover_retry=FailoverRetry(retry_seconds, errors=RETRY_ON + CLUSTER_RETRY_ON),
         username=config.username, password=config.password, ssl=config.tls, **settings,
@@ -204,8 +205,9 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
-def ping(client: redis.Redis, url: str) -> None:
-    """Raise :class:`NoStoreError` naming both fixes if nothing answers.
+def ping(client: redis.Redis, url: str, *, broker: bool = False) -> None:
+    """Raise :class:`NoStoreError` naming both fixes if nothing answers (``broker``: the
+    control store, named by its own variable).
 
     Answers at once: the failover retry is for a store that answered before, not
     for one that was never started.
@@ -215,6 +217,11 @@ def ping(client: redis.Redis, url: str) -> None:
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:
+        if broker:
+            raise NoStoreError(
+                f"no Redis answers at {redact(url)} ({type(exc).__name__}), the control store: "
+                "point TIDINGS_BROKER_URL / --broker-url at a running standalone Redis."
+            ) from None
         raise NoStoreError(
             f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start the default "
             "store with `tidings up`, or point TIDINGS_REDIS_URL / --redis-url at your Redis."

@@ -60,13 +60,13 @@ def cluster_enabled(client: redis.Redis) -> bool:
         return False
 
 
-def _connected(config: RedisConfig, url: str) -> redis.Redis:
+def _connected(config: RedisConfig, url: str, *, broker: bool = False) -> redis.Redis:
     try:
         client = client_for(config)
     except RedisClusterException as exc:  # no seed node answered the slot map
         raise NoStoreError(f"no Redis Cluster answers at {redact(url)} ({exc})") from None
     try:
-        ping(client, url)
+        ping(client, url, broker=broker)
     except BaseException:
         client.close()
         raise
@@ -101,7 +101,7 @@ def open_stores(state_url: str, broker_url: str | None) -> Stores:
                     "--broker-url, broker_url=) to a standalone Redis for the broker",
                     reason="broker_url_required")
             return Stores(state, state, state_config, state_config)
-        control = _connected(control_config, broker_url or "")
+        control = _connected(control_config, broker_url or "", broker=True)
         if control_config.scheme in ("redis", "rediss") and cluster_enabled(control):
             control.close()
             raise _on_cluster(broker_url or "")

@@ -46,6 +46,7 @@ def connect(
     broker_url: str | None = None,
     background: bool = False,
     client: Redis | None = None,
+    broker_client: Redis | None = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
     declare_actors: bool = True,
@@ -60,7 +61,8 @@ def connect(
     closing it to the caller.
     ``broker_url`` (default ``TIDINGS_BROKER_URL``, else the store's own URL) is the
     control store: broker, results, presence, rates; required when ``redis_url`` is a
-    Redis Cluster (api.md "Past one Redis").
+    Redis Cluster (api.md "Past one Redis"). With ``client``, ``broker_client`` is the
+    control store's client (default: ``client``).
 
     ``background=True`` also runs this host's worker and scheduler here, stopped
     by :meth:`Hub.close`. Without it no call of the hub starts a thread, and an
@@ -70,7 +72,7 @@ def connect(
     """
     settings = settings or Settings()
     if client is not None:
-        hub = Hub(client, settings, clock=clock, url="client")
+        hub = Hub(client, settings, clock=clock, url="client", control=broker_client)
     elif redis_url == "embedded":
         import fakeredis  # noqa: PLC0415 - the embedded store only; a real Redis never loads it
 

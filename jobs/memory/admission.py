@@ -16,17 +16,19 @@ from typing import Any
 
 from tidings.jobs import log, metrics
 from tidings.jobs.ids import new_uuid7
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.memory import (
     Comparison,
     Snapshot,
-    checkpoint,
     compare,
     decode_checkpoint,
     encode_checkpoint,
     event_content,
     observe,
     split_owned,
+)
+from tidings.jobs.memory import (
+    checkpoint as memory_checkpoint,
 )
 from tidings.jobs.memory.lock import ObservationBusy, observe_lock
 from tidings.jobs.memory.model import TooNew
@@ -158,13 +160,13 @@ def _commit(
     if content is not None:
         event_id = new_uuid7()
         summary, payload = content
-        event = compact({"event_id": event_id, "source_kind": inbox.MEMORY_SOURCE_KIND,
+        event = compact({"event_id": event_id, "source_kind": inbox_admission.MEMORY_SOURCE_KIND,
                          "created_at": utc_stamp_ms(now), "observed_at": snapshot.observed_at,
                          "summary": summary, "payload": payload})
         faults.reach("admit.before_script")
     admitted = memory_scripts.admit(
         rt.scripts, agent.agent_id, read_version=read_version, event_id=event_id or None,
-        event_json=event, open_bound=inbox.MAX_OPEN, created_ms=int(now * 1000),
+        event_json=event, open_bound=inbox_admission.MAX_OPEN, created_ms=int(now * 1000),
         checkpoint={name: value for name, value in fields.items() if name != "version"},
     )
     if admitted.outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):
@@ -180,7 +182,7 @@ def _commit(
     else:
         version = admitted.version
     if str(version) == fields["version"]:
-        checkpoint.remember(fields, snapshot)
+        memory_checkpoint.remember(fields, snapshot)
     return result(status, trigger, event_id=event_id or None,
                   checkpoint_version=version, observed_at=snapshot.observed_at)
 

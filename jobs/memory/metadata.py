@@ -12,7 +12,8 @@ the observation ``unavailable`` with reason ``unreadable`` at once, naming what 
 ``commondir``, ``HEAD``) are read here no-follow, non-blocking and capped.
 
 What lstat cannot see (a file swapped between the check and libgit2's ``open()``, files
-that ``config`` names) is measured by ``bench/memory_fifo.py``.
+that ``config`` names, ignore files, objects) is left to :mod:`watchdog`, with the limits
+it states.
 """
 
 from __future__ import annotations
@@ -23,10 +24,15 @@ from pathlib import Path
 
 from tidings.store.files import describe, safe_read
 
-#: Files of the git directory libgit2 opens to open a repository and list its status.
-GIT_DIR_FILES = ("HEAD", "config", "commondir", "packed-refs", "index")
+#: Files of the git directory libgit2 opens to open a repository and list its status
+#: (the ``info/`` and ``objects/info/`` ones are opened while the GIL is held, so no
+#: watchdog thread could release them: ``bench/memory_fifo.py``).
+GIT_DIR_FILES = ("HEAD", "config", "commondir", "packed-refs", "index", "shallow",
+                 "info/exclude", "info/attributes", "info/grafts",
+                 "objects/info/alternates")
 #: Files of a linked work tree's common directory it opens as well.
-COMMON_DIR_FILES = ("config", "packed-refs")
+COMMON_DIR_FILES = ("config", "packed-refs", "shallow", "info/exclude", "info/attributes",
+                    "info/grafts", "objects/info/alternates")
 #: The most bytes read from a ``gitdir:`` file, ``commondir`` or ``HEAD``.
 POINTER_MAX_BYTES = 4096
 

@@ -1,9 +1,9 @@
 """Fixtures of the contract suite: the store, the world on it, and the path under test.
 
 ``store`` is a factory of clients on one store. It is parametrised (``fake``:
-fakeredis, ``real``: the session's redis-server) so that another store kind — a
-Redis Cluster, say — is one more parameter here, and every scenario on every path
-then runs on it too.
+fakeredis, ``real``: the session's redis-server, ``cluster``: agent state on the
+session's three-primary Redis Cluster with the broker on the redis-server, issue 25), so
+every scenario on every path runs on each kind of store.
 """
 
 from __future__ import annotations
@@ -17,18 +17,41 @@ import pytest
 
 from tests.contract.paths import Path, opened
 from tests.contract.world import World
+from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
+from tidings.store.connection import client_for
+from tidings.store.settings import RedisConfig
 
 StoreFactory = Callable[[], Any]
 
 
-@pytest.fixture(params=["fake", "real"])
+class ClusterStore:
+    """State clients on the cluster (``store()``), control clients on the redis-server
+    (``control()``), as ``connect`` builds them from the two URLs."""
+
+    def __init__(self, cluster: RedisCluster, broker: RedisServer) -> None:
+        self.state_config = RedisConfig.from_url(cluster.url)
+        self.broker = broker
+
+    def __call__(self) -> Any:
+        return client_for(self.state_config)
+
+    def control(self) -> Any:
+        return self.broker.client()
+
+
+@pytest.fixture(params=["fake", "real", "cluster"])
 def store(request: pytest.FixtureRequest) -> StoreFactory:
     if request.param == "fake":
         server = fakeredis.FakeServer()
         return lambda: fakeredis.FakeRedis(server=server, version=(7,))
     redis_server: RedisServer = request.getfixturevalue("redis_server")
-    redis_server.client().flushall()
+    with redis_server.client() as c:
+        c.flushall()
+    if request.param == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        return ClusterStore(cluster, redis_server)
     return redis_server.client
 
 
@@ -37,7 +60,8 @@ def world(request: pytest.FixtureRequest, store: StoreFactory,
           tmp_path: FsPath) -> Iterator[World]:
     callspec = getattr(request.node, "callspec", None)
     needs_memory = callspec is None or callspec.params.get("scenario") == "memory"
-    w = World(store, tmp_path, memory=needs_memory)
+    w = World(store, tmp_path, memory=needs_memory,
+              new_control=store.control if isinstance(store, ClusterStore) else None)
     yield w
     w.close()
 

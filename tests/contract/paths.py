@@ -190,8 +190,9 @@ class AioPath(PythonPath):
 
         portal: BlockingPortal = self.stack.enter_context(start_blocking_portal())
         hub = portal.call(_opened, tidings.aio.connect(
-            client=world.new_client(), settings=world.settings, clock=world.clock))
+            **world.clients(), settings=world.settings, clock=world.clock))
         self.stack.callback(hub.sync.redis.close)
+        self.stack.callback(hub.sync.control.close)
         self.stack.callback(portal.call, hub.aclose)
         if self.worker:
             portal.call(hub.start_worker, 2)
@@ -265,8 +266,9 @@ class McpPath(Path):
 
         self.portal: BlockingPortal = self.stack.enter_context(start_blocking_portal())
         hub = self.portal.call(_opened, tidings.aio.connect(
-            client=world.new_client(), settings=world.settings, clock=world.clock))
+            **world.clients(), settings=world.settings, clock=world.clock))
         self.stack.callback(hub.sync.redis.close)
+        self.stack.callback(hub.sync.control.close)
         self.stack.callback(self.portal.call, hub.aclose)
         agent = self.portal.call(lambda: hub.agent(world.workdir))
         server = AgentServer(agent)

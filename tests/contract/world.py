@@ -58,8 +58,10 @@ class World:
     that stands for the outside producers and the orchestrator's own calls."""
 
     def __init__(self, new_client: Callable[[], Any], tmp_path: Path, *,
-                 memory: bool = True) -> None:
+                 memory: bool = True, new_control: Callable[[], Any] | None = None) -> None:
         self.new_client = new_client
+        #: Clients of a control store of its own (a cluster's broker), else ``None``.
+        self.new_control = new_control
         self.clock = StepClock()
         self.settings = Settings(host=f"contract-{uuid.uuid4().hex[:8]}", redis_url=None)
         self.workdir = tmp_path / "workdir"
@@ -79,10 +81,17 @@ class World:
         assert self._memory is not None, "this world was made without a memory repository"
         return self._memory
 
+    def clients(self) -> dict[str, Any]:
+        """``connect()``'s client arguments: new clients of the world's store(s)."""
+        control = self.new_control() if self.new_control is not None else None
+        return {"client": self.new_client(), "broker_client": control}
+
     def open_hub(self, *, declare_actors: bool = True) -> Hub:
-        """A hub of its own client on the world's store and clock."""
-        return Hub(self.new_client(), self.settings, clock=self.clock, url="client",
-                   owns_client=True, declare_actors=declare_actors)
+        """A hub of its own clients on the world's store(s) and clock."""
+        clients = self.clients()
+        return Hub(clients["client"], self.settings, clock=self.clock, url="client",
+                   owns_client=True, declare_actors=declare_actors,
+                   control=clients["broker_client"])
 
     def close(self) -> None:
         self.hub.close()

@@ -10,7 +10,7 @@ import pytest
 
 import tidings
 from tests.support.redis_cluster import RedisCluster
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, free_port
 from tidings.store.settings import RedisConfig
 
 pytestmark = pytest.mark.redis_server
@@ -63,3 +63,10 @@ def test_tidings_status_runs_on_a_cluster_with_a_broker(
         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=60)
     assert done.returncode == 0, done.stderr
     assert '"status": "ok"' in done.stdout
+
+
+def test_a_broker_that_does_not_answer_is_named_by_its_variable(
+        redis_server: RedisServer) -> None:
+    with pytest.raises(tidings.TidingsError) as refused:
+        tidings.connect(redis_server.url, broker_url=f"redis://127.0.0.1:{free_port()}/0")
+    assert refused.value.reason == "no_store" and "TIDINGS_BROKER_URL" in refused.value.message

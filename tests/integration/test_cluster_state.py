@@ -149,3 +149,38 @@ def test_150_waiters_of_one_event_loop_share_a_bounded_pool(
     assert not failures, failures[:3]
     woken = [r for r in results if r is not None]
     assert len(woken) == len(range(0, WAITERS, 3))
+
+
+def getkeys_calls(cluster: RedisCluster) -> int:
+    """``COMMAND GETKEYS`` calls every primary has served so far."""
+    total = 0
+    for node in cluster.primaries():
+        with node.client() as c:
+            stats = c.info("commandstats")
+        total += int(stats.get("cmdstat_command|getkeys", {}).get("calls", 0))
+    return total
+
+
+def test_waits_go_to_their_key_s_node_without_asking_for_keys(
+        redis_cluster: RedisCluster, redis_server: RedisServer) -> None:
+    """A wait (``XREAD``, keys after ``STREAMS``) is routed by its key's slot on the client,
+    sync and asyncio: no ``COMMAND GETKEYS`` round trip per wait (issue 25, blocker 4)."""
+    redis_cluster.flush()
+    streams = [f"{{a:agent-{n}}}:wake" for n in range(30)]
+    with tidings.connect(redis_cluster.url, broker_url=redis_server.url,
+                         settings=Settings(host="route-host")) as hub:
+        before = getkeys_calls(redis_cluster)
+        for key in streams:
+            hub.redis.xadd(key, {"n": 1})
+            assert hub.redis.xread({key: "0-0"}, count=1, block=1)
+
+        async def waits() -> None:
+            client = async_connection.async_client_for(hub.stores.state_config)  # type: ignore[union-attr]
+            try:
+                for key in streams:
+                    assert await client.xread({key: "0-0"}, count=1, block=1)
+            finally:
+                await client.aclose()
+
+        asyncio.run(waits())
+        assert getkeys_calls(redis_cluster) == before

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import redis as redis_py
+import redis
 import yaml
 from honcho.environ import parse_procfile
 
@@ -477,11 +477,11 @@ def test_shipped_redis_conf_takes_the_shipped_users_from_another_address(
     assert [a["agent_id"] for a in status["agents"]] != []
 
 
-def refused(client: redis_py.Redis, *command: str) -> str:
+def refused(client: redis.Redis, *command: str) -> str:
     """The error ``command`` meets (the test fails if it succeeds)."""
     try:
         client.execute_command(*command)
-    except redis_py.ResponseError as exc:
+    except redis.ResponseError as exc:
         return str(exc)
     raise AssertionError(f"{command[0]} was allowed")
 
@@ -498,8 +498,8 @@ KEYS_AND_DEL = 'for _, k in ipairs(redis.call("KEYS", "*")) do redis.call("DEL",
 
 
 @pytest.fixture
-def clients(shipped: ShippedRedis) -> Iterator[dict[str, redis_py.Redis]]:
-    made = {name: redis_py.Redis.from_url(shipped.url(user), protocol=2)
+def clients(shipped: ShippedRedis) -> Iterator[dict[str, redis.Redis]]:
+    made = {name: redis.Redis.from_url(shipped.url(user), protocol=2)
             for name, user in (("tidings", TIDINGS), ("monitor", MONITOR), ("admin", ADMIN))}
     yield made
     for client in made.values():
@@ -508,7 +508,7 @@ def clients(shipped: ShippedRedis) -> Iterator[dict[str, redis_py.Redis]]:
 
 @pytest.mark.redis_server
 def test_the_workers_user_reaches_only_tidings_keys_and_no_other_database(
-    shipped: ShippedRedis, clients: dict[str, redis_py.Redis]
+    shipped: ShippedRedis, clients: dict[str, redis.Redis]
 ) -> None:
     """Issue 24, acceptance 10: ``tidings`` is refused SELECT, FUNCTION LOAD, a key
     outside tidings' patterns and a SCAN-and-DEL script (ACLs apply inside scripts);
@@ -535,7 +535,7 @@ def test_the_workers_user_reaches_only_tidings_keys_and_no_other_database(
 
 @pytest.mark.redis_server
 def test_the_monitor_reads_counts_not_content(
-    shipped: ShippedRedis, clients: dict[str, redis_py.Redis], tmp_path: Path,
+    shipped: ShippedRedis, clients: dict[str, redis.Redis], tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 24, acceptance 10: ``tidings-monitor`` is refused DUMP and content reads
@@ -570,7 +570,7 @@ def test_the_monitor_reads_counts_not_content(
 
 @pytest.mark.redis_server
 def test_dramatiq_maintenance_runs_as_the_workers_user(
-    shipped: ShippedRedis, clients: dict[str, redis_py.Redis]
+    shipped: ShippedRedis, clients: dict[str, redis.Redis]
 ) -> None:
     """dramatiq's dispatch.lua lists a dead worker's ack sets with KEYS: the one reason
     ``tidings`` keeps KEYS. With a dead worker in the heartbeat set and maintenance on

@@ -116,13 +116,16 @@ class AsyncHub:
 
 
 async def _open(redis_url: str | None, broker_url: str | None, background: bool, client: Any,
-                settings: Settings | None, clock: Clock | None) -> AsyncHub:
+                broker_client: Any, settings: Settings | None, clock: Clock | None) -> AsyncHub:
     hub = await asyncio.to_thread(connect_sync, redis_url, broker_url=broker_url,
-                                  background=background, client=client, settings=settings,
-                                  clock=clock)
+                                  background=background, client=client,
+                                  broker_client=broker_client, settings=settings, clock=clock)
     stores = hub.stores
-    if stores is None:  # a given client, or the embedded store
-        return AsyncHub(hub, async_client_like(hub.redis))
+    if stores is None:  # given clients, or the embedded store
+        state = async_client_like(hub.redis)
+        if hub.control is hub.redis:
+            return AsyncHub(hub, state)
+        return AsyncHub(hub, state, async_client_like(hub.control))
     state = async_client_for(stores.state_config)
     if stores.shared:
         return AsyncHub(hub, state)
@@ -154,10 +157,12 @@ def connect(
     broker_url: str | None = None,
     background: bool = False,
     client: Any = None,
+    broker_client: Any = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
 ) -> Connecting:
     """:func:`tidings.connect` for asyncio: ``hub = await connect(...)`` or
     ``async with connect(...) as hub``. Same arguments; ``client`` may be a redis-py or
     fakeredis client, whose store the asyncio client then shares."""
-    return Connecting(_open(redis_url, broker_url, background, client, settings, clock))
+    return Connecting(_open(redis_url, broker_url, background, client, broker_client, settings,
+                            clock))
