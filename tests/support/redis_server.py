@@ -124,6 +124,12 @@ class RedisServer:
             kwargs = {"username": ADMIN_USER, "password": acl_password(ADMIN_USER), **kwargs}
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=2, **kwargs)
 
+    def tidings_client(self) -> redis.Redis:
+        """A client as tidings' processes connect: the workers' user under ``acl``."""
+        if not self.acl:
+            return self.client()
+        return self.client(username=WORKER_USER, password=acl_password(WORKER_USER))
+
     def kill(self) -> None:
         """SIGKILL: no shutdown save, as in a crash."""
         if self.process is not None and self.process.poll() is None:
