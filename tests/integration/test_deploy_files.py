@@ -594,3 +594,26 @@ def test_dramatiq_maintenance_runs_as_the_workers_user(
 def test_as_shipped_redis_listens_on_loopback_only(shipped: ShippedRedis) -> None:
     with pytest.raises(OSError):
         resp(shipped.port, ("PING",))
+
+
+@pytest.mark.redis_server
+def test_script_writes_survive_a_restart_from_the_aof(tmp_path: Path) -> None:
+    """Redis replays the AOF as the default user and re-checks its rights at each EXEC;
+    a script's writes are in the AOF as MULTI/EXEC, so a default user without rights
+    (even one that is off) drops them silently at restart (redis/redis#14541)."""
+    server = start_shipped(tmp_path)
+    try:
+        with redis.Redis.from_url(server.url(TIDINGS), protocol=2) as worker:
+            script = "redis.call('SET', KEYS[1], 'a') redis.call('HSET', KEYS[2], 'f', 'b')"
+            worker.execute_command("EVAL", script, "2", "{a:alice}:s", "{a:alice}:h")
+            worker.set("{a:alice}:plain", "c")
+    finally:
+        server.stop()
+    server = start_shipped(tmp_path)
+    try:
+        with redis.Redis.from_url(server.url(ADMIN), protocol=2) as admin:
+            assert admin.get("{a:alice}:plain") == b"c"
+            assert admin.get("{a:alice}:s") == b"a"
+            assert admin.hget("{a:alice}:h", "f") == b"b"
+    finally:
+        server.stop()
