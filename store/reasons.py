@@ -52,7 +52,7 @@ Reason = Literal[
     # memory observation (M)
     "not_configured", "checkpoint_conflict", "checkpoint_too_new", "observation_busy",
     "observation_failed", "manual", "missing", "not_a_repository", "unreadable", "unstable",
-    "index_too_large",
+    "index_too_large", "timeout",
     # the scheduler's full scans (C27), as metric labels
     "interval", "overflow", "watch_limit", "watcher_error", "no_watcher",
 ]
@@ -185,6 +185,8 @@ REASONS: Final[dict[Reason, str]] = {
     "unreadable": "The memory repository cannot be read, or one of its metadata files is not "
                   "a regular file (M55: a FIFO, socket, device or symlink).",
     "index_too_large": "The memory repository's index file is over the 64 MiB cap (M55).",
+    "timeout": "The memory observation did not answer within its time limit (M55); the "
+               "worker went on.",
     "unstable": "The memory work tree kept changing during the observation.",
     "interval": "A full sync scan because its interval passed (C27).",
     "overflow": "A full sync scan because the file watcher's queue overflowed (C27).",

@@ -22,7 +22,7 @@ import pygit2
 
 from tidings.jobs import log
 from tidings.jobs.memory import listing as memory_listing
-from tidings.jobs.memory import partition, privateindex
+from tidings.jobs.memory import partition, privateindex, watchdog
 from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
 from tidings.jobs.memory.head import head_state, identity
 from tidings.jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
@@ -44,13 +44,19 @@ def observe(
 ) -> ObserveResult:
     """Observe ``repo_path``. Never raises for repository oddities (M12).
 
-    ``previous`` (the checkpoint's snapshot) only feeds the stat cache (M19);
+    Answers within :data:`watchdog.TIME_LIMIT_SECONDS`, and at once ``unreadable``
+    when a FIFO holds libgit2 (M55). ``previous`` (the checkpoint's snapshot) only feeds
+    the stat cache (M19);
     ``now`` is the injectable clock's time for ``observed_at``; ``threads`` > 1 reads
     the worktree side of the listing on that many threads (M24, :mod:`partition`).
     """
     if repo_path is None:
         return ObserveResult("unavailable", reason="not_configured")
     path = os.fspath(repo_path)
+    return watchdog.watched(path, lambda: _observe(path, previous, now, threads))
+
+
+def _observe(path: str, previous: Snapshot | None, now: float, threads: int) -> ObserveResult:
     try:
         for attempt in range(1, OBSERVE_ATTEMPTS + 1):
             try:
