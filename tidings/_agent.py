@@ -78,7 +78,7 @@ class Agent:
     @answering("publish")
     def publish(self, channel: str, envelope: dict[str, Any], wait: bool = False) -> Result:
         """Replace the whole mirror of ``channel`` (C10)."""
-        return publishing.publish(self.runtime, self.record, channel, envelope, wait=wait)
+        return dict(publishing.publish(self.runtime, self.record, channel, envelope, wait=wait))
 
     @answering("publish_event")
     def publish_event(
@@ -90,10 +90,10 @@ class Agent:
         wait: bool = False,
     ) -> Result:
         """Append ``event`` to ``channel`` with coalescing (C11)."""
-        return producer.publish_event(
+        return dict(producer.publish_event(
             self.runtime, self.record, channel, event, priority=priority,
             idempotency_key=idempotency_key, wait=wait,
-        )
+        ))
 
     @answering("publish_daemon_event")
     def publish_daemon_event(
@@ -106,9 +106,9 @@ class Agent:
         """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30)."""
         from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415 - see module doc
 
-        return daemon_runs.publish_daemon_event(
+        return dict(daemon_runs.publish_daemon_event(
             self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
-        )
+        ))
 
     # -- consumer reads (channels.md C21-C24) ------------------------------------
 
