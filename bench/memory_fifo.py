@@ -30,8 +30,8 @@ import pygit2
 #: Seconds before a child counts as hung.
 TIMEOUT = 3.0
 #: Race trials per swapped file, and observations per trial.
-TRIALS = 10
-OBSERVATIONS = 40
+TRIALS = 5
+OBSERVATIONS = 20
 
 CHILD = """
 import sys, time
@@ -79,10 +79,13 @@ def fifo_at(rel: str) -> Callable[[Path, pygit2.Repository], None]:
 
 
 def config_names_fifo(key: str) -> Callable[[Path, pygit2.Repository], None]:
+    """``config`` names a FIFO (written as text: pygit2 would read an include itself)."""
     def make(path: Path, repo: pygit2.Repository) -> None:
         fifo = path.parent / f"named-{key}"
         os.mkfifo(fifo)
-        repo.config[key] = str(fifo)
+        section, name = key.split(".")
+        with open(path / ".git" / "config", "a") as config:
+            config.write(f"[{section}]\n\t{name} = {fifo}\n")
     return make
 
 
@@ -133,7 +136,8 @@ def race(base: Path, name: str) -> dict[str, object]:
 
         swapper = threading.Thread(target=swap)
         swapper.start()
-        outcome, _, count = run_child(path, OBSERVATIONS, TIMEOUT + 7)
+        outcome, _, count = run_child(path, OBSERVATIONS, TIMEOUT + 5)
+        print(f"race {name} trial {trial}: {outcome} after {count}", file=sys.stderr)
         stop.set()
         swapper.join()
         hung += outcome == "hung"
@@ -152,6 +156,7 @@ def main() -> None:
             make(path, repo)
             outcome, seconds, _ = run_child(path, 1, TIMEOUT + 2)
             placements[label] = {"outcome": outcome, "seconds": seconds}
+            print(f"{label}: {outcome} {seconds}s", file=sys.stderr)
         races = {name: race(base, name) for name in ("config", "HEAD")}
     finally:
         shutil.rmtree(base, ignore_errors=True)

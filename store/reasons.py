@@ -24,6 +24,8 @@ Reason = Literal[
     # CLI usage
     "bad_usage", "invalid_json", "invalid_setting", "unreadable_file", "port_in_use",
     "worker_process_died", "INVALID_ARGUMENT", "unknown_tool",
+    # the default store under `tidings up`
+    "store_busy", "no_engine", "engine_failed", "store_engine_died",
     "not_loopback",
     # publishing, envelopes and channels (C)
     "invalid_envelope", "invalid_event", "envelope_too_large", "event_too_large",
@@ -50,7 +52,7 @@ Reason = Literal[
     # memory observation (M)
     "not_configured", "checkpoint_conflict", "checkpoint_too_new", "observation_busy",
     "observation_failed", "manual", "missing", "not_a_repository", "unreadable", "unstable",
-    "index_too_large",
+    "index_too_large", "timeout",
     # the scheduler's full scans (C27), as metric labels
     "interval", "overflow", "watch_limit", "watcher_error", "no_watcher",
 ]
@@ -95,6 +97,11 @@ REASONS: Final[dict[Reason, str]] = {
     "unreadable_file": "An @file argument cannot be read as UTF-8 text.",
     "port_in_use": "The port asked for is already in use.",
     "worker_process_died": "A worker process of `tidings up` exited.",
+    "store_busy": "Another `tidings up` already serves this state directory (or an engine it "
+                  "left still holds it).",
+    "no_engine": "No store engine binary was found to serve the default store.",
+    "engine_failed": "The store engine did not start or did not become ready.",
+    "store_engine_died": "The store engine under `tidings up` exited; `up` stops.",
     "INVALID_ARGUMENT": "The tool call's arguments are not valid (the tool's error code, "
                         "answered by the CLI too).",
     "unknown_tool": "The MCP tool name is not one tidings serves.",
@@ -178,6 +185,8 @@ REASONS: Final[dict[Reason, str]] = {
     "unreadable": "The memory repository cannot be read, or one of its metadata files is not "
                   "a regular file (M55: a FIFO, socket, device or symlink).",
     "index_too_large": "The memory repository's index file is over the 64 MiB cap (M55).",
+    "timeout": "The memory observation did not answer within its time limit (M55); the "
+               "worker went on.",
     "unstable": "The memory work tree kept changing during the observation.",
     "interval": "A full sync scan because its interval passed (C27).",
     "overflow": "A full sync scan because the file watcher's queue overflowed (C27).",

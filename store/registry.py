@@ -31,7 +31,7 @@ from tidings.store import keys, replies
 from tidings.store.errors import UnknownAgentError
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import Scripts
-from tidings.store.scripts import registry as scripts
+from tidings.store.scripts import registry as registry_scripts
 
 logger = logging.getLogger("tidings")
 
@@ -130,7 +130,7 @@ class AgentRegistry:
         self.ensure_indexed(record)
         old_host = host_of(previous)
         if old_host is not None and old_host != record.host:
-            scripts.index_drop(self._scripts, old_host, [record.agent_id])
+            registry_scripts.index_drop(self._scripts, old_host, [record.agent_id])
 
     def put_many(self, records: Iterable[AgentRecord]) -> None:
         """Register new ``records`` in bulk (fills, benches): records in pipelined pages,
@@ -148,11 +148,11 @@ class AgentRegistry:
             for record in page:
                 by_host.setdefault(record.host, []).append((record.agent_id, record.workdir))
             for host, entries in by_host.items():
-                scripts.index_add(self._scripts, host, entries)
+                registry_scripts.index_add(self._scripts, host, entries)
 
     def ensure_indexed(self, record: AgentRecord) -> bool:
         """List ``record`` in its host's index (idempotent); true if it was missing."""
-        return scripts.index_add(self._scripts, record.host,
+        return registry_scripts.index_add(self._scripts, record.host,
                                  [(record.agent_id, record.workdir)]) > 0
 
     def remove(self, agent_id: str) -> bool:
@@ -162,7 +162,7 @@ class AgentRegistry:
             return False
         host = host_of(previous)
         for name in [host] if host is not None else self.hosts():
-            scripts.index_drop(self._scripts, name, [agent_id])
+            registry_scripts.index_drop(self._scripts, name, [agent_id])
         return True
 
     # -- hosts and indexes ------------------------------------------------------
@@ -232,7 +232,7 @@ class AgentRegistry:
                 elsewhere: list[AgentRecord]) -> None:
         for record in elsewhere:
             self.ensure_indexed(record)
-        dropped = scripts.index_drop(self._scripts, host,
+        dropped = registry_scripts.index_drop(self._scripts, host,
                                      gone + [r.agent_id for r in elsewhere], at_version=version)
         logger.info("%s", "registry_index_repaired", extra={
             "event": "registry_index_repaired",

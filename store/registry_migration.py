@@ -24,7 +24,7 @@ from redis.exceptions import NoPermissionError
 from tidings.store import keys, replies
 from tidings.store.registry import PAGE, AgentRegistry, host_of, stored_field, text_pairs
 from tidings.store.scripts import Scripts
-from tidings.store.scripts import registry as scripts
+from tidings.store.scripts import registry as registry_scripts
 
 logger = logging.getLogger("tidings")
 
@@ -85,6 +85,6 @@ def _copy(redis: Redis, control: Redis, runner: Scripts,
     if by_host:
         control.sadd(keys.HOSTS, *by_host)
     for host, listed in by_host.items():
-        scripts.index_add(runner, host, listed)
+        registry_scripts.index_add(runner, host, listed)
     return sum(1 for ok in written if ok)
 

@@ -104,9 +104,9 @@ class Agent:
         wait: bool = False,
     ) -> Result:
         """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30)."""
-        from tidings.jobs.daemon import runs as daemon  # noqa: PLC0415 - see module doc
+        from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415 - see module doc
 
-        return daemon.publish_daemon_event(
+        return daemon_runs.publish_daemon_event(
             self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
         )
 
@@ -146,34 +146,34 @@ class Agent:
         (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
         if not isinstance(block, dict):
             return _invalid_persistent()
-        from tidings.jobs.cap import lanes as cap  # noqa: PLC0415 - see module doc
+        from tidings.jobs.cap import lanes as cap_lanes  # noqa: PLC0415 - see module doc
 
-        return cap.cap_persistent(self.runtime, self.record, block)
+        return cap_lanes.cap_persistent(self.runtime, self.record, block)
 
     # -- the agent-facing tool (channels.md C44) ----------------------------------
 
     @answering("notification")
     def notification(self, action: str, input: dict[str, Any] | None = None) -> Result:
         """Run one action of the ``notification`` tool; ``None`` input means ``{}``."""
-        from tidings import _tool as tool  # noqa: PLC0415 - see module doc
+        from tidings import _tool as notification_tool  # noqa: PLC0415 - see module doc
 
-        return tool.notification(self, action, input)
+        return notification_tool.notification(self, action, input)
 
     @answering("call_tool")
     def call_tool(self, arguments: dict[str, Any]) -> Result:
         """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
-        from tidings import _tool as tool  # noqa: PLC0415 - see module doc
+        from tidings import _tool as notification_tool  # noqa: PLC0415 - see module doc
 
-        return tool.call_tool(self, arguments)
+        return notification_tool.call_tool(self, arguments)
 
     # -- the orchestrator's turn loop (memory-inbox.md M3-M7, M43-M51) -------------
 
     @answering("startup")
     def startup(self) -> Result:
         """Inbox recovery, then the ``startup`` memory observation (M51); never wakes."""
-        from tidings.jobs.turns import prepare  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import prepare as turn_prepare  # noqa: PLC0415 - pygit2, see module doc
 
-        return prepare.startup(self.runtime, self.record)
+        return turn_prepare.startup(self.runtime, self.record)
 
     @answering("prepare_turn")
     def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
@@ -182,20 +182,20 @@ class Agent:
         Returns a :class:`Turn`, or an error dict (``turn_in_progress``, ``invalid_kind``).
         """
         from tidings._turn import Turn  # noqa: PLC0415 - see module doc
-        from tidings.jobs.turns import prepare as turns  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import prepare as turn_prepare  # noqa: PLC0415 - pygit2, see module doc
         from tidings.workers.turn_group import GroupPreTurn  # noqa: PLC0415 - pygit2, see module doc
 
-        pre_turn = turns.inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
-        result = turns.prepare_turn(self.runtime, self.record, kind, pre_turn)
+        pre_turn = turn_prepare.inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
+        result = turn_prepare.prepare_turn(self.runtime, self.record, kind, pre_turn)
         return Turn.from_result(result) if result["status"] == "ok" else result
 
     @answering("mark_side_effect")
     def mark_side_effect(self, turn: Turn | str) -> Result:
         """Call before the turn's first externally visible action (M47)."""
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
-        from tidings.jobs.turns import finish  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
-        return finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
+        return turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
 
     @answering("finish_turn")
     def finish_turn(
@@ -208,9 +208,9 @@ class Agent:
     ) -> Result:
         """Reconcile the memory checkpoint and settle the turn's items (M46-M50)."""
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
-        from tidings.jobs.turns import finish  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
-        return finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
+        return turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
                                        side_effects, ignored, owned)
 
     @raising("inbox")
@@ -225,9 +225,9 @@ class Agent:
     @answering("ignore")
     def ignore(self, event_id: str) -> Result:
         """Move a pending, deferred or processing item to ``ignored`` (M6)."""
-        from tidings.jobs.inbox import admission as inboxes  # noqa: PLC0415 - see module doc
+        from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
-        return inboxes.ignore(self.runtime, self.agent_id, event_id)
+        return inbox_admission.ignore(self.runtime, self.agent_id, event_id)
 
     @answering("admit")
     def admit(
@@ -239,9 +239,9 @@ class Agent:
         key: str | None = None,
     ) -> Result:
         """Admit an application-defined source event into the inbox (M3, M4)."""
-        from tidings.jobs.inbox import admission as inboxes  # noqa: PLC0415 - see module doc
+        from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
-        return inboxes.admit(self.runtime, self.agent_id, source_kind, summary, payload,
+        return inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary, payload,
                              wake, key)
 
     @answering("observe_memory")
@@ -250,9 +250,9 @@ class Agent:
         if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
             return {"status": "error", "reason": "invalid_input",
                     "message": "reason must be a string of 1 to 64 characters"}
-        from tidings.jobs.memory import admission  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.memory import admission as memory_admission  # noqa: PLC0415 - pygit2, see module doc
 
-        return admission.observe_memory(self.runtime, self.record, reason)
+        return dict(memory_admission.observe_memory(self.runtime, self.record, reason))
 
     # -- wake signals (channels.md C26) -------------------------------------------
 
@@ -263,6 +263,6 @@ class Agent:
         Returns the signal with its ``wake_id`` and advances this agent's cursor,
         or ``None``; a bad ``timeout`` raises :class:`tidings.TidingsError`.
         """
-        from tidings.jobs.wake import stream as wake  # noqa: PLC0415 - see module doc
+        from tidings.jobs.wake import stream as wake_stream  # noqa: PLC0415 - see module doc
 
-        return wake.wait_for_wake(self.runtime, self.record, timeout)
+        return wake_stream.wait_for_wake(self.runtime, self.record, timeout)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from tidings import _manual
 from tidings.jobs.actions import delay, dismiss
 from tidings.jobs.channels import hooks
-from tidings.jobs.channels import settings as settings_show
+from tidings.jobs.channels import settings as channel_settings
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
 from tidings.store.jsonread import input_problem
@@ -94,11 +94,12 @@ def _drop(agent: Agent, p: dict[str, Any]) -> Result:
 
 def _delay(agent: Agent, p: dict[str, Any]) -> Result:
     # ``seconds`` goes through untouched: a non-integer is the job's ``invalid_delay``.
-    return delay.request_delay(agent.runtime, agent.record, p.get("channel"), p.get("seconds"))
+    return dict(delay.request_delay(agent.runtime, agent.record, p.get("channel"),
+                                    p.get("seconds")))
 
 
 def _settings(agent: Agent, p: dict[str, Any]) -> Result:
-    return settings_show.show(agent.record)
+    return channel_settings.show(agent.record)
 
 
 def _manual_action(agent: Agent, p: dict[str, Any]) -> Result:

@@ -21,7 +21,8 @@ from dramatiq import Broker
 
 from tidings.jobs import log
 from tidings.jobs.actions import delay
-from tidings.jobs.channels import dead_letter, flush
+from tidings.jobs.channels import dead_letter
+from tidings.jobs.channels import flush as flushing
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import render
@@ -130,7 +131,7 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
 
 def declare_actors(broker: Broker, rt: Runtime) -> None:
     """Declare every host actor on ``broker``."""
-    agent_actor(broker, rt, "flush_channel", flush.flush_channel,
+    agent_actor(broker, rt, "flush_channel", flushing.flush_channel,
                 max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=FLUSH_DEAD_LETTER)
     flush_dead_letter_actor(broker, rt)
     agent_actor(broker, rt, "expire_delay", delay.expire)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dramatiq import Broker
 
 from tidings.jobs.actions import delay
-from tidings.jobs.channels import flush
+from tidings.jobs.channels import flush as flushing
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 from tidings.workers.dispatch import BrokerDispatcher
@@ -22,7 +22,7 @@ class InlineDispatcher(BrokerDispatcher):
         self._runtime_factory = runtime_factory
 
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
-        flush.flush_channel(self._runtime_factory(), agent, channel)
+        flushing.flush_channel(self._runtime_factory(), agent, channel)
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
         delay.expire(self._runtime_factory(), agent, request_id)

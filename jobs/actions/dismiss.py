@@ -17,9 +17,9 @@ from tidings.jobs.channels.envelope import error
 from tidings.jobs.channels.flush import channel_file, settle_intent
 from tidings.jobs.channels.mirror import parse_mirror, summarise
 from tidings.jobs.channels.publish import check_channel
-from tidings.jobs.daemon import dismissal as daemon_dismiss
+from tidings.jobs.daemon import dismissal as daemon_dismissal
 from tidings.jobs.daemon import report as daemon_report
-from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.daemon import runs as daemon_runs
 from tidings.jobs.daemon.control import DaemonControlError, read_control
 from tidings.jobs.delay.state import live_target
 from tidings.jobs.runtime import Runtime
@@ -175,8 +175,8 @@ def _events_in_file(target: _Target, force: bool, match: Callable[[Any], bool]) 
 
 def _daemon(target: _Target, force: bool, match: Callable[[Any], bool] | None) -> Result:
     root = target.agent.root
-    control = daemon.settle_pending(root, read_control(root))
-    view = daemon.view_of(control, daemon.read_minis(root, control))
+    control = daemon_runs.settle_pending(root, read_control(root))
+    view = daemon_runs.view_of(control, daemon_runs.read_minis(root, control))
     current: Version = list(view.fp_entry) if view.fp_entry else None
     delivered = target.delivered()
     if not force and delivered != current:
@@ -185,10 +185,10 @@ def _daemon(target: _Target, force: bool, match: Callable[[Any], bool] | None) -
     removed = 0
     if match is None:
         if existed:
-            daemon_dismiss.clear_all(root, control, view)
+            daemon_dismissal.clear_all(root, control, view)
     else:
-        removed = daemon_dismiss.remove_events(root, control, view, match)
-    after = daemon.read_daemon(root)
+        removed = daemon_dismissal.remove_events(root, control, view, match)
+    after = daemon_runs.read_daemon(root)
     target.commit(list(after.fp_entry) if after.fp_entry else None)
     daemon_report.refresh(root, after)
     if match is None:
@@ -207,7 +207,7 @@ def _locked(
 ) -> Result:
     """C35 step 6 and the change itself."""
     target = _Target(rt, agent, channel)
-    scope = daemon.CONTROL_SCOPE if channel == names.DAEMON else f"channel:{channel}"
+    scope = daemon_runs.CONTROL_SCOPE if channel == names.DAEMON else f"channel:{channel}"
     try:
         with own_act(rt, agent), locks.hold(agent.root, scope):  # C53: never wakes
             if channel == names.DAEMON:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidings.jobs.channels import publish as channel_publish
+from tidings.jobs.channels import publish as publishing
 from tidings.jobs.channels import reserved
 from tidings.jobs.channels.envelope import error
 from tidings.jobs.channels.names import DAEMON
@@ -34,11 +34,11 @@ def publish_event(
         problem = reserved.producer_event_problem(channel, event)
         if problem is not None:
             return problem
-        return channel_publish.publish_event(
+        return publishing.publish_event(
             rt, agent, channel, event, priority=priority, idempotency_key=idempotency_key,
             wait=wait,
         )
-    problem = channel_publish.check_channel(rt, agent, channel)
+    problem = publishing.check_channel(rt, agent, channel)
     if problem is not None:
         return problem
     if not isinstance(event, dict):
@@ -47,6 +47,7 @@ def publish_event(
     if daemon_id is None:
         return error("missing_daemon_id", "a daemon event needs a daemon_id")
     # Loaded here: a hook publishing to any other channel never pays for the daemon views.
-    from tidings.jobs.daemon import runs  # noqa: PLC0415
+    from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415
 
-    return runs.publish_daemon_event(rt, agent, daemon_id, event, priority=priority, wait=wait)
+    return daemon_runs.publish_daemon_event(rt, agent, daemon_id, event, priority=priority,
+                                            wait=wait)

@@ -13,8 +13,8 @@ finally ``{}``, the smallest lane there is (2 characters).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import NotRequired, TypedDict
 
 from tidings.jobs.cap import ruler as cap_ruler
 from tidings.jobs.cap.spill import ATTENTION_STEM, Spill, Spiller, SpillRequest
@@ -55,8 +55,23 @@ COMMENT_PATH_OMITTED = (
     "producer tool."
 )
 
-Lane = dict[str, Any]
+#: A lane: channel (or lane-level key) → payload; payloads are the producer's open JSON.
+Lane = dict[str, object]
+#: One level of a payload object, as the B13 steps rebuild it.
+Part = dict[object, object]
 _CONTAINERS = (dict, list, tuple)
+
+
+class Marker(TypedDict):
+    """B7: the lane-level ``overflow`` marker; the B13 guard forms add the optional keys."""
+
+    path: str | None
+    full_chars: int
+    truncated: bool
+    spill_failed: NotRequired[bool]
+    path_omitted: NotRequired[bool]
+    spill_file: NotRequired[str]
+    digest: NotRequired[str]
 
 
 def cut(text: str, budget: int) -> str:
@@ -64,11 +79,11 @@ def cut(text: str, budget: int) -> str:
     return text[:budget] + ELLIPSIS if budget else ""
 
 
-def shorten(value: Any, budget: int) -> Any:
+def shorten(value: object, budget: int) -> object:
     """B12: a copy of ``value`` with heavy strings over ``budget`` cut and their existing
     ``<field>_truncated`` flags set; routing values are kept as they are."""
     if isinstance(value, dict):
-        out: dict[Any, Any] = {}
+        out: Part = {}
         cut_fields: list[str] = []
         for key, item in value.items():
             if key in ROUTING_KEYS:
@@ -88,15 +103,15 @@ def shorten(value: Any, budget: int) -> Any:
     return value
 
 
-def marker(spill: Spill, full_chars: int) -> dict[str, Any]:
+def marker(spill: Spill, full_chars: int) -> Marker:
     """B7: the lane-level ``overflow`` marker."""
-    out: dict[str, Any] = {"path": spill.path, "full_chars": full_chars, "truncated": True}
+    out: Marker = {"path": spill.path, "full_chars": full_chars, "truncated": True}
     if not spill.ok:
         out["spill_failed"] = True
     return out
 
 
-def _with_marker(entries: Lane, overflow: dict[str, Any], comment: str | None) -> Lane:
+def _with_marker(entries: Mapping[str, object], overflow: Marker, comment: str | None) -> Lane:
     out = dict(entries)
     out[MARKER_KEY] = overflow
     if comment is None:
@@ -106,11 +121,11 @@ def _with_marker(entries: Lane, overflow: dict[str, Any], comment: str | None) -
     return out
 
 
-def _routing_part(part: dict[Any, Any]) -> dict[Any, Any]:
+def _routing_part(part: Part) -> Part:
     return {k: v for k, v in part.items() if k in ROUTING_KEYS}
 
 
-def routing_stub(payload: Any) -> Any:
+def routing_stub(payload: object) -> object:
     """B13: an object keeps its routing keys and its ``data`` object's routing keys."""
     if not isinstance(payload, dict):
         return payload
@@ -121,11 +136,11 @@ def routing_stub(payload: Any) -> Any:
     }
 
 
-def _drop(keys: frozenset[str]) -> Callable[[dict[Any, Any]], dict[Any, Any]]:
+def _drop(keys: frozenset[str]) -> Callable[[Part], Part]:
     return lambda part: {k: v for k, v in part.items() if k not in keys}
 
 
-def _head_ids(part: dict[Any, Any]) -> dict[Any, Any]:
+def _head_ids(part: Part) -> Part:
     return {
         k: (list(v[:ID_HEAD]) if k in ID_LISTS and isinstance(v, list | tuple) else v)
         for k, v in part.items()
@@ -133,7 +148,7 @@ def _head_ids(part: dict[Any, Any]) -> dict[Any, Any]:
 
 
 #: B13 steps 1-5, applied to every entry's top level and its ``data``.
-ROUTING_STEPS: tuple[Callable[[dict[Any, Any]], dict[Any, Any]], ...] = (
+ROUTING_STEPS: tuple[Callable[[Part], Part], ...] = (
     _drop(frozenset({"ref", "ref_id"})),
     _drop(frozenset({"event_id", "event_ids"})),
     _drop(frozenset({"message_ref"})),
@@ -142,20 +157,27 @@ ROUTING_STEPS: tuple[Callable[[dict[Any, Any]], dict[Any, Any]], ...] = (
 )
 
 
-def _apply(step: Callable[[dict[Any, Any]], dict[Any, Any]], payload: Any) -> Any:
+def _apply(step: Callable[[Part], Part], payload: object) -> object:
     if not isinstance(payload, dict):
         return payload
     out = step(payload)
-    if isinstance(out.get("data"), dict):
-        out["data"] = step(out["data"])
+    data = out.get("data")
+    if isinstance(data, dict):
+        out["data"] = step(data)
     return out
 
 
-def _compacted(lane: Lane, overflow: dict[str, Any], comment: str) -> Iterator[Lane]:
+def _shortened(channels: Lane, budget: int) -> Lane:
+    """:func:`shorten` over the whole lane (a dict in, so a dict out)."""
+    out = shorten(channels, budget)
+    return out if isinstance(out, dict) else channels
+
+
+def _compacted(lane: Lane, overflow: Marker, comment: str) -> Iterator[Lane]:
     """B12 stages, then B13's stub and steps 1-6, smallest last."""
     channels = {k: v for k, v in lane.items() if k not in (MARKER_KEY, COMMENT_KEY)}
     for budget in BUDGETS:
-        yield _with_marker(shorten(channels, budget), overflow, comment)
+        yield _with_marker(_shortened(channels, budget), overflow, comment)
     entries = {name: routing_stub(payload) for name, payload in channels.items()}
     yield _with_marker(entries, overflow, comment)
     for step in ROUTING_STEPS:
@@ -164,10 +186,11 @@ def _compacted(lane: Lane, overflow: dict[str, Any], comment: str) -> Iterator[L
     yield _with_marker(entries, overflow, None)
 
 
-def _envelopes(spill: Spill, digest8: str, overflow: dict[str, Any]) -> Iterator[Lane]:
+def _envelopes(spill: Spill, digest8: str, overflow: Marker) -> Iterator[Lane]:
     """B13 steps 7-8, then the sub-floor degradations."""
     yield {MARKER_KEY: overflow}
-    guard = {**overflow, "path": None, "path_omitted": True}
+    guard = overflow.copy()
+    guard["path"], guard["path_omitted"] = None, True
     if spill.name is not None:
         guard["spill_file"] = spill.name
         name = spill.name

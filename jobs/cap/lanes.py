@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from functools import partial
-from typing import Any
 
 from tidings.jobs import limits
 from tidings.jobs.cap import memo as cap_memo
 from tidings.jobs.cap import spill, spill_persistent
-from tidings.jobs.cap.attention import cap_lane
-from tidings.jobs.cap.persistent import cap_block
+from tidings.jobs.cap.attention import Lane, cap_lane
+from tidings.jobs.cap.persistent import Block, cap_block
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
@@ -28,29 +27,31 @@ EMAIL_INSTRUCTIONS = "Email content is in _meta.agent_meta.notifications.persist
 IM_INSTRUCTIONS = "Message content is in _meta.agent_meta.notifications.persistent.mcp.{im}."
 
 
-def _ids(records: Any) -> list[Any]:
+def _ids(records: object) -> list[object]:
     if not isinstance(records, list | tuple):
         return []
     return [r["id"] for r in records if isinstance(r, dict) and "id" in r]
 
 
-def _pointer(original: Any, header: str, data: dict[str, Any], instructions: str) -> Any:
-    entry: dict[str, Any] = {"header": header, "data": data, "instructions": instructions}
+def _pointer(
+    original: object, header: str, data: dict[str, list[object]], instructions: str
+) -> dict[str, object]:
+    entry: dict[str, object] = {"header": header, "data": data, "instructions": instructions}
     if isinstance(original, dict):
         entry.update({k: original[k] for k in KEPT_KEYS if k in original})
     return entry
 
 
 def sanitise_attention(
-    attention: dict[str, Any], persistent: dict[str, Any] | None
-) -> dict[str, Any]:
+    attention: Lane, persistent: Block | None
+) -> Lane:
     """B4: attention entries of lanes the persistent block carries point there instead.
 
     Returns ``attention`` itself when nothing is replaced.
     """
     if not isinstance(persistent, dict):
         return attention
-    pointers: dict[str, Any] = {}
+    pointers: Lane = {}
     email = persistent.get("email")
     if isinstance(email, dict) and "email" in attention:
         ids = email.get("email_ids")
@@ -74,10 +75,10 @@ def sanitise_attention(
 def cap_attention(
     rt: Runtime,
     agent: AgentRecord,
-    lane: dict[str, Any],
+    lane: Lane,
     cap: int | None = None,
     content_key: Hashable | None = None,
-) -> dict[str, Any]:
+) -> Lane:
     """B6-B14: the attention lane within the effective cap, spilled to ``logs/`` if cut.
 
     ``content_key`` identifies the lane's content (see :mod:`tidings.jobs.cap.memo`); with
@@ -103,8 +104,8 @@ def cap_attention(
 
 
 def cap_persistent(
-    rt: Runtime, agent: AgentRecord, block: dict[str, Any], cap: int | None = None
-) -> dict[str, Any]:
+    rt: Runtime, agent: AgentRecord, block: Block, cap: int | None = None
+) -> Block:
     """B11, B15-B17: the persistent block within the effective cap, spilled if cut."""
     limit = cap if cap is not None else limits.max_chars(agent.root)
     spiller = partial(

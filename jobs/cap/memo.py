@@ -19,9 +19,9 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tidings.jobs.cap import spill
+from tidings.jobs.cap.attention import Lane
 
 #: Capped lanes kept per process.
 MEMO_SIZE = 256
@@ -40,17 +40,17 @@ class LaneMemo:
         self._items: OrderedDict[Hashable, _Capped] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, root: Path, key: Hashable) -> dict[str, Any] | None:
+    def get(self, root: Path, key: Hashable) -> Lane | None:
         with self._lock:
             entry = self._items.get(key)
             if entry is not None:
                 self._items.move_to_end(key)
         if entry is None or not spill.still_verified(root, entry.spill_name, entry.digest):
             return None
-        lane: dict[str, Any] = json.loads(entry.text)
+        lane: Lane = json.loads(entry.text)
         return lane
 
-    def put(self, key: Hashable, lane: dict[str, Any], digest: str, outcome: spill.Spill) -> None:
+    def put(self, key: Hashable, lane: Lane, digest: str, outcome: spill.Spill) -> None:
         if outcome.name is None:
             return
         try:

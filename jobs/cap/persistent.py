@@ -16,10 +16,9 @@ smallest persistent lane.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tidings.jobs.cap import ruler as cap_ruler
-from tidings.jobs.cap.attention import BUDGETS, MARKER_KEY, cut, marker
+from tidings.jobs.cap.attention import BUDGETS, MARKER_KEY, Marker, Part, cut, marker
 from tidings.jobs.cap.spill import Spill, Spiller, SpillRequest
 
 #: B15: the shortened fields of an email record and of an IM record.
@@ -45,7 +44,8 @@ IM_NOTE = (
     "alternate current copy."
 )
 
-Block = dict[str, Any]
+#: A persistent block: ``email``, ``mcp`` and the caller's other keys (open JSON).
+Block = dict[str, object]
 
 
 @dataclass
@@ -53,7 +53,7 @@ class _Run:
     """One capping: the limit, the marker, the email note and the stubs made so far."""
 
     limit: int
-    overflow: dict[str, Any]
+    overflow: Marker
     email_note: str
     stubs: set[int] = field(default_factory=set)
 
@@ -61,7 +61,7 @@ class _Run:
         return cap_ruler.measure_persistent(block) <= self.limit
 
 
-def _noted(record: dict[Any, Any], note: str) -> None:
+def _noted(record: Part, note: str) -> None:
     """Append ``note`` to the record's comment after a space (once), or set it."""
     comment = record.get("comment")
     if isinstance(comment, str) and comment:
@@ -71,7 +71,7 @@ def _noted(record: dict[Any, Any], note: str) -> None:
         record["comment"] = note
 
 
-def _cut_fields(record: dict[Any, Any], fields: tuple[str, ...], budget: int) -> bool:
+def _cut_fields(record: Part, fields: tuple[str, ...], budget: int) -> bool:
     lost = False
     for name in fields:
         value = record.get(name)
@@ -81,10 +81,10 @@ def _cut_fields(record: dict[Any, Any], fields: tuple[str, ...], budget: int) ->
     return lost
 
 
-def _email_record(record: Any, budget: int, run: _Run) -> Any:
+def _email_record(record: object, budget: int, run: _Run) -> object:
     if not isinstance(record, dict) or id(record) in run.stubs:
         return record
-    out = dict(record)
+    out: Part = dict(record)
     if _cut_fields(out, EMAIL_HEAVY, budget):
         out["message_truncated"] = True
     if budget == NOTE_BUDGET:
@@ -92,12 +92,12 @@ def _email_record(record: Any, budget: int, run: _Run) -> Any:
     return out
 
 
-def _im_record(record: Any, im: Any, budget: int, protect: bool, run: _Run) -> Any:
+def _im_record(record: object, im: object, budget: int, protect: bool, run: _Run) -> object:
     if not isinstance(record, dict) or id(record) in run.stubs:
         return record
     if protect and record.get("is_current"):
         return record
-    out = dict(record)
+    out: Part = dict(record)
     if _cut_fields(out, IM_HEAVY, budget):
         out["text_truncated"] = True
         _noted(out, IM_NOTE.format(im=im))
@@ -118,7 +118,7 @@ def compact(base: Block, budget: int, protect: bool, run: _Run) -> Block:
         }
     mcp = out.get("mcp")
     if isinstance(mcp, dict):
-        lanes: dict[Any, Any] = {}
+        lanes: Part = {}
         for im, lane in mcp.items():
             if isinstance(lane, dict):
                 lane = dict(lane)
@@ -132,9 +132,9 @@ def compact(base: Block, budget: int, protect: bool, run: _Run) -> Block:
     return out
 
 
-def _stub_lanes(block: Block) -> list[tuple[dict[Any, Any], list[Any]]]:
+def _stub_lanes(block: Block) -> list[tuple[Part, list[object]]]:
     """B16: (lane, records) pairs in round-robin order: email, then IM lanes in block order."""
-    pairs: list[tuple[dict[Any, Any], list[Any]]] = []
+    pairs: list[tuple[Part, list[object]]] = []
     email = block.get("email")
     if isinstance(email, dict) and isinstance(email.get("emails"), list):
         pairs.append((email, email["emails"]))
@@ -146,15 +146,26 @@ def _stub_lanes(block: Block) -> list[tuple[dict[Any, Any], list[Any]]]:
     return pairs
 
 
-def _eligible(record: Any, protect: bool, run: _Run) -> bool:
-    if not isinstance(record, dict) or id(record) in run.stubs:
+def _eligible(record: Part, protect: bool, run: _Run) -> bool:
+    if id(record) in run.stubs:
         return False
     if protect and record.get("is_current"):
         return False
     return any(key not in STUB_KEYS for key in record)  # already minimal: nothing to drop
 
 
-def _record_dropped(lane: dict[Any, Any], record_id: Any) -> int:
+def _next_eligible(
+    records: list[object], start: int, protect: bool, run: _Run
+) -> tuple[int, Part] | None:
+    """The first record from ``start`` on that may be stubbed, with its index."""
+    for index in range(start, len(records)):
+        record = records[index]
+        if isinstance(record, dict) and _eligible(record, protect, run):
+            return index, record
+    return None
+
+
+def _record_dropped(lane: Part, record_id: object) -> int:
     """Append ``record_id`` to ``dropped_ids`` (once); the change in the block's size."""
     if not isinstance(record_id, str) or not record_id:
         return 0
@@ -182,11 +193,11 @@ def stub(block: Block, protect: bool, run: _Run) -> Block | None:
     while progressed:
         progressed = False
         for n, (lane, records) in enumerate(lanes):
-            while cursors[n] < len(records) and not _eligible(records[cursors[n]], protect, run):
-                cursors[n] += 1
-            if cursors[n] == len(records):
+            found = _next_eligible(records, cursors[n], protect, run)
+            if found is None:
+                cursors[n] = len(records)
                 continue
-            old = records[cursors[n]]
+            cursors[n], old = found
             new = {k: old[k] for k in STUB_KEYS if k in old}
             records[cursors[n]] = new
             run.stubs.add(id(new))
@@ -200,7 +211,7 @@ def stub(block: Block, protect: bool, run: _Run) -> Block | None:
     return None
 
 
-def _envelopes(spill: Spill, overflow: dict[str, Any]) -> list[Block]:
+def _envelopes(spill: Spill, overflow: Marker) -> list[Block]:
     """After both tiers: marker only, then without the path, then the sub-floor forms."""
     out: list[Block] = [{MARKER_KEY: overflow}]
     if spill.name is not None:

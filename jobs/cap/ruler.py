@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import json
 import math
-from typing import Any
 
 #: B5: the separators of the ruler and canonical texts.
 SEPARATORS = (", ", ": ")
@@ -26,7 +25,7 @@ class Unserialisable(ValueError):
     """The value has no JSON text, even with ``str()`` for foreign values."""
 
 
-def _key(key: Any) -> str:
+def _key(key: object) -> str:
     """A dict key as JSON writes it (``True`` → ``"true"``), foreign keys as ``str()``."""
     if isinstance(key, str):
         return key
@@ -37,7 +36,7 @@ def _key(key: Any) -> str:
     return str(key)
 
 
-def _plain(value: Any, open_ids: set[int]) -> Any:
+def _plain(value: object, open_ids: set[int]) -> object:
     """``value`` with string keys and ``str()`` for everything JSON cannot hold."""
     if value is None or isinstance(value, str | bool | int):
         return value
@@ -56,26 +55,35 @@ def _plain(value: Any, open_ids: set[int]) -> Any:
     return str(value)
 
 
-def dumps(value: Any, **options: Any) -> str:
+def dumps(
+    value: object,
+    *,
+    ensure_ascii: bool,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    indent: int | None = None,
+) -> str:
     """JSON text of ``value`` with foreign values as ``str()``; raises :class:`Unserialisable`.
 
     The C encoder handles ordinary lanes in one pass; only a lane it refuses
     (``NaN``, mixed key types, a foreign key) goes through :func:`_plain` first.
     """
     with contextlib.suppress(Exception):  # any refusal: try the normalised form
-        return json.dumps(value, allow_nan=False, default=str, **options)
+        return json.dumps(value, allow_nan=False, default=str, ensure_ascii=ensure_ascii,
+                          sort_keys=sort_keys, separators=separators, indent=indent)
     try:
-        return json.dumps(_plain(value, set()), allow_nan=False, **options)
+        return json.dumps(_plain(value, set()), allow_nan=False, ensure_ascii=ensure_ascii,
+                          sort_keys=sort_keys, separators=separators, indent=indent)
     except Exception as exc:  # a cycle, an over-long int, a failing __str__, deep nesting
         raise Unserialisable(type(exc).__name__) from exc
 
 
-def ruler_text(value: Any) -> str:
+def ruler_text(value: object) -> str:
     """B5: the text a lane is measured by."""
     return dumps(value, ensure_ascii=True, sort_keys=True, separators=SEPARATORS)
 
 
-def measure(value: Any) -> int:
+def measure(value: object) -> int:
     """B5: the size of an attention lane (0 when it cannot be written)."""
     try:
         return len(ruler_text(value))
@@ -83,17 +91,17 @@ def measure(value: Any) -> int:
         return 0
 
 
-def persistent_view(block: Any) -> dict[str, Any]:
+def persistent_view(block: object) -> dict[str, object]:
     """B5/B11: what the persistent lane is measured and spilled as."""
     return {PERSISTENT_WRAPPER: block}
 
 
-def measure_persistent(block: Any) -> int:
+def measure_persistent(block: object) -> int:
     """B5: the size of a persistent lane, inside its wrapper."""
     return measure(persistent_view(block))
 
 
-def canonical_text(value: Any, ruler: str | None = None) -> str:
+def canonical_text(value: object, ruler: str | None = None) -> str:
     """B10: sorted, ``", "``/``": "``, non-ASCII kept.
 
     Given the ruler text of the same value, it is reused when it holds no
@@ -110,7 +118,7 @@ def digest(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def content_bytes(value: Any) -> bytes:
+def content_bytes(value: object) -> bytes:
     """B10/B11: a spill file's bytes: indent 2, non-ASCII kept.
 
     A string with a lone surrogate has no UTF-8 form; then that file is written

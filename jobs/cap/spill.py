@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from tidings.jobs import log, metrics
 from tidings.jobs.cap import ruler as cap_ruler
@@ -50,7 +49,7 @@ class Spill:
 class SpillRequest:
     """The full copy of one oversized lane: its canonical text, digest and file bytes."""
 
-    def __init__(self, value: Any, ruler: str | None = None) -> None:
+    def __init__(self, value: object, ruler: str | None = None) -> None:
         self.value = value
         self.canonical = cap_ruler.canonical_text(value, ruler)
         self.digest = cap_ruler.digest(self.canonical)

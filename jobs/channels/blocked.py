@@ -13,8 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from tidings.jobs import log
-from tidings.jobs.channels import blocked_overflow as overflow
-from tidings.jobs.channels import names, system_events
+from tidings.jobs.channels import blocked_overflow, names, system_events
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
@@ -124,12 +123,12 @@ def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
         rt.redis.srem(k.blocked, *resolved)
         warned.difference_update(resolved)
     fresh = set(present) - warned
-    room = overflow.MAX_WARNED_BLOCKED - len(warned)
+    room = blocked_overflow.MAX_WARNED_BLOCKED - len(warned)
     newly: list[str] = []
     for stem in sorted(fresh) if room > 0 else ():
         if len(newly) >= room:
             break
-        joined = overflow.join(rt, agent, stem)
+        joined = blocked_overflow.join(rt, agent, stem)
         if joined < 0:  # a concurrent tick filled the set
             room = len(newly)
             break
@@ -138,7 +137,7 @@ def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
             newly.append(stem)
     full = len(newly) >= room
     # While the set has room, a channel left unwarned is a failed publish, retried next tick.
-    overflow.announce(rt, agent, len(fresh) - len(newly) if full else 0, last)
+    blocked_overflow.announce(rt, agent, len(fresh) - len(newly) if full else 0, last)
     return newly
 
 

@@ -21,7 +21,8 @@ import time
 import pygit2
 
 from tidings.jobs import log
-from tidings.jobs.memory import listing, partition, privateindex
+from tidings.jobs.memory import listing as memory_listing
+from tidings.jobs.memory import partition, privateindex, watchdog
 from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
 from tidings.jobs.memory.head import head_state, identity
 from tidings.jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
@@ -43,13 +44,19 @@ def observe(
 ) -> ObserveResult:
     """Observe ``repo_path``. Never raises for repository oddities (M12).
 
-    ``previous`` (the checkpoint's snapshot) only feeds the stat cache (M19);
+    Answers within :data:`watchdog.TIME_LIMIT_SECONDS`, and at once ``unreadable``
+    when a FIFO holds libgit2 (M55). ``previous`` (the checkpoint's snapshot) only feeds
+    the stat cache (M19);
     ``now`` is the injectable clock's time for ``observed_at``; ``threads`` > 1 reads
     the worktree side of the listing on that many threads (M24, :mod:`partition`).
     """
     if repo_path is None:
         return ObserveResult("unavailable", reason="not_configured")
     path = os.fspath(repo_path)
+    return watchdog.watched(path, lambda: _observe(path, previous, now, threads))
+
+
+def _observe(path: str, previous: Snapshot | None, now: float, threads: int) -> ObserveResult:
     try:
         for attempt in range(1, OBSERVE_ATTEMPTS + 1):
             try:
@@ -75,14 +82,14 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float, threads: int
         index_before = _index_stat(index_path)
         head = head_state(repo)
         index, index_data = privateindex.load(repo, index_path)
-        staged = listing.read_staged(repo, index, head, index_path)
+        staged = memory_listing.read_staged(repo, index, head, index_path)
         if threads > 1:
             names = partition.top_level_names(
-                repo.workdir, listing.head_tree(repo, head.head), staged)
+                repo.workdir, memory_listing.head_tree(repo, head.head), staged)
             worktree = partition.read_worktree(repo_path, index_path, index_data, names, threads)
         else:
-            worktree = listing.read_worktree(index)
-        listed = listing.merge(staged, worktree, index)
+            worktree = memory_listing.read_worktree(index)
+        listed = memory_listing.merge(staged, worktree, index)
         ident = identity(repo, head, previous.identity.root_commit if previous else None)
         ordered = sorted(listed)
         records = _fingerprint(ident.root, ordered[:MAX_PATHS], listed, previous)
@@ -102,7 +109,8 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float, threads: int
 
 
 def _fingerprint(
-    root: str, paths: list[bytes], listed: dict[bytes, listing.Listed], previous: Snapshot | None
+    root: str, paths: list[bytes], listed: dict[bytes,
+                                                memory_listing.Listed], previous: Snapshot | None
 ) -> dict[bytes, PathRecord]:
     cached = previous.paths if previous else {}
     cache_before = previous.started_ns - RACY_WINDOW_NS if previous else 0
@@ -130,7 +138,7 @@ def _refresh(
         log.event("memory.index_refreshed", logging.INFO, repo=root, entries=refreshed)
 
 
-def listing_digest(ordered: list[bytes], listed: dict[bytes, listing.Listed]) -> str:
+def listing_digest(ordered: list[bytes], listed: dict[bytes, memory_listing.Listed]) -> str:
     """M20: SHA-256 over the full listing: raw path, NUL, flags in decimal, LF."""
     digest = hashlib.sha256()
     for raw in ordered:

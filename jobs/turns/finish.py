@@ -13,7 +13,7 @@ from typing import Any
 
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.memory.admission import RECORDED, reconcile, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import OBSERVING_KINDS, error
@@ -108,7 +108,7 @@ def finish_turn(
         memory = result("skipped", "finish_turn")  # M50: the checkpoint is not touched
     faults.reach("finish.after_reconcile")
     return _settle(rt, agent.agent_id, turn_id, record, ok, side_effects,
-                   ignored_ids, memory)
+                   ignored_ids, dict(memory))
 
 
 def _settle(
@@ -121,7 +121,7 @@ def _settle(
     finished = inbox_scripts.finish(
         rt.scripts, agent_id, turn_id=turn_id, now_ms=int(now * 1000), now_iso=utc_stamp_ms(now),
         ok=ok, side_effects=side_effects, memory_json=compact(memory),
-        not_claimed_json=compact(not_claimed), terminal_kept=inbox.MAX_TERMINAL,
+        not_claimed_json=compact(not_claimed), terminal_kept=inbox_admission.MAX_TERMINAL,
         ignored_claimed=[i for i in ignored if i in claimed],
     )
     if finished.outcome == "unknown_turn":

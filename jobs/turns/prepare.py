@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from tidings.jobs import log, metrics
 from tidings.jobs.ids import new_uuid7
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import read_items
 from tidings.jobs.inbox.text import render_inbox_text
 from tidings.jobs.memory import render_memory_entry
@@ -75,7 +75,7 @@ def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Res
     render.start()
     memory = observe_memory(rt, agent, "pre_turn")
     render.join()
-    return memory, attention[0] if attention else {}
+    return dict(memory), attention[0] if attention else {}
 
 
 def error(reason: str, message: str, **fields: Any) -> Result:
@@ -95,7 +95,7 @@ def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Res
         holder = began.holder
         if began.outcome == "busy":
             break
-        recovered = inbox.recover(rt, agent_id, expired_turn=holder)
+        recovered = inbox_admission.recover(rt, agent_id, expired_turn=holder)
         log.event("turn_expired_recovered", agent_id=agent_id, turn_id=holder,
                   retryable=recovered["retryable"], needs_repair=recovered["needs_repair"])
     return error("turn_in_progress", "an unfinished turn holds the turn slot",
@@ -167,15 +167,15 @@ def prepare_turn(
 
 def inbox_text(items: list[Result]) -> str:
     """M45: one coalesced memory entry (oldest event first), then the other items."""
-    memory = [i for i in items if i["source_kind"] == inbox.MEMORY_SOURCE_KIND]
-    others = [i for i in items if i["source_kind"] != inbox.MEMORY_SOURCE_KIND]
+    memory = [i for i in items if i["source_kind"] == inbox_admission.MEMORY_SOURCE_KIND]
+    others = [i for i in items if i["source_kind"] != inbox_admission.MEMORY_SOURCE_KIND]
     entry = render_memory_entry(memory) if memory else None
     return render_inbox_text(others, entry, len(memory))
 
 
 def startup(rt: Runtime, agent: AgentRecord) -> Result:
     """M51: recover (idempotently), then the ``startup`` observation. Never wakes."""
-    recovered = inbox.recover(rt, agent.agent_id)
+    recovered = inbox_admission.recover(rt, agent.agent_id)
     if recovered["closed_turn"]:
         log.event("startup_closed_turn", agent_id=agent.agent_id,
                   turn_id=recovered["closed_turn"])

@@ -18,7 +18,7 @@ from redis.exceptions import RedisError
 from tidings.jobs.channels.allowlist import Allowlist, allowlist
 from tidings.jobs.channels.files import NOTIFICATION_DIR, FpEntry, parse_payload
 from tidings.jobs.channels.names import DAEMON
-from tidings.jobs.daemon import view as daemon
+from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.delay import state as delay_state
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import wake_mask
@@ -45,11 +45,11 @@ def _snapshot(
             payload = parse_payload(read[1])
             if payload is not None:
                 payloads[entry.name[:-5]] = payload
-    daemon_view = daemon.read_daemon(root)
-    if daemon_view.fp_entry is not None:
-        seen.append(list(daemon_view.fp_entry))
-    if daemon_view.payload is not None:
-        payloads[DAEMON] = daemon_view.payload
+    aggregate = daemon_view.read_daemon(root)
+    if aggregate.fp_entry is not None:
+        seen.append(list(aggregate.fp_entry))
+    if aggregate.payload is not None:
+        payloads[DAEMON] = aggregate.payload
     ordered = {name: payloads[name] for name in sorted(payloads)}
     return ordered, sorted(seen, key=lambda item: str(item[0]))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from redis.exceptions import RedisError
 
-from tidings.jobs.delay import alarm
+from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view._bare_read import bare_read
 from tidings.jobs.view.read import Observation, failed_read
@@ -21,7 +21,7 @@ from tidings.store.models import AgentRecord
 def observe(rt: Runtime, agent: AgentRecord) -> Observation:
     """Reconcile the delay (D9), then take the coherent read (C22); fail open."""
     try:
-        alarm.reconcile(rt, agent)
+        delay_alarm.reconcile(rt, agent)
     except (RedisError, TidingsError, OSError) as exc:
         return failed_read(agent, exc)
     return bare_read(rt, agent)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tidings.jobs.cap import lanes as cap
+from tidings.jobs.cap import lanes as cap_lanes
 from tidings.jobs.cap import ruler as cap_ruler
 from tidings.jobs.cap.attention import cap_lane
 from tidings.jobs.cap.spill import Spiller
@@ -75,17 +75,17 @@ def attention_lane(
     measured holds the observation's own objects (B6).
     """
     from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
-    lane = cap.sanitise_attention(from_files, persistent)
+    lane = cap_lanes.sanitise_attention(from_files, persistent)
     if not lane:
         return lane
-    return cap.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
+    return cap_lanes.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
 
 
 def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) -> dict[str, Any]:
     """The attention lane a delivery of ``obs`` would hand over, capped with ``spiller``
     (e.g. :func:`tidings.jobs.cap.spill.planned_attention`); commits nothing."""
     from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
-    lane = cap.sanitise_attention(from_files, None)
+    lane = cap_lanes.sanitise_attention(from_files, None)
     return cap_lane(lane, max_chars(agent.root), spiller) if lane else lane
 
 
@@ -114,7 +114,7 @@ def notifications(
     if attention:
         out["attention"] = attention
     if persistent:
-        out["persistent"] = cap.cap_persistent(rt, agent, persistent, cap_chars)
+        out["persistent"] = cap_lanes.cap_persistent(rt, agent, persistent, cap_chars)
     return out
 
 
@@ -185,4 +185,4 @@ def cap_only(
     rt: Runtime, agent: AgentRecord, persistent: dict[str, Any] | None
 ) -> dict[str, Any]:
     """What an unstable read can still deliver: the persistent block alone."""
-    return {"persistent": cap.cap_persistent(rt, agent, persistent)} if persistent else {}
+    return {"persistent": cap_lanes.cap_persistent(rt, agent, persistent)} if persistent else {}

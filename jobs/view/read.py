@@ -21,7 +21,7 @@ from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
 from tidings.jobs.channels.files import NOTIFICATION_DIR, FpEntry, parse_payload
 from tidings.jobs.channels.names import DAEMON, NON_CHANNEL_FILES
-from tidings.jobs.daemon import view as daemon
+from tidings.jobs.daemon import view as daemon_view
 from tidings.store.files import MAX_READ_BYTES, DirView, Entry, directory, stat_key
 from tidings.store.jsonfmt import sha256_hex
 from tidings.store.listing import Listing
@@ -136,7 +136,7 @@ def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> lis
                 fp.append([entry.name, entry.stat.st_size, sha])
             elif read is not None:
                 fp.append(read[0])
-    view_d = daemon.read_daemon(root)
+    view_d = daemon_view.read_daemon(root)
     if view_d.fp_entry is not None:
         fp.append(list(view_d.fp_entry))
     return sorted(fp, key=lambda item: str(item[0]))

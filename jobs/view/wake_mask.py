@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tidings.jobs.channels.names import DAEMON
-from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.daemon import runs as daemon_runs
 
 DAEMON_ENTRY = "daemon.json"
 TOKEN_DELAYED = "daemon:delayed=1"
@@ -25,12 +25,12 @@ def daemon_token(root: Path, delayed: str | None, *, empty: bool = False) -> str
     (of an empty daemon directory when ``empty``)."""
     if delayed == DAEMON:
         return TOKEN_DELAYED
-    threshold = daemon.alarm_threshold(root)
+    threshold = daemon_runs.alarm_threshold(root)
     if threshold is None:
         return None
     if empty:
         return TOKEN_QUIET
-    batch = daemon.read_daemon(root).batch_state
+    batch = daemon_runs.read_daemon(root).batch_state
     fired = bool(batch.get("alarm_fired")) or int(batch.get("count", 0)) > threshold
     return TOKEN_ALARM if fired else TOKEN_QUIET
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from tidings.jobs import log, metrics
 from tidings.jobs.channels import allowlist, dead_letter
-from tidings.jobs.channels import blocked as scans
+from tidings.jobs.channels import blocked as blocked_warnings
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
@@ -72,7 +72,7 @@ class Known:
     committed: committed.Committed
     #: The act generation (C53), read before any file of the agent.
     generation: str
-    sets: scans.KnownSets
+    sets: blocked_warnings.KnownSets
     buffered: tuple[str, ...]
 
 
@@ -101,7 +101,7 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
             committed.Committed(replies.text_or_none(delivered) or "",
                                 replies.text_or_none(wake) or ""),
             replies.text_or_none(generation) or "",
-            scans.KnownSets(frozenset(map(replies.text, blocked)), overflow,
+            blocked_warnings.KnownSets(frozenset(map(replies.text, blocked)), overflow,
                             frozenset(map(replies.text, oversized))),
             tuple(sorted(map(replies.text, buffered))),
         )
@@ -190,12 +190,12 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     delay_alarm.reconcile(rt, agent)
     sets = known.sets if known else None
     if _unchanged(rt, agent, allow, known.committed if known else committed.read(rt, agent)):
-        found = scans.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
+        found = blocked_warnings.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
     obs = observe(rt, agent)
     if not obs.stable:
         return {**result, "stable": False, "retry": True}
-    found = scans.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
+    found = blocked_warnings.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
     result.update(stable=True, blocked=found.blocked, oversized=found.oversized)
     seen = committed.read(rt, agent)
     if obs.masked_fp == seen.wake(agent.root, obs.delayed):

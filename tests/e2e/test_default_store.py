@@ -125,7 +125,8 @@ def test_ephemeral_serves_the_same_contract(
     procs: ProcessGroup, e2e_env: dict[str, str], state: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 24 acceptance 1: --ephemeral writes store.json 0600; NOAUTH without it."""
+    """Issue 24 acceptance 1: --ephemeral writes store.json 0600; NOAUTH without it; with
+    the password, Lua has no os, io, python, package, debug, loadstring or dofile."""
     up = start_up(procs, "--ephemeral", "--port", "0")
     assert any("NOT durable" in line for line in up.stderr)
     rec = record(state)
@@ -135,6 +136,11 @@ def test_ephemeral_serves_the_same_contract(
     monkeypatch.setenv("TIDINGS_STATE_DIR", str(state))
     with tidings.connect() as hub:
         assert hub.redis.ping()
+        # Acceptance 1, the Lua part: with the password, scripts see no host library.
+        for name in ("os", "io", "python", "package", "debug", "loadstring", "dofile"):
+            assert hub.redis.eval(f"return type({name})", 0) == b"nil", name
+        with pytest.raises(redis.ResponseError):
+            hub.redis.eval("return os.execute('id')", 0)
     assert up.stop() == 0 and not (state / "store.json").exists()
 
 

@@ -43,7 +43,7 @@ LEASE_SECONDS = 2.0
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    s = RedisServer(tmp_path_factory.mktemp("redis-e2e-delay")).start()
+    s = RedisServer(tmp_path_factory.mktemp("redis-e2e-delay"), acl=True).start()
     yield s
     s.stop()
 
@@ -81,7 +81,7 @@ def side(server: RedisServer, e2e_env: dict[str, str],
         TIDINGS_SCHEDULER_LEASE_SECONDS=str(LEASE_SECONDS),
         TIDINGS_SCHEDULER_RENEW_SECONDS="0.25",
     )
-    client = server.client()
+    client = server.tidings_client()
     settings = Settings(host=e2e_env["TIDINGS_HOST"], redis_url=server.url)
     broker = make_broker(client, settings)
     yield Side(Runtime(client, SystemClock(), settings, BrokerDispatcher(broker)), broker,

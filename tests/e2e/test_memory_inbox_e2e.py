@@ -31,7 +31,7 @@ LOCK_SECONDS = 2.0
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[RedisServer]:
-    redis_server = RedisServer(tmp_path / "redis", aof=True).start()
+    redis_server = RedisServer(tmp_path / "redis", aof=True, acl=True).start()
     yield redis_server
     redis_server.stop()
 
@@ -54,7 +54,7 @@ class Orchestrator:
     def __init__(self, server: RedisServer, env: dict[str, str], workdir: Path,
                  repo: MemoryRepo | None = None) -> None:
         workdir.mkdir(exist_ok=True)
-        self.client = server.client()
+        self.client = server.tidings_client()
         settings = Settings(host=env["TIDINGS_HOST"], redis_url=server.url,
                             turn_wait_seconds=3, observe_lock_seconds=LOCK_SECONDS)
         self.hub = Hub(self.client, settings, url=server.url)

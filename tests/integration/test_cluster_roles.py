@@ -70,3 +70,17 @@ def test_a_broker_that_does_not_answer_is_named_by_its_variable(
     with pytest.raises(tidings.TidingsError) as refused:
         tidings.connect(redis_server.url, broker_url=f"redis://127.0.0.1:{free_port()}/0")
     assert refused.value.reason == "no_store" and "TIDINGS_BROKER_URL" in refused.value.message
+
+
+@pytest.mark.parametrize("where", ["--broker-url", "TIDINGS_BROKER_URL"])
+def test_a_bad_broker_url_exits_2_with_one_line(where: str) -> None:
+    args = [sys.executable, "-m", "tidings", "status", "--json"]
+    env = {"PATH": "/usr/bin:/bin"}
+    if where == "--broker-url":
+        args += ["--broker-url", "ftp://x"]
+    else:
+        env["TIDINGS_BROKER_URL"] = "ftp://x"
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2, done
+    assert len(done.stderr.strip().splitlines()) == 1 and where in done.stderr
+    assert '"reason": "invalid_broker_url"' in done.stdout

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import redis as redis_py
+import redis
 import yaml
 from honcho.environ import parse_procfile
 
@@ -225,6 +225,7 @@ def env_file_url() -> str:
 #: The ACL users of deploy/redis.conf with the passwords the tests give them.
 TIDINGS = ("tidings", acl_password("tidings"))
 MONITOR = ("tidings-monitor", acl_password("tidings-monitor"))
+PRODUCER = ("tidings-producer", acl_password("tidings-producer"))
 ADMIN = ("tidings-admin", acl_password("tidings-admin"))
 
 
@@ -477,11 +478,11 @@ def test_shipped_redis_conf_takes_the_shipped_users_from_another_address(
     assert [a["agent_id"] for a in status["agents"]] != []
 
 
-def refused(client: redis_py.Redis, *command: str) -> str:
+def refused(client: redis.Redis, *command: str) -> str:
     """The error ``command`` meets (the test fails if it succeeds)."""
     try:
         client.execute_command(*command)
-    except redis_py.ResponseError as exc:
+    except redis.ResponseError as exc:
         return str(exc)
     raise AssertionError(f"{command[0]} was allowed")
 
@@ -498,8 +499,8 @@ KEYS_AND_DEL = 'for _, k in ipairs(redis.call("KEYS", "*")) do redis.call("DEL",
 
 
 @pytest.fixture
-def clients(shipped: ShippedRedis) -> Iterator[dict[str, redis_py.Redis]]:
-    made = {name: redis_py.Redis.from_url(shipped.url(user), protocol=2)
+def clients(shipped: ShippedRedis) -> Iterator[dict[str, redis.Redis]]:
+    made = {name: redis.Redis.from_url(shipped.url(user), protocol=2)
             for name, user in (("tidings", TIDINGS), ("monitor", MONITOR), ("admin", ADMIN))}
     yield made
     for client in made.values():
@@ -508,7 +509,7 @@ def clients(shipped: ShippedRedis) -> Iterator[dict[str, redis_py.Redis]]:
 
 @pytest.mark.redis_server
 def test_the_workers_user_reaches_only_tidings_keys_and_no_other_database(
-    shipped: ShippedRedis, clients: dict[str, redis_py.Redis]
+    shipped: ShippedRedis, clients: dict[str, redis.Redis]
 ) -> None:
     """Issue 24, acceptance 10: ``tidings`` is refused SELECT, FUNCTION LOAD, a key
     outside tidings' patterns and a SCAN-and-DEL script (ACLs apply inside scripts);
@@ -535,18 +536,19 @@ def test_the_workers_user_reaches_only_tidings_keys_and_no_other_database(
 
 @pytest.mark.redis_server
 def test_the_monitor_reads_counts_not_content(
-    shipped: ShippedRedis, clients: dict[str, redis_py.Redis], tmp_path: Path,
+    shipped: ShippedRedis, clients: dict[str, redis.Redis], tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 24, acceptance 10: ``tidings-monitor`` is refused DUMP and content reads
-    (HGETALL, GET, XRANGE of agent keys) and ``tidings status`` works as it."""
+    (HGETALL, GET, XRANGE of agent keys) and ``tidings status`` works as it; the
+    producers' user registers and publishes."""
     workdir = tmp_path / "agent"
     workdir.mkdir()
-    tidings_url = shipped.url(TIDINGS)
+    producer_url = shipped.url(PRODUCER)
     assert main(["agents", "add", "--workdir", str(workdir), "--json",
-                 "--redis-url", tidings_url]) == 0
+                 "--redis-url", producer_url]) == 0
     assert main(["publish", "mcp.build", "--event", '{"text": "green"}', "--inline", "--json",
-                 "--workdir", str(workdir), "--redis-url", tidings_url]) == 0
+                 "--workdir", str(workdir), "--redis-url", producer_url]) == 0
     admin, monitor = clients["admin"], clients["monitor"]
     admin.hset("{a:alice}:inbox:items", "evt", "content")
     admin.set("{a:alice}:fp:delivered", "content")
@@ -570,7 +572,7 @@ def test_the_monitor_reads_counts_not_content(
 
 @pytest.mark.redis_server
 def test_dramatiq_maintenance_runs_as_the_workers_user(
-    shipped: ShippedRedis, clients: dict[str, redis_py.Redis]
+    shipped: ShippedRedis, clients: dict[str, redis.Redis]
 ) -> None:
     """dramatiq's dispatch.lua lists a dead worker's ack sets with KEYS: the one reason
     ``tidings`` keeps KEYS. With a dead worker in the heartbeat set and maintenance on
@@ -594,3 +596,26 @@ def test_dramatiq_maintenance_runs_as_the_workers_user(
 def test_as_shipped_redis_listens_on_loopback_only(shipped: ShippedRedis) -> None:
     with pytest.raises(OSError):
         resp(shipped.port, ("PING",))
+
+
+@pytest.mark.redis_server
+def test_script_writes_survive_a_restart_from_the_aof(tmp_path: Path) -> None:
+    """Redis replays the AOF as the default user and re-checks its rights at each EXEC;
+    a script's writes are in the AOF as MULTI/EXEC, so a default user without rights
+    (even one that is off) drops them silently at restart (redis/redis#14541)."""
+    server = start_shipped(tmp_path)
+    try:
+        with redis.Redis.from_url(server.url(TIDINGS), protocol=2) as worker:
+            script = "redis.call('SET', KEYS[1], 'a') redis.call('HSET', KEYS[2], 'f', 'b')"
+            worker.execute_command("EVAL", script, "2", "{a:alice}:s", "{a:alice}:h")
+            worker.set("{a:alice}:plain", "c")
+    finally:
+        server.stop()
+    server = start_shipped(tmp_path)
+    try:
+        with redis.Redis.from_url(server.url(ADMIN), protocol=2) as admin:
+            assert admin.get("{a:alice}:plain") == b"c"
+            assert admin.get("{a:alice}:s") == b"a"
+            assert admin.hget("{a:alice}:h", "f") == b"b"
+    finally:
+        server.stop()

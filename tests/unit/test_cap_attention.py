@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.spills import attention_spiller, spill_files
-from tidings.jobs.cap import attention as ca
+from tidings.jobs.cap import attention as cap_attention
 from tidings.jobs.cap.lanes import sanitise_attention
 from tidings.jobs.cap.ruler import measure
 from tidings.jobs.cap.spill import Spill, SpillRequest
@@ -49,19 +49,20 @@ class TestUntouched:
 
     def test_b6_same_object_no_spill(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(3, 100)}
-        assert ca.cap_lane(lane, 10_000, attention_spiller(tmp_path)) is lane
+        assert cap_attention.cap_lane(lane, 10_000, attention_spiller(tmp_path)) is lane
         assert spill_files(tmp_path) == []
 
     def test_b6_exactly_at_the_cap(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(3, 100)}
-        assert ca.cap_lane(lane, measure(lane), attention_spiller(tmp_path)) is lane
-        assert ca.cap_lane(lane, measure(lane) - 1, attention_spiller(tmp_path)) is not lane
+        assert cap_attention.cap_lane(lane, measure(lane), attention_spiller(tmp_path)) is lane
+        assert cap_attention.cap_lane(lane, measure(lane) - 1,
+                                      attention_spiller(tmp_path)) is not lane
 
     def test_b6_input_not_mutated(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(25, 3000), "system": {"data": {"text_truncated": False,
                                                                          "text": "s" * 9000}}}
         before = copy.deepcopy(lane)
-        ca.cap_lane(lane, 2048, attention_spiller(tmp_path))
+        cap_attention.cap_lane(lane, 2048, attention_spiller(tmp_path))
         assert lane == before
 
 
@@ -70,7 +71,7 @@ class TestMarker:
 
     def test_b7_marker_and_comment_with_spill(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
-        out = ca.cap_lane(lane, 10_000, attention_spiller(tmp_path))
+        out = cap_attention.cap_lane(lane, 10_000, attention_spiller(tmp_path))
         path = str(tmp_path / "logs" / spill_files(tmp_path)[0])
         assert out["overflow"] == {"path": path, "full_chars": measure(lane), "truncated": True}
         assert out["comment"] == (
@@ -80,7 +81,7 @@ class TestMarker:
 
     def test_b7_marker_and_comment_without_spill(self) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
-        out = ca.cap_lane(lane, 10_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         assert out["overflow"] == {"path": None, "full_chars": measure(lane), "truncated": True,
                                    "spill_failed": True}
         assert out["comment"] == (
@@ -90,7 +91,7 @@ class TestMarker:
 
     def test_b7_replaces_lane_level_keys(self) -> None:
         lane = {"overflow": "producer", "comment": "producer", "mcp.telegram": telegram(25, 3000)}
-        out = ca.cap_lane(lane, 10_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         assert out["overflow"]["truncated"] is True
         assert out["comment"].startswith("Full notification content")
 
@@ -100,7 +101,7 @@ class TestBudgetStages:
 
     def test_b12_spec_example(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
-        out = ca.cap_lane(lane, 10_000, attention_spiller(tmp_path))
+        out = cap_attention.cap_lane(lane, 10_000, attention_spiller(tmp_path))
         assert texts(out) == {203}
         assert out["mcp.telegram"]["data"]["messages"][0]["text"] == "t" * 200 + "..."
         for key in ("header", "icon", "priority", "instructions"):
@@ -112,15 +113,15 @@ class TestBudgetStages:
     @pytest.mark.parametrize(("n", "expected"), [(25, {203}), (60, {103}), (80, {53}),
                                                  (120, {0})])
     def test_b12_first_stage_that_fits(self, n: int, expected: set[int]) -> None:
-        out = ca.cap_lane({"mcp.telegram": telegram(n, 3000)}, 10_000, failed_spill)
+        out = cap_attention.cap_lane({"mcp.telegram": telegram(n, 3000)}, 10_000, failed_spill)
         assert texts(out) == expected
         assert measure(out) <= 10_000
 
     def test_b12_every_heavy_key_is_cut_and_nothing_else(self) -> None:
-        heavy = {k: "h" * 500 for k in sorted(ca.HEAVY_KEYS)}
+        heavy = {k: "h" * 500 for k in sorted(cap_attention.HEAVY_KEYS)}
         other = {k: "o" * 500 for k in ("subject", "header", "instructions", "date", "from")}
         lane = {"system": {"data": {"items": [{**heavy, **other}]}}, "pad": "x" * 4000}
-        out = ca.cap_lane(lane, 10_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         item = out["system"]["data"]["items"][0]
         assert all(item[k] == "h" * 200 + "..." for k in heavy)
         assert all(item[k] == v for k, v in other.items())
@@ -129,7 +130,7 @@ class TestBudgetStages:
     def test_b12_only_direct_string_values(self) -> None:
         lane = {"system": {"text": ["a" * 600], "body": {"inner": "b" * 600}},
                 "other": {"message": "m" * 9500}}
-        out = ca.cap_lane(lane, 10_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         assert out["system"] == lane["system"]
         assert out["other"] == {"message": "m" * 200 + "..."}
 
@@ -138,7 +139,7 @@ class TestBudgetStages:
                                     "body": "b" * 600,
                                     "summary": "short", "summary_truncated": False}},
                 "pad": "x" * 9200}
-        out = ca.cap_lane(lane, 10_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         data = out["system"]["data"]
         assert data["text_truncated"] is True
         assert "body_truncated" not in data and data["body"] == "b" * 200 + "..."
@@ -147,13 +148,13 @@ class TestBudgetStages:
     def test_b12_routing_values_untouched(self) -> None:
         ref = {"text": "r" * 600}
         lane = {"system": {"data": {"message_ref": ref, "text": "t" * 5000}}, "pad": "x" * 5000}
-        out = ca.cap_lane(lane, 10_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         assert out["system"]["data"]["message_ref"] == ref
         assert out["system"]["data"]["text"] == "t" * 200 + "..."
 
     def test_b12_budget_zero_is_empty(self) -> None:
-        assert ca.cut("abc", 0) == ""
-        assert ca.cut("abcdef", 2) == "ab..."
+        assert cap_attention.cut("abc", 0) == ""
+        assert cap_attention.cut("abcdef", 2) == "ab..."
 
 
 def routing_lane() -> dict[str, Any]:
@@ -173,9 +174,10 @@ def routing_lane() -> dict[str, Any]:
 
 
 def candidates(lane: dict[str, Any], spill: Spill) -> list[dict[str, Any]]:
-    overflow = ca.marker(spill, measure(lane))
-    comment = ca.COMMENT_SPILLED.format(path=spill.path) if spill.ok else ca.COMMENT_NOT_SPILLED
-    return list(ca._compacted(lane, overflow, comment))
+    overflow = cap_attention.marker(spill, measure(lane))
+    comment = (cap_attention.COMMENT_SPILLED.format(path=spill.path) if spill.ok
+               else cap_attention.COMMENT_NOT_SPILLED)
+    return list(cap_attention._compacted(lane, overflow, comment))
 
 
 def routing_values(entry: Any, *keys: str) -> list[Any]:
@@ -191,23 +193,23 @@ class TestRoutingStub:
 
     def test_b13_stub_keeps_routing_keys_only(self) -> None:
         lane = routing_lane()
-        out = ca.cap_lane(lane, 9_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 9_000, failed_spill)
         alpha = out["mcp.alpha"]
         assert set(alpha) == {"ref", "ref_id", "event_id", "event_ids", "message_ref", "count",
                               "email_ids", "data"}
         assert set(alpha["data"]) == {"ref", "message_ids", "event_ids", "count"}
         assert out["mcp.beta"] == "a plain string payload"
         assert out["mcp.gamma"] == {"event_id": "g1"}
-        assert out["comment"] == ca.COMMENT_NOT_SPILLED
+        assert out["comment"] == cap_attention.COMMENT_NOT_SPILLED
 
     @pytest.mark.parametrize("step", [1, 2, 3, 4, 5, 6])
     def test_b13_steps_in_order(self, step: int) -> None:
         lane = routing_lane()
         stages = candidates(lane, Spill())
-        stub_at = len(ca.BUDGETS)
+        stub_at = len(cap_attention.BUDGETS)
         target = stages[stub_at + step]
         assert measure(target) < measure(stages[stub_at + step - 1])
-        out = ca.cap_lane(lane, measure(target), failed_spill)
+        out = cap_attention.cap_lane(lane, measure(target), failed_spill)
         assert out == target
         entries = [out["mcp.alpha"], out["mcp.gamma"]]
         dropped = {1: ("ref", "ref_id"), 2: ("event_id", "event_ids"), 3: ("message_ref",),
@@ -222,13 +224,13 @@ class TestRoutingStub:
 
     def test_b13_step7_marker_only(self) -> None:
         lane = routing_lane()
-        overflow = ca.marker(Spill(), measure(lane))
-        out = ca.cap_lane(lane, measure({"overflow": overflow}), failed_spill)
+        overflow = cap_attention.marker(Spill(), measure(lane))
+        out = cap_attention.cap_lane(lane, measure({"overflow": overflow}), failed_spill)
         assert out == {"overflow": overflow}
 
     def test_b13_step8_final_guard_names_the_spill_file(self) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
-        out = ca.cap_lane(lane, 2048, long_path_spill)
+        out = cap_attention.cap_lane(lane, 2048, long_path_spill)
         name = long_path_spill(SpillRequest(lane)).name
         assert out == {
             "overflow": {"path": None, "full_chars": measure(lane), "truncated": True,
@@ -241,8 +243,8 @@ class TestRoutingStub:
     def test_b13_step8_without_spill_names_the_digest(self) -> None:
         request = SpillRequest({"a": 1})
         digest8 = request.digest[:8]
-        overflow = ca.marker(Spill(), 99)
-        guard = list(ca._envelopes(Spill(), digest8, overflow))[1]
+        overflow = cap_attention.marker(Spill(), 99)
+        guard = list(cap_attention._envelopes(Spill(), digest8, overflow))[1]
         assert guard == {
             "overflow": {"path": None, "full_chars": 99, "truncated": True, "spill_failed": True,
                          "path_omitted": True, "digest": digest8},
@@ -254,8 +256,8 @@ class TestRoutingStub:
 
     def test_b13_below_the_floor_degrades_to_the_smallest_lane(self) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
-        assert ca.cap_lane(lane, 40, failed_spill) == {"overflow": {"truncated": True}}
-        assert ca.cap_lane(lane, 1, failed_spill) == {}
+        assert cap_attention.cap_lane(lane, 40, failed_spill) == {"overflow": {"truncated": True}}
+        assert cap_attention.cap_lane(lane, 1, failed_spill) == {}
 
 
 class TestNoProtection:
@@ -263,7 +265,7 @@ class TestNoProtection:
         lane = {"mcp.telegram": telegram(25, 3000)}
         for message in lane["mcp.telegram"]["data"]["messages"]:
             message["is_current"] = True
-        out = ca.cap_lane(lane, 10_000, failed_spill)
+        out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         assert texts(out) == {203}
 
 
@@ -272,15 +274,18 @@ class TestGuarantees:
         """The longest name and a huge ``full_chars`` still leave room under 2,048."""
         name = "notification-attention-overflow-ffffffff-100.json"
         spill = Spill(name, "/" + "p" * 5000)
-        guard = list(ca._envelopes(spill, "ffffffff", ca.marker(spill, 10**18)))[1]
+        guard = list(cap_attention._envelopes(spill, "ffffffff", cap_attention.marker(spill,
+                                                                                      10**18)))[1]
         assert measure(guard) <= 2048
-        failed = next(ca._envelopes(Spill(), "ffffffff", ca.marker(Spill(), 10**18)))
+        failed = next(cap_attention._envelopes(Spill(), "ffffffff", cap_attention.marker(Spill(),
+                                                                                         10**18)))
         assert measure(failed) <= 2048
 
     def test_b20_same_input_same_lane(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
-        first = ca.cap_lane(lane, 4000, attention_spiller(tmp_path))
-        second = ca.cap_lane(json.loads(json.dumps(lane)), 4000, attention_spiller(tmp_path))
+        first = cap_attention.cap_lane(lane, 4000, attention_spiller(tmp_path))
+        second = cap_attention.cap_lane(json.loads(json.dumps(lane)), 4000,
+                                        attention_spiller(tmp_path))
         assert first == second
         assert len(spill_files(tmp_path)) == 1
 

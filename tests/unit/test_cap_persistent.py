@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.spills import persistent_spiller
-from tidings.jobs.cap import persistent as cp
+from tidings.jobs.cap import persistent as cap_persistent
 from tidings.jobs.cap.ruler import measure_persistent
 from tidings.jobs.cap.spill import Spill, SpillRequest
 
@@ -60,7 +60,7 @@ def first_fit(block: dict[str, Any], low: int, high: int,
               predicate: Any, spiller: Any = spilled) -> tuple[int, dict[str, Any]]:
     """The smallest cap in [low, high] whose result satisfies ``predicate``."""
     for cap in range(low, high, 25):
-        out = cp.cap_block(block, cap, spiller)
+        out = cap_persistent.cap_block(block, cap, spiller)
         if predicate(out):
             return cap, out
     raise AssertionError("no cap in range gives that result")
@@ -71,7 +71,7 @@ class TestRecordCompaction:
 
     def test_b15_email_records_at_budget_200(self) -> None:
         block = {"email": email_lane(5, 3000)}
-        out = cp.cap_block(block, 10_000, spilled)
+        out = cap_persistent.cap_block(block, 10_000, spilled)
         note = f"Truncated by the notification block size cap; full content in {PATH}."
         for record in out["email"]["emails"]:
             assert record["body"] == "b" * 200 + "..."
@@ -85,23 +85,24 @@ class TestRecordCompaction:
     def test_b15_note_on_every_email_record_and_set_when_absent(self) -> None:
         block = {"email": {"emails": [{"id": "short", "body": "tiny"},
                                       {"id": "long", "body": "b" * 12_000}]}}
-        out = cp.cap_block(block, 10_000, failed)
+        out = cap_persistent.cap_block(block, 10_000, failed)
         short, long = out["email"]["emails"]
-        assert short["comment"] == cp.EMAIL_NOTE_NOT_SPILLED
+        assert short["comment"] == cap_persistent.EMAIL_NOTE_NOT_SPILLED
         assert "message_truncated" not in short  # nothing was lost
         assert long["message_truncated"] is True
         assert out["overflow"]["spill_failed"] is True
 
     def test_b15_every_email_heavy_field(self) -> None:
-        record = {"id": "e1", **{k: "h" * 3000 for k in cp.EMAIL_HEAVY}, "snippet": "s" * 300}
-        out = cp.cap_block({"email": {"emails": [record]}}, 10_000, spilled)
+        record = {"id": "e1", **{k: "h" * 3000 for k in cap_persistent.EMAIL_HEAVY},
+                  "snippet": "s" * 300}
+        out = cap_persistent.cap_block({"email": {"emails": [record]}}, 10_000, spilled)
         got = out["email"]["emails"][0]
-        assert all(got[k] == "h" * 200 + "..." for k in cp.EMAIL_HEAVY)
+        assert all(got[k] == "h" * 200 + "..." for k in cap_persistent.EMAIL_HEAVY)
         assert got["snippet"] == "s" * 300
 
     def test_b15_no_email_note_below_budget_200(self) -> None:
         block = {"email": email_lane(30, 3000)}
-        out = cp.cap_block(block, 10_000, spilled)
+        out = cap_persistent.cap_block(block, 10_000, spilled)
         bodies = {len(r["body"]) for r in out["email"]["emails"]}
         assert bodies in ({103}, {53}, {0})
         assert all(r["comment"] == "from work" for r in out["email"]["emails"])
@@ -111,8 +112,8 @@ class TestRecordCompaction:
         lane["messages"][0]["caption"] = "c" * 900
         lane["messages"][1]["comment"] = "seen"
         lane["messages"][2]["text_truncated"] = False
-        out = cp.cap_block({"mcp": {"telegram": lane}}, 10_000, spilled)
-        note = cp.IM_NOTE.format(im="telegram")
+        out = cap_persistent.cap_block({"mcp": {"telegram": lane}}, 10_000, spilled)
+        note = cap_persistent.IM_NOTE.format(im="telegram")
         first, second, third = out["mcp"]["telegram"]["messages"][:3]
         assert first["text"] == "t" * 200 + "..." and first["caption"] == "c" * 200 + "..."
         assert first["text_truncated"] is True and first["comment"] == note
@@ -123,15 +124,15 @@ class TestRecordCompaction:
         assert ref["text"] == "r" * 200 + "..." and ref["text_truncated"] is True
 
     def test_b15_im_note_appended_once(self) -> None:
-        note = cp.IM_NOTE.format(im="telegram")
+        note = cap_persistent.IM_NOTE.format(im="telegram")
         lane = im_lane(4, 4000)
         lane["messages"][0]["comment"] = f"seen {note}"
-        out = cp.cap_block({"mcp": {"telegram": lane}}, 10_000, spilled)
+        out = cap_persistent.cap_block({"mcp": {"telegram": lane}}, 10_000, spilled)
         assert out["mcp"]["telegram"]["messages"][0]["comment"] == f"seen {note}"
 
     def test_b7_producer_overflow_key_replaced(self) -> None:
         block = {"overflow": {"producer": True}, "email": email_lane(5, 3000)}
-        out = cp.cap_block(block, 10_000, spilled)
+        out = cap_persistent.cap_block(block, 10_000, spilled)
         assert out["overflow"] == {"path": PATH, "full_chars": measure_persistent(block),
                                    "truncated": True}
 
@@ -142,7 +143,7 @@ class TestTiers:
 
     def test_b16_protected_tier_keeps_the_current_message_whole(self) -> None:
         block = {"mcp": {"telegram": im_lane(30, 600, current=29)}}
-        out = cp.cap_block(block, 4000, spilled)
+        out = cap_persistent.cap_block(block, 4000, spilled)
         messages = records(out)
         assert messages[29] == block["mcp"]["telegram"]["messages"][29]
         assert any(stubbed(m) for m in messages[:29])
@@ -154,7 +155,7 @@ class TestTiers:
     def test_b16_current_shortened_before_it_is_stubbed(self) -> None:
         block = {"mcp": {"telegram": im_lane(30, 600, current=29)}}
         block["mcp"]["telegram"]["messages"][29]["text"] = "C" * 5000
-        out = cp.cap_block(block, 3000, spilled)
+        out = cap_persistent.cap_block(block, 3000, spilled)
         current = records(out)[29]
         assert current["text"] == "C" * 200 + "..."
         assert current["text_truncated"] is True and current["is_current"] is True
@@ -163,7 +164,7 @@ class TestTiers:
 
     def test_b16_current_stubbed_last(self) -> None:
         block = {"mcp": {"telegram": im_lane(30, 600, current=29)}}
-        out = cp.cap_block(block, 2048, spilled)
+        out = cap_persistent.cap_block(block, 2048, spilled)
         assert all(stubbed(m) for m in records(out))
         assert out["mcp"]["telegram"]["dropped_ids"] == [f"t{i}" for i in range(30)]
         assert out["mcp"]["telegram"]["referenced_messages"][0]["id"] == "r1"  # never stubbed
@@ -176,7 +177,7 @@ class TestTiers:
         lanes = [("email", "emails"), ("telegram", "messages"), ("wechat", "messages")]
         seen_stub = False
         for cap in range(2048, 6000, 97):
-            out = cp.cap_block(block, cap, failed)
+            out = cap_persistent.cap_block(block, cap, failed)
             assert measure_persistent(out) <= cap
             counts = []
             for lane, key in lanes:
@@ -198,28 +199,28 @@ class TestTiers:
             "not a record",
             {"id": "t0", "text": "w" * 9000},
         ]}}}
-        out = cp.cap_block(block, 400, spilled)
+        out = cap_persistent.cap_block(block, 400, spilled)
         assert records(out) == [{"id": "t0"}, {"event_id": "ev1"}, {"id": ""}, "not a record",
                                 {"id": "t0"}]
         assert out["mcp"]["telegram"]["dropped_ids"] == ["t0"]  # non-empty strings, once
 
     def test_b16_marker_only_after_both_tiers(self) -> None:
         block = {"mcp": {"telegram": im_lane(200, 100)}}
-        out = cp.cap_block(block, 2048, spilled)
+        out = cap_persistent.cap_block(block, 2048, spilled)
         assert out == {"overflow": {"path": PATH, "full_chars": measure_persistent(block),
                                     "truncated": True}}
 
     def test_b16_path_omitted_when_the_marker_is_too_long(self) -> None:
         block = {"mcp": {"telegram": im_lane(200, 100)}}
-        out = cp.cap_block(block, 2048, long_path)
+        out = cap_persistent.cap_block(block, 2048, long_path)
         assert out == {"overflow": {"path": None, "full_chars": measure_persistent(block),
                                     "truncated": True, "path_omitted": True,
                                     "spill_file": "notification-overflow-1-100.json"}}
 
     def test_b16_below_the_floor(self) -> None:
         block = {"mcp": {"telegram": im_lane(200, 100)}}
-        assert cp.cap_block(block, 70, long_path) == {"overflow": {"truncated": True}}
-        assert cp.cap_block(block, 1, long_path) == {}
+        assert cap_persistent.cap_block(block, 70, long_path) == {"overflow": {"truncated": True}}
+        assert cap_persistent.cap_block(block, 1, long_path) == {}
 
 
 class TestIdsKept:
@@ -232,7 +233,7 @@ class TestIdsKept:
         block["email"]["dropped_ids"] = ["old-1"]
         before = copy.deepcopy(block)
         for cap in (9000, 6000, 4000, 3000, 2048):
-            out = cp.cap_block(block, cap, persistent_spiller(tmp_path))
+            out = cap_persistent.cap_block(block, cap, persistent_spiller(tmp_path))
             assert block == before  # never mutated
             email, tg = out["email"], out["mcp"]["telegram"]
             assert [r["id"] for r in email["emails"]] == [f"e{i}" for i in range(12)]
@@ -246,7 +247,7 @@ class TestIdsKept:
     @pytest.mark.parametrize("cap", [2048, 5000])
     def test_b17_dropped_ids_only_grow(self, cap: int) -> None:
         block = {"mcp": {"telegram": {**im_lane(20, 900), "dropped_ids": ["t3", "gone"]}}}
-        out = cp.cap_block(block, cap, spilled)
+        out = cap_persistent.cap_block(block, cap, spilled)
         dropped = out["mcp"]["telegram"]["dropped_ids"]
         assert dropped[:2] == ["t3", "gone"]
         assert len(dropped) == len(set(dropped))

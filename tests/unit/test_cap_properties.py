@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.spills import attention_spiller, persistent_spiller
-from tidings.jobs.cap import attention as ca
-from tidings.jobs.cap import persistent as cp
+from tidings.jobs.cap import attention as cap_attention
+from tidings.jobs.cap import persistent as cap_persistent
 from tidings.jobs.cap.ruler import canonical_text, measure, measure_persistent
 from tidings.jobs.cap.spill import Spill, SpillRequest
 
@@ -48,7 +48,7 @@ scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
 id_lists = st.builds(lambda prefix, n: [f"{prefix}{i}" for i in range(n)], short_text,
                      st.integers(0, 2500))
 keys = st.one_of(
-    st.sampled_from(sorted(ca.HEAVY_KEYS | ca.ROUTING_KEYS | {
+    st.sampled_from(sorted(cap_attention.HEAVY_KEYS | cap_attention.ROUTING_KEYS | {
         "data", "header", "text_truncated", "body_truncated", "is_current", "id", "comment",
         "overflow"})),
     short_text,
@@ -59,7 +59,8 @@ values = st.recursive(
                                st.dictionaries(keys, children, max_size=6)),
     max_leaves=20,
 )
-heavy_maps = st.dictionaries(st.sampled_from(sorted(ca.HEAVY_KEYS)), long_text, max_size=3)
+heavy_maps = st.dictionaries(st.sampled_from(sorted(cap_attention.HEAVY_KEYS)), long_text,
+                             max_size=3)
 fields = st.one_of(values, id_lists, heavy_maps)
 envelopes = st.dictionaries(
     keys, st.one_of(fields, st.dictionaries(keys, fields, max_size=6)), max_size=8,
@@ -153,9 +154,10 @@ def check_spill(root: Path, result: dict[str, Any], original: Any, seen: list[Sp
 def routing_view(entry: Any) -> Any:
     if not isinstance(entry, dict):
         return entry
-    return {k: ({kk: vv for kk, vv in v.items() if kk in ca.ROUTING_KEYS} if k == "data" else v)
+    return {k: ({kk: vv for kk,
+                 vv in v.items() if kk in cap_attention.ROUTING_KEYS} if k == "data" else v)
             for k, v in entry.items()
-            if k in ca.ROUTING_KEYS or (k == "data" and isinstance(v, dict))}
+            if k in cap_attention.ROUTING_KEYS or (k == "data" and isinstance(v, dict))}
 
 
 @PROPERTY_SETTINGS
@@ -169,9 +171,9 @@ def test_b18_attention_lane_fits_and_keeps_what_fits(
     before = snapshot(lane)
     with workdir() as root:
         spiller, seen = recording(attention_spiller(root))
-        out = ca.cap_lane(lane, cap, spiller)
+        out = cap_attention.cap_lane(lane, cap, spiller)
         assert snapshot(lane) == before  # B6: never mutated
-        limit = max(cap, ca.SMALLEST_LANE)
+        limit = max(cap, cap_attention.SMALLEST_LANE)
         assert measure(out) <= limit  # B18
         if measure(lane) <= limit:
             assert out is lane and seen == []  # B6
@@ -180,9 +182,9 @@ def test_b18_attention_lane_fits_and_keeps_what_fits(
         (spill,) = seen
         channels_only = {k: v for k, v in lane.items() if k not in ("overflow", "comment")}
         routed = {k: routing_view(v) for k, v in channels_only.items()}
-        routed["overflow"] = ca.marker(spill, measure(lane))
-        routed["comment"] = (ca.COMMENT_SPILLED.format(path=spill.path) if spill.ok
-                             else ca.COMMENT_NOT_SPILLED)
+        routed["overflow"] = cap_attention.marker(spill, measure(lane))
+        routed["comment"] = (cap_attention.COMMENT_SPILLED.format(path=spill.path) if spill.ok
+                             else cap_attention.COMMENT_NOT_SPILLED)
         if measure(routed) <= limit:  # every routing id fits: every one is kept
             for name, entry in channels_only.items():
                 if isinstance(entry, dict):  # B13 routes objects; other payloads are data
@@ -197,7 +199,7 @@ def record_ids_of(block: Any) -> list[list[Any]]:
         lanes.append((block["email"], "emails"))
     if isinstance(block.get("mcp"), dict):
         lanes += [(lane, key) for lane in block["mcp"].values() if isinstance(lane, dict)
-                  for key in cp.IM_LISTS]
+                  for key in cap_persistent.IM_LISTS]
     for lane, key in lanes:
         items = lane.get(key)
         if isinstance(items, list):
@@ -218,9 +220,9 @@ def test_b18_persistent_lane_fits_and_keeps_every_id(
     before = snapshot(block)
     with workdir() as root:
         spiller, seen = recording(persistent_spiller(root))
-        out = cp.cap_block(block, cap, spiller)
+        out = cap_persistent.cap_block(block, cap, spiller)
         assert snapshot(block) == before
-        limit = max(cap, cp.SMALLEST_LANE)
+        limit = max(cap, cap_persistent.SMALLEST_LANE)
         assert measure_persistent(out) <= limit
         if measure_persistent(block) <= limit:
             assert out is block and seen == []

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tidings import _tool, cli
+from tidings import _tool as notification_tool
+from tidings import cli
 from tidings.cli import memory, tool
 from tidings.cli._common import UsageError, parse_json
 from tidings.jobs.inbox.items import STATES
@@ -35,7 +36,7 @@ def test_every_option_and_argument_has_help_text() -> None:
 
 
 def test_notification_help_lists_every_tool_action() -> None:
-    assert set(tool.ACTIONS) == set(_tool.ACTIONS)
+    assert set(tool.ACTIONS) == set(notification_tool.ACTIONS)
     assert memory.STATES == STATES
     out = subprocess.run([sys.executable, "-m", "tidings", "notification", "--help"],
                          capture_output=True, text=True, timeout=60, check=True).stdout

@@ -11,13 +11,13 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import projection
 from tidings.jobs.memory import ObserveResult
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turns
+from tidings.jobs.turns import prepare as turn_prepare
 from tidings.store import faults
 from tidings.store.clock import FakeClock
 from tidings.store.inbox_keys import InboxKeys
@@ -38,7 +38,7 @@ def repo(tmp_path: Path) -> MemoryRepo:
 @pytest.fixture
 def magent(rt: Runtime, tmp_path: Path, repo: MemoryRepo) -> AgentRecord:
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.root)
-    turns.startup(rt, agent)
+    turn_prepare.startup(rt, agent)
     return agent
 
 
@@ -83,7 +83,7 @@ def test_crash_after_admission_before_any_turn(
     repo.write("MEMORY.md", "edited\n")
     memory_admission.observe_memory(rt, magent)
     for _ in range(3):
-        assert turns.startup(rt, magent)["memory"]["status"] == "unchanged"
+        assert turn_prepare.startup(rt, magent)["memory"]["status"] == "unchanged"
     assert [i["state"] for i in memory_events(rt, magent)] == ["pending"]
     assert rt.redis.exists(InboxKeys(magent.agent_id).wake_stream) == 0
 
@@ -124,14 +124,14 @@ def test_crash_after_the_claim(
     """Crash point "after the claim, orchestrator dies": the next startup() makes the item
     retryable (needs-repair if a side effect was marked), no duplicate event."""
     repo.write("MEMORY.md", "edited\n")
-    turn = turns.prepare_turn(rt, magent)
+    turn = turn_prepare.prepare_turn(rt, magent)
     [item] = turn["inbox"]
     if marked:
         turn_finish.mark_side_effect(rt, magent, turn["turn_id"])
-    recovered = turns.startup(rt, magent)["recovered"]
+    recovered = turn_prepare.startup(rt, magent)["recovered"]
     key = "needs_repair" if marked else "retryable"
     assert recovered[key] == [item["event_id"]]
-    again = turns.prepare_turn(rt, magent)
+    again = turn_prepare.prepare_turn(rt, magent)
     assert [i["event_id"] for i in again["inbox"]] == ([] if marked else [item["event_id"]])
     assert len(memory_events(rt, magent)) == 1
 
@@ -141,15 +141,15 @@ def test_crash_in_finish_after_the_reconcile(
 ) -> None:
     """Crash point "in finish_turn, after the reconcile, before the marks": items stay
     running and recover; own changes stay absorbed."""
-    mail = inbox.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
-    turn = turns.prepare_turn(rt, magent)
+    mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
+    turn = turn_prepare.prepare_turn(rt, magent)
     repo.write("notes/plan.md", "own edit\n")
     kill_at(monkeypatch, "finish.after_reconcile")
     with pytest.raises(Killed):
         turn_finish.finish_turn(rt, magent, turn["turn_id"])
     monkeypatch.undo()
     assert [i["state"] for i in projection(rt, magent.agent_id)] == ["processing"]
-    started = turns.startup(rt, magent)
+    started = turn_prepare.startup(rt, magent)
     assert started["recovered"]["retryable"] == [mail]
     assert started["memory"]["status"] == "unchanged"
     assert memory_events(rt, magent) == []
@@ -160,10 +160,10 @@ def test_crash_finish_never_called(
 ) -> None:
     """Crash point "finish_turn never called": after the lease the next prepare_turn
     recovers; a late finish gets turn_expired and writes nothing."""
-    mail = inbox.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
-    lost = turns.prepare_turn(rt, magent)
+    mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
+    lost = turn_prepare.prepare_turn(rt, magent)
     clock.advance(rt.settings.turn_lease_seconds + 0.001)
-    fresh = turns.prepare_turn(rt, magent)
+    fresh = turn_prepare.prepare_turn(rt, magent)
     assert [i["event_id"] for i in fresh["inbox"]] == [mail]
     keys = {k: rt.redis.dump(k) for k in rt.redis.keys("*")}
     assert turn_finish.finish_turn(rt, magent, lost["turn_id"])["reason"] == "turn_expired"
@@ -174,23 +174,23 @@ def test_crash_during_startup_recovery(
     rt: Runtime, magent: AgentRecord, repo: MemoryRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Crash point "during start-up recovery": rerunning completes it; nothing duplicated."""
-    mail = inbox.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
-    turns.prepare_turn(rt, magent)
+    mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
+    turn_prepare.prepare_turn(rt, magent)
     repo.write("MEMORY.md", "edited while down\n")
 
     def die(*args: Any, **kw: Any) -> Result:
         raise Killed("after recovery, before the observation")
 
-    monkeypatch.setattr(turns, "observe_memory", die)
+    monkeypatch.setattr(turn_prepare, "observe_memory", die)
     with pytest.raises(Killed):
-        turns.startup(rt, magent)
+        turn_prepare.startup(rt, magent)
     monkeypatch.undo()
-    rerun = turns.startup(rt, magent)
+    rerun = turn_prepare.startup(rt, magent)
     assert rerun["recovered"] == {"retryable": [], "needs_repair": []}
     assert rerun["memory"]["status"] == "changed"
-    assert turns.startup(rt, magent)["memory"]["status"] == "unchanged"
+    assert turn_prepare.startup(rt, magent)["memory"]["status"] == "unchanged"
     assert len(memory_events(rt, magent)) == 1
-    turn = turns.prepare_turn(rt, magent)
+    turn = turn_prepare.prepare_turn(rt, magent)
     assert {i["event_id"] for i in turn["inbox"]} >= {mail}
 
 
@@ -202,7 +202,7 @@ def test_crash_pre_turn_unstable_then_finish(
     before = checkpoint(rt, magent)
     monkeypatch.setattr(memory_admission, "observe",
                         lambda *a, **k: ObserveResult("unstable", reason="unstable"))
-    turn = turns.prepare_turn(rt, magent)
+    turn = turn_prepare.prepare_turn(rt, magent)
     assert turn["memory"]["status"] == "unstable"
     monkeypatch.undo()
     repo.write("MEMORY.md", "edited during the turn\n")

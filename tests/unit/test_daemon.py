@@ -11,9 +11,9 @@ import pytest
 
 from tidings.jobs.actions import dismiss
 from tidings.jobs.actions import publish as producer
-from tidings.jobs.channels import publish as pub
-from tidings.jobs.daemon import dismissal as daemon_dismiss
-from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.channels import publish as publishing
+from tidings.jobs.daemon import dismissal as daemon_dismissal
+from tidings.jobs.daemon import runs as daemon_runs
 from tidings.jobs.daemon.control import (
     CONTROL_FILE,
     BatchState,
@@ -37,11 +37,11 @@ def mini(agent: AgentRecord, daemon_id: str) -> dict[str, Any]:
 
 
 def publish(rt: Runtime, agent: AgentRecord, daemon_id: str, **event: Any) -> dict[str, Any]:
-    return daemon.publish_daemon_event(rt, agent, daemon_id, event)
+    return daemon_runs.publish_daemon_event(rt, agent, daemon_id, event)
 
 
-def view(agent: AgentRecord) -> daemon.DaemonView:
-    return daemon.read_daemon(agent.root)
+def view(agent: AgentRecord) -> daemon_runs.DaemonView:
+    return daemon_runs.read_daemon(agent.root)
 
 
 def set_threshold(agent: AgentRecord, value: Any) -> None:
@@ -68,11 +68,11 @@ class TestC30MiniFiles:
         assert not raw.endswith("\n") and ", " not in raw  # C17 compact
 
     def test_validation(self, rt: Runtime, agent: AgentRecord) -> None:
-        bad = daemon.publish_daemon_event(rt, agent, "../x", {})
+        bad = daemon_runs.publish_daemon_event(rt, agent, "../x", {})
         assert bad["reason"] == "invalid_daemon_id"
         assert bad["message"] == "daemon_id must not contain '..'"
-        assert daemon.publish_daemon_event(rt, agent, "r", [1])["reason"] == "invalid_event"
-        assert daemon.publish_daemon_event(rt, agent, "r", {}, priority="x")["reason"] == (
+        assert daemon_runs.publish_daemon_event(rt, agent, "r", [1])["reason"] == "invalid_event"
+        assert daemon_runs.publish_daemon_event(rt, agent, "r", {}, priority="x")["reason"] == (
             "invalid_priority")
         assert publish(rt, agent, "r", text="x" * 262_200)["reason"] == "event_too_large"
         assert publish(rt, agent, "r", event_id="")["reason"] == "invalid_event_id"
@@ -175,7 +175,7 @@ class TestC31Control:
         def failing(*args: Any) -> bool:
             raise OSError(5, "I/O error")
 
-        monkeypatch.setattr(daemon_dismiss, "remove_file", failing)
+        monkeypatch.setattr(daemon_dismissal, "remove_file", failing)
         result = dismiss.dismiss_channel(rt, agent, "daemon")
         assert result == {"status": "ok", "channel": "daemon", "cleared": True, "forced": False}
         control = read_control(agent.root)
@@ -232,14 +232,14 @@ class TestC32Aggregate:
 
     def test_bad_control_record(self, rt: Runtime, agent: AgentRecord) -> None:
         publish(rt, agent, "r", text="x")
-        pub.publish(rt, agent, "soul", {"header": "still here"})
+        publishing.publish(rt, agent, "soul", {"header": "still here"})
         (agent.root / CONTROL_FILE).write_text('{"version": 1, "epoch": -3}')
         assert publish(rt, agent, "r", text="y")["reason"] == "daemon_control_error"
         deliver(rt, agent)
         assert dismiss.dismiss_channel(rt, agent, "daemon", force=True)["reason"] == (
             "daemon_control_error")
         payloads = coherent.observe(rt, agent).payloads
-        assert payloads["daemon"] == daemon.CONTROL_ERROR_PAYLOAD
+        assert payloads["daemon"] == daemon_runs.CONTROL_ERROR_PAYLOAD
         assert payloads["soul"]["header"] == "still here"
 
 
@@ -249,7 +249,7 @@ class TestC32Aggregate:
 )
 def test_c33_threshold_validity(agent: AgentRecord, value: Any, expected: int | None) -> None:
     set_threshold(agent, value)
-    assert daemon.alarm_threshold(agent.root) == expected
+    assert daemon_runs.alarm_threshold(agent.root) == expected
 
 
 def test_c33_no_threshold_never_latches(rt: Runtime, agent: AgentRecord) -> None:

@@ -21,7 +21,7 @@ from tests.support.delay import (
 )
 from tidings.jobs.actions.delay import live_target, request_delay
 from tidings.jobs.channels.allowlist import allowlist
-from tidings.jobs.daemon import view as daemon
+from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.daemon.runs import DaemonView
 from tidings.jobs.delay.state import stats
 from tidings.jobs.runtime import Runtime
@@ -81,7 +81,7 @@ class TestConsumerFilter:
     ) -> None:
         payload = {"header": "1 daemon notification(s)", "data": {"events": [{"k": 1}]}}
         entry = ("daemon.json", 42, "ab" * 32)
-        monkeypatch.setattr(daemon, "read_daemon",
+        monkeypatch.setattr(daemon_view, "read_daemon",
                             lambda root: DaemonView(payload=payload, fp_entry=entry))
         write_channel(agent, "system", {"header": "sys"})
         request_delay(rt, agent, "daemon", 60)
@@ -290,11 +290,11 @@ class TestStats:
     def test_d7_daemon_uses_the_aggregate(self, agent: AgentRecord,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
         payload = {"data": {"events": [{"a": 1}, {"b": 2}], "daemon": {"count": 2}}}
-        monkeypatch.setattr(daemon, "read_daemon", lambda root: DaemonView(
+        monkeypatch.setattr(daemon_view, "read_daemon", lambda root: DaemonView(
             payload=payload, fp_entry=("daemon.json", 9, "cd" * 32)))
         result = stats(agent.root, "daemon")
         assert result["byte_size"] == 9 and result["sha256"] == "cd" * 32
         assert result["retained_event_count"] == 2
-        monkeypatch.setattr(daemon, "read_daemon", lambda root: DaemonView(payload=payload))
+        monkeypatch.setattr(daemon_view, "read_daemon", lambda root: DaemonView(payload=payload))
         assert stats(agent.root, "daemon") == {"present": None,
                                                "read_error": "missing_fingerprint"}

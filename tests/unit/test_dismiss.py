@@ -12,7 +12,7 @@ import pytest
 
 from tidings.jobs.actions import dismiss
 from tidings.jobs.channels import hooks
-from tidings.jobs.channels import publish as pub
+from tidings.jobs.channels import publish as publishing
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery
 from tidings.jobs.wake import sync
@@ -36,7 +36,7 @@ def mirror(agent: AgentRecord, channel: str) -> dict[str, Any]:
 
 
 def system_events(rt: Runtime, agent: AgentRecord, *events: dict[str, Any]) -> list[str]:
-    return [pub.publish_event(rt, agent, "system", e)["event_id"] for e in events]
+    return [publishing.publish_event(rt, agent, "system", e)["event_id"] for e in events]
 
 
 class TestC35GuardOrder:
@@ -55,7 +55,7 @@ class TestC35GuardOrder:
         assert ok["status"] == "ok" and ok["reason"] == "read it"
 
     def test_3_goal_is_protected_even_with_force(self, rt: Runtime, agent: AgentRecord) -> None:
-        pub.publish(rt, agent, "goal", {"header": "ship it"})
+        publishing.publish(rt, agent, "goal", {"header": "ship it"})
         deliver(rt, agent)
         assert dismiss.dismiss_channel(rt, agent, "goal", force=True)["reason"] == (
             "protected_channel")
@@ -68,7 +68,7 @@ class TestC35GuardOrder:
             assert result["reason"] == "atomic_dismiss_requires_system_channel"
 
     def test_5_guard_without_force(self, rt: Runtime, agent: AgentRecord) -> None:
-        pub.publish(rt, agent, "email", {"header": "3 unread"})
+        publishing.publish(rt, agent, "email", {"header": "3 unread"})
         deliver(rt, agent)
         guarded = dismiss.dismiss_channel(rt, agent, "email")
         assert guarded["reason"] == "guarded"
@@ -77,14 +77,14 @@ class TestC35GuardOrder:
 
     def test_5_before_6_guard_beats_stale(self, rt: Runtime, agent: AgentRecord) -> None:
         rt.redis.hset(keys.DISMISS_GUARDS, "soul", "soul(action='ack')")
-        pub.publish(rt, agent, "soul", {"header": "never delivered"})
+        publishing.publish(rt, agent, "soul", {"header": "never delivered"})
         assert dismiss.dismiss_channel(rt, agent, "soul")["reason"] == "guarded"
 
     def test_6_stale_channel_version(self, rt: Runtime, agent: AgentRecord) -> None:
-        pub.publish(rt, agent, "soul", {"header": "v1"})
+        publishing.publish(rt, agent, "soul", {"header": "v1"})
         deliver(rt, agent)
         seen = committed.read(rt, agent).delivered_entry("soul.json")
-        pub.publish(rt, agent, "soul", {"header": "v2"})
+        publishing.publish(rt, agent, "soul", {"header": "v2"})
         before = path(agent, "soul").read_bytes()
         stale = dismiss.dismiss_channel(rt, agent, "soul")
         assert stale["status"] == "error" and stale["reason"] == "stale_channel_version"
@@ -96,14 +96,14 @@ class TestC35GuardOrder:
         assert forced == {"status": "ok", "channel": "soul", "cleared": True, "forced": True}
 
     def test_6_undelivered_file_expects_no_file(self, rt: Runtime, agent: AgentRecord) -> None:
-        pub.publish(rt, agent, "soul", {"header": "never shown"})
+        publishing.publish(rt, agent, "soul", {"header": "never shown"})
         result = dismiss.dismiss_channel(rt, agent, "soul")
         assert result["reason"] == "stale_channel_version"
         assert result["delivered_version"] is None
 
     def test_store_oserror_is_clear_failed(self, rt: Runtime, agent: AgentRecord,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-        pub.publish(rt, agent, "soul", {"header": "x"})
+        publishing.publish(rt, agent, "soul", {"header": "x"})
         deliver(rt, agent)
 
         def failing(*args: Any) -> bool:
@@ -122,7 +122,7 @@ class TestC36Results:
     def test_event_removes_every_match_keeps_others(self, rt: Runtime, agent: AgentRecord) -> None:
         events = [{"event_id": "dup", "n": 1}, {"event_id": "keep", "n": 2},
                   {"event_id": "dup", "n": 3, "severity": "high"}]
-        pub.publish(rt, agent, "system", {"header": "3", "priority": "high",
+        publishing.publish(rt, agent, "system", {"header": "3", "priority": "high",
                                           "data": {"events": events}})
         deliver(rt, agent)
         result = dismiss.dismiss_event(rt, agent, "dup")
@@ -153,7 +153,7 @@ class TestC36Results:
 
     def test_dismissal_never_wakes(self, rt: Runtime, agent: AgentRecord) -> None:
         system_events(rt, agent, {"ref_id": "a"}, {"ref_id": "b"})
-        pub.publish(rt, agent, "soul", {"header": "s"})
+        publishing.publish(rt, agent, "soul", {"header": "s"})
         deliver(rt, agent)
         assert dismiss.dismiss_ref(rt, agent, "a")["removed"] == 1
         assert dismiss.dismiss_channel(rt, agent, "soul")["cleared"] is True
@@ -162,9 +162,9 @@ class TestC36Results:
         assert sync.sync_agent(rt, agent)["woke"] is False
 
     def test_concurrent_change_elsewhere_still_wakes(self, rt: Runtime, agent: AgentRecord) -> None:
-        pub.publish(rt, agent, "soul", {"header": "s"})
+        publishing.publish(rt, agent, "soul", {"header": "s"})
         deliver(rt, agent)
-        pub.publish(rt, agent, "mcp.x", {"header": "news"})  # not yet seen by the agent
+        publishing.publish(rt, agent, "mcp.x", {"header": "news"})  # not yet seen by the agent
         dismiss.dismiss_channel(rt, agent, "soul")
         assert sync.sync_agent(rt, agent)["woke"] is True
 
@@ -172,8 +172,8 @@ class TestC36Results:
 def test_c9_dismissal_changes_only_the_mirror_file(rt: Runtime, agent: AgentRecord) -> None:
     (agent.root / "mail").mkdir()
     (agent.root / "mail" / "read-state.json").write_text('{"unread": ["m1"]}')
-    pub.publish(rt, agent, "email", {"header": "1 unread", "data": {"email_ids": ["m1"]}})
-    pub.publish(rt, agent, "goal", {"header": "goal"})
+    publishing.publish(rt, agent, "email", {"header": "1 unread", "data": {"email_ids": ["m1"]}})
+    publishing.publish(rt, agent, "goal", {"header": "goal"})
     deliver(rt, agent)
 
     def files() -> dict[str, bytes]:
@@ -196,7 +196,7 @@ def test_c37_guards_hub_wide_last_wins_and_hooks_install_none(
     hooks.add(rt, agent, {"name": "h", "channel": "deploys", "source": "s", "description": "d",
                           "how_to_modify": "m", "how_to_cancel": "c"})
     assert dismiss.guard_for(rt, "deploys") is None
-    pub.publish(rt, agent, "deploys", {"header": "x"})
+    publishing.publish(rt, agent, "deploys", {"header": "x"})
     deliver(rt, agent)
     assert dismiss.dismiss_channel(rt, agent, "deploys")["cleared"] is True
 
@@ -214,7 +214,7 @@ def test_acceptance4_append_while_dismissing_never_loses_the_new_event(
     def producer() -> None:
         start.wait(5)
         for n in range(10):
-            new_ids.append(pub.publish_event(rt, agent, "system", {"event_id": f"new{n}"})
+            new_ids.append(publishing.publish_event(rt, agent, "system", {"event_id": f"new{n}"})
                            ["event_id"])
 
     thread = threading.Thread(target=producer)

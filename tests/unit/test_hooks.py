@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.jobs.channels import allowlist, hooks
-from tidings.jobs.channels import publish as pub
+from tidings.jobs.channels import publish as publishing
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import coherent
 from tidings.store.keys import AgentKeys
@@ -167,7 +167,7 @@ class TestC40Actions:
         assert hooks.drop(rt, agent, "deployer") == {"status": "ok", "reason": "dropped",
                                                      "name": "deployer"}
         assert not allowlist.allowlist(rt, agent).allows("deploys")
-        assert pub.publish_event(rt, agent, "deploys", {})["reason"] == "invalid_channel"
+        assert publishing.publish_event(rt, agent, "deploys", {})["reason"] == "invalid_channel"
         assert hooks.drop(rt, agent, "deployer")["reason"] == "not_found"
         assert hooks.drop(rt, agent, "")["reason"] == "invalid_manifest"
         assert [m["name"] for m in registry(agent)] == ["b"]
@@ -266,8 +266,8 @@ def test_acceptance2_hook_of_one_agent_never_allows_for_another(
     one = make_agent(rt, tmp_path / "one", "one")
     two = make_agent(rt, tmp_path / "two", "two")
     hooks.add(rt, one, MANIFEST)
-    assert pub.publish_event(rt, one, "deploys", {"n": 1})["status"] == "ok"
-    refused = pub.publish_event(rt, two, "deploys", {"n": 1})
+    assert publishing.publish_event(rt, one, "deploys", {"n": 1})["status"] == "ok"
+    refused = publishing.publish_event(rt, two, "deploys", {"n": 1})
     assert refused["reason"] == "invalid_channel"
     (two.root / ".notification").mkdir(exist_ok=True)
     (two.root / ".notification" / "deploys.json").write_text("{}")

@@ -22,14 +22,14 @@ from tidings.jobs.cap import ruler as cap_ruler
 from tidings.jobs.cap import spill
 from tidings.jobs.cap.attention import cap_lane
 from tidings.jobs.channels import allowlist, hooks
-from tidings.jobs.channels import publish as pub
-from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.channels import publish as publishing
+from tidings.jobs.daemon import runs as daemon_runs
 from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.delay import state as delay_state
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import coherent, delivery
-from tidings.jobs.wake import stream as wake
+from tidings.jobs.wake import stream as wake_stream
 from tidings.jobs.wake import sync
 from tidings.store import jsonread, locks
 from tidings.store.models import AgentRecord
@@ -64,7 +64,7 @@ def mirror(agent: AgentRecord, channel: str) -> Any:
 
 def drain(rt: Runtime, agent: AgentRecord) -> list[dict[str, Any]]:
     entries = []
-    while (entry := wake.try_consume(rt, agent)) is not None:
+    while (entry := wake_stream.try_consume(rt, agent)) is not None:
         entries.append(entry)
     return entries
 
@@ -152,7 +152,7 @@ class TestItem1DeepFiles:
         plant(agent, "notification.json", DEEP)
         assert daemon_view.alarm_threshold(agent.root) is None
         assert daemon_view.read_daemon(agent.root).payload is None
-        result = daemon.publish_daemon_event(rt, agent, "r2", {"n": 1})
+        result = daemon_runs.publish_daemon_event(rt, agent, "r2", {"n": 1})
         assert result["status"] == "ok"
         events = coherent.observe(rt, agent).payloads["daemon"]["data"]["events"]
         assert [e["n"] for e in events] == [1]
@@ -163,7 +163,7 @@ class TestItem1DeepFiles:
     ) -> None:
         plant(agent, ".notification/daemon/.tombstone", DEEP)
         assert daemon_view.read_daemon(agent.root).error is not None
-        result = daemon.publish_daemon_event(rt, agent, "r1", {"n": 1})
+        result = daemon_runs.publish_daemon_event(rt, agent, "r1", {"n": 1})
         assert result["reason"] == "daemon_control_error"
 
 
@@ -192,7 +192,7 @@ class TestItem2LoneSurrogate:
         result = producer.publish_event(rt, agent, "system", {"body": "\ud83d"})
         assert result == {"status": "error", "reason": "invalid_event",
                           "message": "not valid Unicode"}
-        env = pub.publish(rt, agent, "soul", {"header": "\udc00"})
+        env = publishing.publish(rt, agent, "soul", {"header": "\udc00"})
         assert env["reason"] == "invalid_envelope" and env["message"] == "not valid Unicode"
         key = producer.publish_event(rt, agent, "system", {}, idempotency_key="\ud800")
         assert key["reason"] == "invalid_idempotency_key"
@@ -237,7 +237,7 @@ class TestItem3NameLength:
         assert not (agent.root / ".notification" / "system.json").exists()
 
     def test_daemon_id_and_hook_name_length(self, rt: Runtime, agent: AgentRecord) -> None:
-        run = daemon.publish_daemon_event(rt, agent, "r" * 201, {"n": 1})
+        run = daemon_runs.publish_daemon_event(rt, agent, "r" * 201, {"n": 1})
         assert run["message"] == "daemon_id must be at most 200 characters"
         added = hooks.add(rt, agent, {**MANIFEST, "name": "n" * 201})
         assert added["reason"] == "invalid_manifest"
@@ -287,11 +287,11 @@ class TestItem6DeepCallInput:
         deep = {"x": nested(3000)}
         event = producer.publish_event(rt, agent, "system", deep)
         assert event["reason"] == "invalid_event" and "levels" in event["message"]
-        envelope = pub.publish(rt, agent, "soul", {"data": nested(3000)})
+        envelope = publishing.publish(rt, agent, "soul", {"data": nested(3000)})
         assert envelope["reason"] == "invalid_envelope" and "64 levels" in envelope["message"]
-        run = daemon.publish_daemon_event(rt, agent, "r1", deep)
+        run = daemon_runs.publish_daemon_event(rt, agent, "r1", deep)
         assert run["reason"] == "invalid_event"
-        admitted = inbox.admit(rt, agent.agent_id, "mail", "s", {"p": nested(3000)})
+        admitted = inbox_admission.admit(rt, agent.agent_id, "mail", "s", {"p": nested(3000)})
         assert admitted["reason"] == "invalid_payload"
         assert not (agent.root / ".notification").exists()
 
@@ -337,10 +337,10 @@ class TestItem7Locks:
         assert result["reason"] == "hook_registry_write_failed"
         assert "is a directory" in result["message"]
         self._lock(agent, "channel:system").mkdir()
-        flushed = pub.publish_event(rt, agent, "system", {"n": 1})
+        flushed = publishing.publish_event(rt, agent, "system", {"n": 1})
         assert flushed["status"] == "ok" and flushed["flushed"] is False
         os.mkfifo(self._lock(agent, "channel:soul"))
-        assert pub.publish(rt, agent, "soul", {"header": "h"})["status"] == "ok"
+        assert publishing.publish(rt, agent, "soul", {"header": "h"})["status"] == "ok"
 
 
 class TestItem8SourceKind:
@@ -348,7 +348,7 @@ class TestItem8SourceKind:
 
     def test_trailing_newline(self, rt: Runtime, agent: AgentRecord) -> None:
         for kind in ("memory-change\n", "mail\n", "mail\nx"):
-            result = inbox.admit(rt, agent.agent_id, kind, "spoof")
+            result = inbox_admission.admit(rt, agent.agent_id, kind, "spoof")
             assert result["reason"] == "invalid_source_kind"
 
 
@@ -387,7 +387,7 @@ class TestItem11SpecialFiles:
     ) -> None:
         (agent.root / ".notification").mkdir()
         make(agent.root / ".notification" / "email.json")
-        result = pub.publish_event(rt, agent, "email", {"n": 1})
+        result = publishing.publish_event(rt, agent, "email", {"n": 1})
         assert result["status"] == "ok" and result["flushed"] is False
         body = next(e["body"] for e in mirror(agent, "system")["data"]["events"]
                     if e["ref_id"] == "unsafe_channel:email")

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from tidings.jobs.ids import is_event_id, new_uuid7
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import projection, read_items
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import stream as wake
+from tidings.jobs.wake import stream as wake_stream
 from tidings.store.clock import FakeClock
 from tidings.store.errors import TidingsError
 from tidings.store.inbox_keys import InboxKeys
@@ -21,7 +21,7 @@ AGENT = "a1"
 
 
 def admit(rt: Runtime, summary: str = "hello", **kw: Any) -> dict[str, Any]:
-    result = inbox.admit(rt, AGENT, kw.pop("source_kind", "mail"), summary, **kw)
+    result = inbox_admission.admit(rt, AGENT, kw.pop("source_kind", "mail"), summary, **kw)
     assert result["status"] == "ok", result
     return result
 
@@ -55,7 +55,7 @@ class TestItems:
         for name in ("state", "seq", "claimed_at", "turn_id", "attempts",
                      "side_effect_started_at", "handled_at", "ignored_at"):
             assert name in item
-        inbox.ignore(rt, AGENT, eid)
+        inbox_admission.ignore(rt, AGENT, eid)
         assert rt.redis.hget(k.events, eid) == stored
 
     def test_m2_event_ids_are_uuid7_hex_and_increasing(self) -> None:
@@ -70,9 +70,9 @@ class TestItems:
     ) -> None:
         """M2: a redelivered admission (same id) writes nothing and answers the same."""
         eid = new_uuid7()
-        first = inbox.admit(rt, AGENT, "mail", "x", event_id=eid)
+        first = inbox_admission.admit(rt, AGENT, "mail", "x", event_id=eid)
         before = dump(rt)
-        again = inbox.admit(rt, AGENT, "mail", "x", event_id=eid)
+        again = inbox_admission.admit(rt, AGENT, "mail", "x", event_id=eid)
         assert again == first and first["event_id"] == eid
         assert dump(rt) == before
 
@@ -99,7 +99,7 @@ class TestAdmit:
         self, rt: Runtime, args: tuple[Any, ...], reason: str
     ) -> None:
         """M3: each bad input answers its reason and writes nothing."""
-        result = inbox.admit(rt, AGENT, *args)
+        result = inbox_admission.admit(rt, AGENT, *args)
         assert result["status"] == "error" and result["reason"] == reason
         assert dump(rt) == {}
 
@@ -126,7 +126,7 @@ class TestAdmit:
         """M3: a retained item with the key → no write, its id with duplicate: true."""
         first = admit(rt, key="mail-42")
         before = dump(rt)
-        again = inbox.admit(rt, AGENT, "mail", "other text", key="mail-42")
+        again = inbox_admission.admit(rt, AGENT, "mail", "other text", key="mail-42")
         assert again == {"status": "ok", "event_id": first["event_id"], "duplicate": True}
         assert dump(rt) == before
         assert admit(rt, key="mail-43")["event_id"] != first["event_id"]
@@ -148,8 +148,8 @@ class TestAdmit:
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         """M4/C26: the orchestrator's wait_for_wake returns the inbox wake entry."""
-        eid = inbox.admit(rt, agent.agent_id, "mail", "urgent", wake=True)["event_id"]
-        signal = wake.wait_for_wake(rt, agent, 1)
+        eid = inbox_admission.admit(rt, agent.agent_id, "mail", "urgent", wake=True)["event_id"]
+        signal = wake_stream.wait_for_wake(rt, agent, 1)
         assert signal is not None
         assert (signal["kind"], signal["event_id"]) == ("inbox", eid)
 
@@ -158,13 +158,13 @@ class TestIgnore:
     def test_m6_ignore_outcomes(self, rt: Runtime) -> None:
         """M6: pending → ignored; again → changed false; unknown → not_found."""
         eid = admit(rt)["event_id"]
-        result = inbox.ignore(rt, AGENT, eid)
+        result = inbox_admission.ignore(rt, AGENT, eid)
         assert result == {"status": "ok", "event_id": eid, "state": "ignored", "changed": True}
-        assert inbox.ignore(rt, AGENT, eid)["changed"] is False
+        assert inbox_admission.ignore(rt, AGENT, eid)["changed"] is False
         [item] = projection(rt, AGENT)
         assert item["state"] == "ignored" and item["ignored_at"]
-        assert inbox.ignore(rt, AGENT, new_uuid7())["reason"] == "not_found"
-        assert inbox.ignore(rt, AGENT, "nope")["reason"] == "not_found"
+        assert inbox_admission.ignore(rt, AGENT, new_uuid7())["reason"] == "not_found"
+        assert inbox_admission.ignore(rt, AGENT, "nope")["reason"] == "not_found"
 
     def test_m6_handled_and_needs_repair_are_not_ignorable(self, rt: Runtime) -> None:
         """M6: handled or needs-repair → not_ignorable, unchanged."""
@@ -174,14 +174,14 @@ class TestIgnore:
         rt.redis.hset(k.admissions, f"{repair}:state", "needs-repair")
         for eid in (handled, repair):
             before = dump(rt)
-            assert inbox.ignore(rt, AGENT, eid)["reason"] == "not_ignorable"
+            assert inbox_admission.ignore(rt, AGENT, eid)["reason"] == "not_ignorable"
             assert dump(rt) == before
 
     def test_m6_ignored_item_leaves_selection(self, rt: Runtime) -> None:
         """M6: an ignored item is no longer selectable nor open."""
         k = InboxKeys(AGENT)
         eid = admit(rt)["event_id"]
-        inbox.ignore(rt, AGENT, eid)
+        inbox_admission.ignore(rt, AGENT, eid)
         assert rt.redis.zscore(k.selectable, eid) is None
         assert rt.redis.zscore(k.open, eid) is None
 
@@ -213,7 +213,7 @@ class TestProjection:
         """M7: `state` selects one projection state."""
         keep = admit(rt)["event_id"]
         gone = admit(rt)["event_id"]
-        inbox.ignore(rt, AGENT, gone)
+        inbox_admission.ignore(rt, AGENT, gone)
         assert [i["event_id"] for i in projection(rt, AGENT, state="pending")] == [keep]
         assert [i["event_id"] for i in projection(rt, AGENT, state="ignored")] == [gone]
         assert projection(rt, AGENT, state="deferred") == []
@@ -251,12 +251,12 @@ class TestBounds:
         self, rt: Runtime, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """M8: one item beyond the open bound is refused with inbox_full."""
-        monkeypatch.setattr(inbox, "MAX_OPEN", 3)
+        monkeypatch.setattr(inbox_admission, "MAX_OPEN", 3)
         first = [admit(rt)["event_id"] for _ in range(3)]
         before = dump(rt)
-        assert inbox.admit(rt, AGENT, "mail", "x")["reason"] == "inbox_full"
+        assert inbox_admission.admit(rt, AGENT, "mail", "x")["reason"] == "inbox_full"
         assert dump(rt) == before
-        inbox.ignore(rt, AGENT, first[0])
+        inbox_admission.ignore(rt, AGENT, first[0])
         admit(rt)
 
     def test_m8_terminal_items_beyond_the_bound_are_forgotten(
@@ -264,23 +264,23 @@ class TestBounds:
     ) -> None:
         """M8: the script making an item terminal deletes older terminal ones (event,
         admission, key)."""
-        monkeypatch.setattr(inbox, "MAX_TERMINAL", 2)
+        monkeypatch.setattr(inbox_admission, "MAX_TERMINAL", 2)
         k = InboxKeys(AGENT)
         ids = [admit(rt, key=f"k{n}")["event_id"] for n in range(3)]
         for eid in ids:
             clock.advance(1)
-            inbox.ignore(rt, AGENT, eid)
+            inbox_admission.ignore(rt, AGENT, eid)
         assert [i["event_id"] for i in projection(rt, AGENT)] == ids[:0:-1]
         assert rt.redis.hget(k.events, ids[0]) is None
         assert not [f for f in rt.redis.hkeys(k.admissions) if f.startswith(ids[0].encode())]
-        assert rt.redis.hget(k.key_index, inbox.key_digest("k0")) is None
+        assert rt.redis.hget(k.key_index, inbox_admission.key_digest("k0")) is None
         assert admit(rt, key="k0")["event_id"] != ids[0]
 
     def test_m9_every_inbox_key_carries_the_hash_tag(self, rt: Runtime) -> None:
         """M9: every Redis key of the agent carries {a:<agent_id>}."""
         eid = admit(rt, wake=True, key="k")["event_id"]
-        inbox.ignore(rt, AGENT, eid)
-        inbox.recover(rt, AGENT)
+        inbox_admission.ignore(rt, AGENT, eid)
+        inbox_admission.recover(rt, AGENT)
         # The hub-wide wake-rate buckets (store/rates.py) belong to no agent.
         keys = [k for k in rt.redis.keys("*") if not k.startswith(b"{tidings:rates}")]
         assert keys and all(key.startswith(b"{a:a1}:") for key in keys)

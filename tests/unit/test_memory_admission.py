@@ -14,13 +14,13 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import projection
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.memory import lock as observe_lock
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turns
+from tidings.jobs.turns import prepare as turn_prepare
 from tidings.store.clock import SystemClock
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord
@@ -62,7 +62,7 @@ class TestTriggers:
     ) -> None:
         """M10/M12: start-up writes the baseline; a manual observation admits the change
         with the reason as trigger; results carry the M12 keys."""
-        started = turns.startup(rt, magent)["memory"]
+        started = turn_prepare.startup(rt, magent)["memory"]
         assert set(started) == M12_KEYS and started["status"] == "baseline"
         assert started["trigger"] == "startup" and started["checkpoint_version"] == 1
         repo.write("notes/plan.md", "changed\n")
@@ -75,7 +75,7 @@ class TestTriggers:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M10/M4: a change plus its observation never wakes or starts a turn."""
-        turns.startup(rt, magent)
+        turn_prepare.startup(rt, magent)
         repo.write("MEMORY.md", "edited\n")
         k = InboxKeys(magent.agent_id)
         assert rt.redis.exists(k.turn_slot, k.wake_stream) == 0
@@ -87,9 +87,9 @@ class TestTriggers:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M10/M43: the pre_turn observation's event is claimed by the same turn."""
-        turns.startup(rt, magent)
+        turn_prepare.startup(rt, magent)
         repo.write("MEMORY.md", "edited\n")
-        turn = turns.prepare_turn(rt, magent)
+        turn = turn_prepare.prepare_turn(rt, magent)
         assert turn["memory"]["status"] == "changed" and turn["memory"]["trigger"] == "pre_turn"
         [item] = turn["inbox"]
         assert item["event_id"] == turn["memory"]["event_id"]
@@ -105,13 +105,13 @@ class TestTriggers:
     ) -> None:
         """M11: no observation, memory items stay pending, other items are claimed, and
         (M50) the finish does not touch the checkpoint."""
-        turns.startup(rt, magent)
+        turn_prepare.startup(rt, magent)
         repo.write("MEMORY.md", "one\n")
         mem = observe(rt, magent)["event_id"]
-        mail = inbox.admit(rt, magent.agent_id, "mail", "hi")["event_id"]
+        mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hi")["event_id"]
         repo.write("MEMORY.md", "two\n")
         before = checkpoint(rt, magent)
-        turn = turns.prepare_turn(rt, magent, kind)
+        turn = turn_prepare.prepare_turn(rt, magent, kind)
         assert turn["memory"]["status"] == "skipped"
         assert [i["event_id"] for i in turn["inbox"]] == [mail]
         done = turn_finish.finish_turn(rt, magent, turn["turn_id"])
@@ -131,7 +131,7 @@ class TestNeverFails:
         monkeypatch.setattr(memory_admission, "observe", boom)
         assert observe(rt, magent) == {**observe(rt, magent), "status": "error",
                                        "reason": "observation_failed"}
-        turn = turns.prepare_turn(rt, magent)
+        turn = turn_prepare.prepare_turn(rt, magent)
         assert turn["status"] == "ok" and turn["memory"]["status"] == "error"
 
     @pytest.mark.parametrize("case", ["not_configured", "missing", "not_a_repository"])
@@ -144,7 +144,7 @@ class TestNeverFails:
         agent = make_agent(rt, tmp_path / "wd", memory_repo=target)
         result = observe(rt, agent)
         assert result["status"] == "unavailable" and result["reason"] == case
-        turn = turns.prepare_turn(rt, agent)
+        turn = turn_prepare.prepare_turn(rt, agent)
         assert turn["status"] == "ok" and turn["memory"]["reason"] == case
         assert checkpoint(rt, agent) == {} and memory_items(rt, agent) == []
 
@@ -191,7 +191,7 @@ class TestAdmissionScript:
 
     def test_m40_m8_inbox_full_writes_nothing(self, rt: Runtime, agent: AgentRecord) -> None:
         """M40/M8: the open-item bound refuses the event and keeps the old checkpoint."""
-        inbox.admit(rt, agent.agent_id, "mail", "x")
+        inbox_admission.admit(rt, agent.agent_id, "mail", "x")
         assert admit_script(rt, agent, "", event=True, fields={"p": "1"}, bound=1) == [
             b"inbox_full"]
         assert checkpoint(rt, agent) == {}
@@ -278,8 +278,8 @@ class TestReconcile:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M48: owned absent → the checkpoint advances without an event."""
-        turns.startup(rt, magent)
-        turn = turns.prepare_turn(rt, magent)
+        turn_prepare.startup(rt, magent)
+        turn = turn_prepare.prepare_turn(rt, magent)
         repo.write("notes/plan.md", "the agent's own edit\n")
         done = turn_finish.finish_turn(rt, magent, turn["turn_id"])
         assert done["memory"]["status"] == "absorbed"
@@ -292,8 +292,8 @@ class TestReconcile:
     ) -> None:
         """M48/M49: with owned, the agent's edit is absorbed and an external edit made
         during the turn becomes one new pending event (trigger finish_turn)."""
-        turns.startup(rt, magent)
-        turn = turns.prepare_turn(rt, magent)
+        turn_prepare.startup(rt, magent)
+        turn = turn_prepare.prepare_turn(rt, magent)
         repo.write("notes/plan.md", "own\n")
         repo.write("MEMORY.md", "external\n")
         own_id = str(repo.repo.create_blob(b"own\n"))
@@ -311,8 +311,8 @@ class TestReconcile:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M48: an unavailable reconcile leaves the checkpoint; nothing is lost."""
-        turns.startup(rt, magent)
-        turn = turns.prepare_turn(rt, magent)
+        turn_prepare.startup(rt, magent)
+        turn = turn_prepare.prepare_turn(rt, magent)
         before = checkpoint(rt, magent)
         moved = repo.path.with_name("moved")
         repo.path.rename(moved)
@@ -326,11 +326,11 @@ class TestReconcile:
     ) -> None:
         """M50: pre-turn unavailable → the finish must not touch the checkpoint; the
         agent's changes are reported by the next recorded observation."""
-        turns.startup(rt, magent)
+        turn_prepare.startup(rt, magent)
         before = checkpoint(rt, magent)
         hidden = repo.path.with_name("hidden")
         repo.path.rename(hidden)
-        turn = turns.prepare_turn(rt, magent)
+        turn = turn_prepare.prepare_turn(rt, magent)
         assert turn["memory"]["status"] == "unavailable"
         hidden.rename(repo.path)
         repo.write("MEMORY.md", "made during the turn\n")
@@ -351,7 +351,7 @@ class TestLock:
         result = observe(rt, magent)
         assert result["status"] == "error" and result["reason"] == "observation_busy"
         assert rt.clock.monotonic() - started >= observe_lock.WAIT_SECONDS
-        assert turns.prepare_turn(rt, magent)["memory"]["reason"] == "observation_busy"
+        assert turn_prepare.prepare_turn(rt, magent)["memory"]["reason"] == "observation_busy"
 
     def test_m52_release_by_token_and_renewal(self, rt: Runtime, agent: AgentRecord) -> None:
         """M52: the lease is renewed every third while held; release only frees the
@@ -390,7 +390,7 @@ def test_m13_missing_repository_later_reappears(
     rt: Runtime, magent: AgentRecord, repo: MemoryRepo
 ) -> None:
     """M13: a removed repository is unavailable (reason missing), not an error."""
-    turns.startup(rt, magent)
+    turn_prepare.startup(rt, magent)
     shutil.rmtree(repo.path)
     result = observe(rt, magent)
     assert result["status"] == "unavailable" and result["reason"] == "missing"
@@ -406,9 +406,9 @@ def test_m54_no_git_subprocess_in_the_observation_path(
         raise AssertionError(f"a process was started: {args!r}")
 
     monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
-    turns.startup(rt, magent)
+    turn_prepare.startup(rt, magent)
     repo.write("MEMORY.md", "edited\n")
-    turn = turns.prepare_turn(rt, magent)
+    turn = turn_prepare.prepare_turn(rt, magent)
     assert turn["memory"]["status"] == "changed"
     repo.write("notes/plan.md", "own\n")
     assert turn_finish.finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == (

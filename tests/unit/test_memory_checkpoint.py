@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.gitrepo import GitRepo
 from tidings.jobs.memory import Snapshot, decode_checkpoint, encode_checkpoint
-from tidings.jobs.memory import checkpoint as checkpoint_module
+from tidings.jobs.memory import checkpoint as memory_checkpoint
 from tidings.jobs.memory.checkpoint import FIELDS
 from tidings.jobs.memory.model import (
     HeadState,
@@ -143,12 +143,12 @@ def test_identical_fields_reuse_the_decoded_snapshot() -> None:
 
 def test_kept_decoded_snapshots_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoded snapshots are kept per repository, within a budget of paths."""
-    monkeypatch.setattr(checkpoint_module, "KEPT_DECODED_PATHS", 5)
-    monkeypatch.setattr(checkpoint_module, "_decoded", {})
+    monkeypatch.setattr(memory_checkpoint, "KEPT_DECODED_PATHS", 5)
+    monkeypatch.setattr(memory_checkpoint, "_decoded", {})
     for n in range(4):
         state = Snapshot(Identity(f"/m{n}", "1:2", None), HeadState("main", False, True, None),
                          {b"a.md": record(), b"b.md": record()}, 0, None,
                          "2025-01-01T00:00:00.000Z", 1)
         decode_checkpoint(encode_checkpoint(state, 1))
-    kept = checkpoint_module._decoded
+    kept = memory_checkpoint._decoded
     assert len(kept) == 1 and next(iter(kept.values()))[1].identity.root == "/m3"

@@ -11,10 +11,10 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.memory import checkpoint
+from tidings.jobs.memory import checkpoint as memory_checkpoint
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turns
+from tidings.jobs.turns import prepare as turn_prepare
 
 
 def test_turns_decode_no_checkpoint_they_wrote(
@@ -22,21 +22,21 @@ def test_turns_decode_no_checkpoint_they_wrote(
 ) -> None:
     repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "m\n"})
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.root)
-    assert turns.startup(rt, agent)["memory"]["status"] == "baseline"
+    assert turn_prepare.startup(rt, agent)["memory"]["status"] == "baseline"
     decoded: list[int] = []
-    original = checkpoint._decode
+    original = memory_checkpoint._decode
 
     def counting(*args: Any) -> Any:
         decoded.append(1)
         return original(*args)
 
-    monkeypatch.setattr(checkpoint, "_decode", counting)
+    monkeypatch.setattr(memory_checkpoint, "_decode", counting)
     repo.write("notes.md", "new\n")
-    turn = turns.prepare_turn(rt, agent)
+    turn = turn_prepare.prepare_turn(rt, agent)
     assert turn["memory"]["status"] == "changed"
     repo.write("MEMORY.md", "the agent's own edit\n")
     done = turn_finish.finish_turn(rt, agent, turn["turn_id"])
     assert done["memory"]["status"] == "absorbed"
     assert decoded == []
-    again = turns.prepare_turn(rt, agent)
+    again = turn_prepare.prepare_turn(rt, agent)
     assert again["memory"]["status"] in ("unchanged", "changed") and decoded == []

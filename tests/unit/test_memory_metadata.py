@@ -1,7 +1,9 @@
-"""M55: a FIFO, socket, symlink or anything odd among a repository's metadata files makes
-``observe_memory`` answer ``unavailable`` (``unreadable``) at once instead of holding the
-thread in libgit2's blocking ``open()`` (issue 24 finding 4, acceptance 6). The
-observations run in a child process with a timeout, so a hang fails the test."""
+"""M55: a FIFO, socket, symlink or anything odd among a repository's metadata files, or a
+FIFO anywhere libgit2 opens a file, makes ``observe_memory`` answer ``unavailable``
+(``unreadable``) within a second instead of holding the thread in libgit2's blocking
+``open()`` (issue 24 finding 4, acceptance 6); what cannot be released answers ``timeout``
+at the time limit. The observations run in a child process with a timeout, so a hang
+fails the test."""
 
 from __future__ import annotations
 
@@ -10,13 +12,17 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.memory import indexfile
+from tests.support.polling import wait_until
+from tidings.jobs.memory import indexfile, watchdog
+from tidings.jobs.memory.model import ObserveResult
 from tidings.jobs.memory.observation import observe
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +55,25 @@ def _gitdir_to_fifo(path: Path) -> None:
     path.write_text("gitdir: fifo-git\n")
 
 
-#: (case, file under the repository, how it is made odd)
+def _excludes_file_fifo(path: Path) -> None:
+    """``config`` names a FIFO outside the repository as its excludes file."""
+    fifo = path.parent.parent / "excludes-fifo"
+    os.mkfifo(fifo)
+    with path.open("a") as config:
+        config.write(f"[core]\n\texcludesFile = {fifo}\n")
+
+
+def _include_fifo(path: Path) -> None:
+    """``config`` includes a FIFO (libgit2 reads includes while holding the GIL)."""
+    fifo = path.parent.parent / "include-fifo"
+    os.mkfifo(fifo)
+    with path.open("a") as config:
+        config.write(f'[includeIf "gitdir:/"]\n\tpath = {fifo}\n')
+
+
+#: (case, file under the repository, how it is made odd); the first eleven are caught by
+#: the lstat checks, the rest (files libgit2 opens that no lstat list covers) by the
+#: watchdog, which releases the FIFO the helper thread is blocked opening.
 CASES: list[tuple[str, str, Callable[[Path], None]]] = [
     ("index-fifo", ".git/index", _fifo),
     ("config-fifo", ".git/config", _fifo),
@@ -61,13 +85,20 @@ CASES: list[tuple[str, str, Callable[[Path], None]]] = [
     ("index-symlink", ".git/index", _symlink_to_fifo),
     ("dotgit-fifo", ".git", lambda p: (os.rename(p, p.with_name("moved")), os.mkfifo(p))),
     ("gitdir-fifo", ".git", _gitdir_to_fifo),
+    ("include-fifo", ".git/config", _include_fifo),
+    ("gitignore-fifo", ".gitignore", _fifo),
+    ("nested-gitignore-fifo", "notes/.gitignore", _fifo),
+    ("exclude-fifo", ".git/info/exclude", _fifo),
+    ("alternates-fifo", ".git/objects/info/alternates", _fifo),
+    ("excludes-file-fifo", ".git/config", _excludes_file_fifo),
 ]
 
 
 def test_odd_metadata_files_answer_unreadable_at_once(tmp_path: Path) -> None:
     cases = []
     for case, rel, make_odd in CASES:
-        repo = MemoryRepo(tmp_path / case / "memory", {"SOUL.md": "soul\n"})
+        repo = MemoryRepo(tmp_path / case / "memory", {"SOUL.md": "soul\n", "notes/a.md": "a\n"})
+        (repo.path / rel).parent.mkdir(parents=True, exist_ok=True)
         make_odd(repo.path / rel)
         workdir = tmp_path / case / "workdir"
         workdir.mkdir()
@@ -109,3 +140,24 @@ def test_ordinary_repositories_and_linked_work_trees_still_observe(tmp_path: Pat
     repo.repo.add_worktree("linked", str(linked))
     assert observe(str(linked), None, now=0.0).status == "ok"
     assert indexfile.INDEX_MAX_BYTES >= 1 << 20
+
+
+def test_an_observation_past_its_time_limit_answers_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(watchdog, "TIME_LIMIT_SECONDS", 0.2)
+    release = threading.Event()
+    slow = ObserveResult("ok")
+
+    def stuck() -> ObserveResult:
+        release.wait(10)
+        return slow
+
+    started = time.monotonic()
+    assert watchdog.watched("/repo", stuck).reason == "timeout"
+    assert time.monotonic() - started < 2
+    # while its helper is left running, the same repository answers at once
+    assert watchdog.watched("/repo", lambda: slow).reason == "timeout"
+    assert watchdog.watched("/other", lambda: slow) is slow
+    release.set()
+    wait_until(lambda: watchdog.watched("/repo", lambda: slow) is slow, what="helper ended")

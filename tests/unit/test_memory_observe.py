@@ -14,8 +14,8 @@ import pygit2
 import pytest
 
 from tests.support.gitrepo import GitRepo, fast_tmp
-from tidings.jobs.memory import fingerprint as fp_module
-from tidings.jobs.memory import listing as listing_module
+from tidings.jobs.memory import fingerprint as memory_fingerprint
+from tidings.jobs.memory import listing as memory_listing
 from tidings.jobs.memory import observe
 from tidings.jobs.memory.fingerprint import Fingerprinter, Unstable
 from tidings.jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
@@ -67,7 +67,7 @@ def test_unexpected_error_is_reported_not_raised(
     def boom(*args: Any) -> Any:
         raise RuntimeError("odd")
 
-    monkeypatch.setattr(listing_module, "read_staged", boom)
+    monkeypatch.setattr(memory_listing, "read_staged", boom)
     result = observe(repo.path, None, now=0)
     assert (result.status, result.reason) == ("unavailable", "unreadable")
     assert any(getattr(r, "event", "") == "memory.observe_failed" for r in caplog.records)
@@ -320,7 +320,7 @@ def test_listed_path_vanishing_is_unstable_then_retried(
     assert result.status == "ok" and result.snapshot is not None
     assert b"new.md" not in result.snapshot.paths
     with pytest.raises(Unstable):
-        fp_module.Fingerprinter(repo.path, {}, 0).identify(b"gone.md", WT_NEW, 0)
+        memory_fingerprint.Fingerprinter(repo.path, {}, 0).identify(b"gone.md", WT_NEW, 0)
 
 
 def test_head_moving_during_observation_is_unstable_once(

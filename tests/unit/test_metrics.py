@@ -17,15 +17,15 @@ from tests.support.dispatch import InlineJobs
 from tests.support.memory_repo import MemoryRepo
 from tests.support.spills import attention_spiller
 from tidings.jobs.cap.attention import cap_lane
-from tidings.jobs.channels import publish as pub
+from tidings.jobs.channels import publish as publishing
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.delay import alarm as delay_alarm
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.metrics import registry
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turns
+from tidings.jobs.turns import prepare as turn_prepare
 from tidings.store.clock import FakeClock
 from tidings.store.models import AgentRecord
 
@@ -47,9 +47,9 @@ def test_publish_counts_records_and_flush_counts_batches_and_coalescing(
     }
     jobs_dispatch.run_flushes = False
     for n in range(3):
-        pub.publish_event(rt, agent, "mcp.x", {"n": n}, idempotency_key=f"k{n}")
-    pub.publish_event(rt, agent, "mcp.x", {"n": 0}, idempotency_key="k0")
-    pub.publish(rt, agent, "mcp.y", {"header": "h"})
+        publishing.publish_event(rt, agent, "mcp.x", {"n": n}, idempotency_key=f"k{n}")
+    publishing.publish_event(rt, agent, "mcp.x", {"n": 0}, idempotency_key="k0")
+    publishing.publish(rt, agent, "mcp.y", {"header": "h"})
     flush_channel(rt, agent, "mcp.x")
     flush_channel(rt, agent, "mcp.y")
 
@@ -94,12 +94,12 @@ def test_observations_by_reason_and_outcome_and_items_by_state(
     assert memory_admission.observe_memory(rt, agent, "startup")["status"] == "baseline"
     repo.write("MEMORY.md", "two\n")
     assert memory_admission.observe_memory(rt, agent, "some reason")["status"] == "changed"
-    kept = inbox.admit(rt, agent.agent_id, "app.mail", "mail")["event_id"]
-    dropped = inbox.admit(rt, agent.agent_id, "app.mail", "spam")["event_id"]
-    turn = turns.prepare_turn(rt, agent, "ordinary")
+    kept = inbox_admission.admit(rt, agent.agent_id, "app.mail", "mail")["event_id"]
+    dropped = inbox_admission.admit(rt, agent.agent_id, "app.mail", "spam")["event_id"]
+    turn = turn_prepare.prepare_turn(rt, agent, "ordinary")
     assert turn_finish.finish_turn(rt, agent, turn["turn_id"], ok=False,
                                    ignored=[dropped])["retryable"]
-    assert kept and inbox.ignore(rt, agent.agent_id, kept)["changed"] is True
+    assert kept and inbox_admission.ignore(rt, agent.agent_id, kept)["changed"] is True
 
     def moved(state: str) -> float:
         return sample("tidings_inbox_admissions_total", state=state) - items[state]

@@ -23,16 +23,18 @@ from tidings._hub import Hub
 from tidings.jobs import guard
 from tidings.jobs.actions import delay
 from tidings.jobs.actions import publish as producer
-from tidings.jobs.cap import lanes
+from tidings.jobs.cap import lanes as cap_lanes
 from tidings.jobs.channels import publish as publishing
-from tidings.jobs.daemon import runs
-from tidings.jobs.inbox import admission as inboxes
-from tidings.jobs.inbox import items
+from tidings.jobs.daemon import runs as daemon_runs
+from tidings.jobs.inbox import admission as inbox_admission
+from tidings.jobs.inbox import items as inbox_items
 from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish, prepare
+from tidings.jobs.turns import finish as turn_finish
+from tidings.jobs.turns import prepare as turn_prepare
 from tidings.jobs.view import coherent, delivery
-from tidings.jobs.wake import stream, sync
+from tidings.jobs.wake import stream as wake_stream
+from tidings.jobs.wake import sync
 from tidings.store.errors import TidingsError, UnsafePathError
 from tidings.store.models import AgentRecord
 
@@ -62,28 +64,28 @@ ANSWERING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
     ("publish", lambda a: a.publish("soul", {"header": "h"}), publishing, "publish"),
     ("publish_event", lambda a: a.publish_event("system", {"body": "b"}), producer,
      "publish_event"),
-    ("publish_daemon_event", lambda a: a.publish_daemon_event("r1", {"n": 1}), runs,
+    ("publish_daemon_event", lambda a: a.publish_daemon_event("r1", {"n": 1}), daemon_runs,
      "publish_daemon_event"),
     ("render", lambda a: a.render(), delivery, "render"),
-    ("cap_persistent", lambda a: a.cap_persistent({"email": {}}), lanes, "cap_persistent"),
+    ("cap_persistent", lambda a: a.cap_persistent({"email": {}}), cap_lanes, "cap_persistent"),
     ("notification", lambda a: a.notification("delay", {"channel": "soul", "seconds": 5}),
      delay, "request_delay"),
     ("call_tool", lambda a: a.call_tool({"action": "delay",
                                          "input": {"channel": "soul", "seconds": 5}}),
      delay, "request_delay"),
-    ("startup", lambda a: a.startup(), prepare, "startup"),
-    ("prepare_turn", lambda a: a.prepare_turn(), prepare, "prepare_turn"),
-    ("mark_side_effect", lambda a: a.mark_side_effect("t1"), finish, "mark_side_effect"),
-    ("finish_turn", lambda a: a.finish_turn("t1"), finish, "finish_turn"),
-    ("ignore", lambda a: a.ignore("evt_1"), inboxes, "ignore"),
-    ("admit", lambda a: a.admit("app", "hello"), inboxes, "admit"),
+    ("startup", lambda a: a.startup(), turn_prepare, "startup"),
+    ("prepare_turn", lambda a: a.prepare_turn(), turn_prepare, "prepare_turn"),
+    ("mark_side_effect", lambda a: a.mark_side_effect("t1"), turn_finish, "mark_side_effect"),
+    ("finish_turn", lambda a: a.finish_turn("t1"), turn_finish, "finish_turn"),
+    ("ignore", lambda a: a.ignore("evt_1"), inbox_admission, "ignore"),
+    ("admit", lambda a: a.admit("app", "hello"), inbox_admission, "admit"),
     ("observe_memory", lambda a: a.observe_memory(), memory_admission, "observe_memory"),
 ]
 
 RAISING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
     ("snapshot", lambda a: a.snapshot(), coherent, "observe"),
-    ("inbox", lambda a: a.inbox(), items, "projection"),
-    ("wait_for_wake", lambda a: a.wait_for_wake(0), stream, "wait_for_wake"),
+    ("inbox", lambda a: a.inbox(), inbox_items, "projection"),
+    ("wait_for_wake", lambda a: a.wait_for_wake(0), wake_stream, "wait_for_wake"),
 ]
 
 

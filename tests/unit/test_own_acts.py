@@ -21,10 +21,10 @@ import pytest
 from tests.support.polling import wait_until
 from tidings.jobs.actions import dismiss
 from tidings.jobs.actions.delay import request_delay
-from tidings.jobs.channels import publish as pub
+from tidings.jobs.channels import publish as publishing
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery, own_acts
-from tidings.jobs.wake import stream as wake
+from tidings.jobs.wake import stream as wake_stream
 from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -73,7 +73,7 @@ def ticking(rt: Runtime, agent: AgentRecord) -> Iterator[list[dict[str, Any]]]:
 
 def settle(rt: Runtime, agent: AgentRecord) -> None:
     sync.sync_agent(rt, agent)
-    while wake.try_consume(rt, agent) is not None:
+    while wake_stream.try_consume(rt, agent) is not None:
         pass
     rt.redis.delete(AgentKeys(agent.agent_id).wake_stream)
 
@@ -123,7 +123,7 @@ def test_producer_change_during_the_cycles_still_wakes(
 def test_dismissals_against_a_50ms_tick_never_wake(rt: Runtime, agent: AgentRecord) -> None:
     """C53: the agent's own dismissals never wake it (``system`` keeps 20 events)."""
     for n in range(SYSTEM_KEPT):
-        pub.publish_event(rt, agent, "system", {"body": f"b{n}", "event_id": f"e{n}"})
+        publishing.publish_event(rt, agent, "system", {"body": f"b{n}", "event_id": f"e{n}"})
     delivery.stamp(rt, agent, delivery.check_placeholder())
     settle(rt, agent)
     with ticking(rt, agent):

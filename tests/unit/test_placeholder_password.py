@@ -103,3 +103,19 @@ def test_status_from_the_environment_exits_2_before_any_connection(listener: Lis
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("tidings: TIDINGS_REDIS_URL carries a placeholder password")
     assert not listener.was_connected()
+
+
+def test_a_placeholder_in_the_control_store_url_is_refused_too(listener: Listener) -> None:
+    real = f"redis://tidings:s3cret@127.0.0.1:{listener.port}/0"
+    with pytest.raises(TidingsError) as refused:
+        tidings.connect(real, broker_url=urls(listener.port)[0])
+    assert refused.value.reason == "placeholder_password"
+    assert not listener.was_connected()
+
+
+def test_the_broker_url_option_exits_2(listener: Listener,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["status", "--broker-url", urls(listener.port)[0], "--json"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("tidings: --broker-url carries a placeholder password")
+    assert not listener.was_connected()

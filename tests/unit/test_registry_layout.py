@@ -17,7 +17,7 @@ from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.scripts import Scripts
-from tidings.store.scripts import registry as scripts
+from tidings.store.scripts import registry as registry_scripts
 
 
 def rec(agent_id: str, host: str, workdir: str | None = None) -> AgentRecord:
@@ -115,7 +115,8 @@ def test_a_repair_drops_nothing_once_the_index_moved(redis_client: Any) -> None:
     registry.put(rec("a1", "h1"))
     version, _ = registry.index("h1")
     registry.put(rec("a9", "h1"))
-    assert scripts.index_drop(Scripts(redis_client), "h1", ["a1"], at_version=version) == -1
+    assert registry_scripts.index_drop(Scripts(redis_client), "h1", ["a1"],
+                                       at_version=version) == -1
     assert "a1" in index_of(redis_client, "h1")
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tests.support.spills import spill_files
-from tidings.jobs.cap import lanes as cap
+from tidings.jobs.cap import lanes as cap_lanes
 from tidings.jobs.cap.ruler import measure, measure_persistent
 from tidings.jobs.channels.publish import publish
-from tidings.jobs.delay import state as delay
+from tidings.jobs.delay import state as delay_state
 from tidings.jobs.limits import MAX_CHARS_ENV
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
@@ -68,7 +68,7 @@ class TestRenderAttention:
     ) -> None:
         publish(rt, agent, "mcp.telegram", telegram())
         publish(rt, agent, "soul", {"header": "Be kind"})
-        monkeypatch.setattr(delay, "live_target", lambda rt, agent, allow: "mcp.telegram")
+        monkeypatch.setattr(delay_state, "live_target", lambda rt, agent, allow: "mcp.telegram")
         assert render_attention(rt, agent) == {"soul": {**observe(rt, agent)
                                                         .payloads["soul"]}}
         assert spill_files(agent.root) == []
@@ -152,7 +152,7 @@ class TestRemembered:
         def no_capping(*args: Any) -> Any:
             raise AssertionError("capped again")
 
-        monkeypatch.setattr(cap, "cap_lane", no_capping)
+        monkeypatch.setattr(cap_lanes, "cap_lane", no_capping)
         second = render_attention(rt, agent)
         assert second == first and second is not first
         second["mcp.telegram"]["header"] = "changed by the caller"

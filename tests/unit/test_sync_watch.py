@@ -22,7 +22,7 @@ from tests.support.delay import active_state, capture, events, put_state, state_
 from tests.support.polling import wait_until
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import stream as wake
+from tidings.jobs.wake import stream as wake_stream
 from tidings.jobs.wake import sync
 from tidings.scheduler.sync_tick import SyncTicker, run_tick
 from tidings.scheduler.watcher import Watcher
@@ -87,7 +87,7 @@ def agents(rt: Runtime, tmp_path: Path, n: int) -> list[AgentRecord]:
 
 def woke(rt: Runtime, agent: AgentRecord) -> bool:
     found = False
-    while wake.try_consume(rt, agent) is not None:
+    while wake_stream.try_consume(rt, agent) is not None:
         found = True
     return found
 

@@ -17,7 +17,7 @@ from tidings._hub import Hub
 from tidings._tool import ACTIONS
 from tidings.jobs import limits
 from tidings.jobs.actions import delay
-from tidings.jobs.channels import settings as settings_show
+from tidings.jobs.channels import settings as channel_settings
 from tidings.jobs.view import delivery
 
 MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
@@ -191,7 +191,7 @@ class TestC42Settings:
             raise RuntimeError("x")
 
         monkeypatch.setattr(limits, "delay_cap", broken)
-        assert agent.notification("settings") == settings_show.UNAVAILABLE == {
+        assert agent.notification("settings") == channel_settings.UNAVAILABLE == {
             "status": "failed", "error_code": "SETTINGS_UNAVAILABLE",
             "message": "settings inventory is unavailable"}
 

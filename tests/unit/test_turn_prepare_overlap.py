@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import prepare as turns
+from tidings.jobs.turns import prepare as turn_prepare
 
 
 def test_render_overlaps_the_pre_turn_observation(
@@ -23,7 +23,7 @@ def test_render_overlaps_the_pre_turn_observation(
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.root)
     rendering = threading.Event()
     overlapped: list[bool] = []
-    render, observe = turns.safe_attention, turns.observe_memory
+    render, observe = turn_prepare.safe_attention, turn_prepare.observe_memory
 
     def slow_render(*args: Any) -> Any:
         rendering.set()
@@ -33,8 +33,8 @@ def test_render_overlaps_the_pre_turn_observation(
         overlapped.append(rendering.wait(5))  # a render that follows would never start
         return observe(*args)
 
-    monkeypatch.setattr(turns, "safe_attention", slow_render)
-    monkeypatch.setattr(turns, "observe_memory", observe_waiting_for_render)
-    turn = turns.prepare_turn(rt, agent)
+    monkeypatch.setattr(turn_prepare, "safe_attention", slow_render)
+    monkeypatch.setattr(turn_prepare, "observe_memory", observe_waiting_for_render)
+    turn = turn_prepare.prepare_turn(rt, agent)
     assert turn["status"] == "ok" and turn["memory"]["status"] == "baseline"
     assert overlapped == [True]

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_agent
-from tidings.jobs.inbox import admission as inbox
+from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import projection
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turns
+from tidings.jobs.turns import prepare as turn_prepare
 from tidings.store.clock import FakeClock
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord
@@ -22,13 +22,13 @@ Result = dict[str, Any]
 
 
 def admit(rt: Runtime, agent: AgentRecord, summary: str = "hello", **kw: Any) -> str:
-    result = inbox.admit(rt, agent.agent_id, kw.pop("source_kind", "mail"), summary, **kw)
+    result = inbox_admission.admit(rt, agent.agent_id, kw.pop("source_kind", "mail"), summary, **kw)
     assert result["status"] == "ok", result
     return str(result["event_id"])
 
 
 def prepare(rt: Runtime, agent: AgentRecord, kind: str = "ordinary") -> Result:
-    result = turns.prepare_turn(rt, agent, kind)
+    result = turn_prepare.prepare_turn(rt, agent, kind)
     assert result["status"] == "ok", result
     return result
 
@@ -55,7 +55,7 @@ class TestPrepare:
         """M43 step 1 / M53: a second prepare answers turn_in_progress and writes nothing."""
         first = prepare(rt, agent)
         admit(rt, agent)
-        second = turns.prepare_turn(rt, agent)
+        second = turn_prepare.prepare_turn(rt, agent)
         assert second["status"] == "error" and second["reason"] == "turn_in_progress"
         assert second["turn_id"] == first["turn_id"]
         assert list(states(rt, agent).values()) == ["pending"]
@@ -92,7 +92,7 @@ class TestPrepare:
     @pytest.mark.parametrize("kind", ["", "Ordinary", "chat", None])
     def test_m11_invalid_kind(self, rt: Runtime, agent: AgentRecord, kind: Any) -> None:
         """M11: any other kind → invalid_kind, nothing written."""
-        result = turns.prepare_turn(rt, agent, kind)
+        result = turn_prepare.prepare_turn(rt, agent, kind)
         assert result["reason"] == "invalid_kind"
         assert rt.redis.keys("{a:a1}:*") == []
 
@@ -173,7 +173,7 @@ class TestFinish:
         """M6: a turn's finish must not change an item ignored meanwhile."""
         a, b = admit(rt, agent), admit(rt, agent)
         turn = prepare(rt, agent)
-        assert inbox.ignore(rt, agent.agent_id, a)["changed"] is True
+        assert inbox_admission.ignore(rt, agent.agent_id, a)["changed"] is True
         done = finish(rt, agent, turn)
         assert done["handled"] == [b] and done["ignored"] == []
         assert states(rt, agent) == {a: "ignored", b: "handled"}
@@ -251,14 +251,14 @@ class TestRecovery:
         turn = prepare(rt, agent)
         k = InboxKeys(agent.agent_id)
         rt.redis.hset(k.admissions, f"{b}:side_effect_started_at", "2030-01-01T00:00:00.000Z")
-        started = turns.startup(rt, agent)
+        started = turn_prepare.startup(rt, agent)
         assert started["status"] == "ok"
         assert started["recovered"] == {"retryable": [a], "needs_repair": [b]}
         assert started["memory"]["status"] == "unavailable"
         assert states(rt, agent) == {a: "deferred", b: "needs-repair"}
         [item] = projection(rt, agent.agent_id, state="deferred")
         assert item["claimed_at"] is None and item["turn_id"] is None
-        assert turns.startup(rt, agent)["recovered"] == {"retryable": [], "needs_repair": []}
+        assert turn_prepare.startup(rt, agent)["recovered"] == {"retryable": [], "needs_repair": []}
         assert finish(rt, agent, turn)["reason"] == "turn_expired"
         assert [i["event_id"] for i in prepare(rt, agent)["inbox"]] == [a]
 
@@ -267,15 +267,15 @@ class TestRecovery:
     ) -> None:
         """M51: start-up for several agents logs a failing one and goes on."""
         other = make_agent(rt, tmp_path / "other", agent_id="a2")
-        real = inbox.recover
+        real = inbox_admission.recover
 
         def flaky(rt: Runtime, agent_id: str, **kw: Any) -> Result:
             if agent_id == "a1":
                 raise ConnectionError("boom")
             return real(rt, agent_id, **kw)
 
-        monkeypatch.setattr(inbox, "recover", flaky)
-        results = turns.startup_all(rt, [agent, other])
+        monkeypatch.setattr(inbox_admission, "recover", flaky)
+        results = turn_prepare.startup_all(rt, [agent, other])
         assert results["a1"]["reason"] == "startup_failed"
         assert results["a2"]["status"] == "ok"
 
@@ -292,10 +292,10 @@ class TestRecovery:
         turn = prepare(rt, agent)
         finish(rt, agent, turn)
         seen.append(states(rt, agent)[a])
-        turns.startup(rt, agent)
+        turn_prepare.startup(rt, agent)
         seen.append(states(rt, agent)[a])
         assert seen == ["pending", "processing", "deferred", "handled", "handled"]
-        assert inbox.ignore(rt, agent.agent_id, a)["reason"] == "not_ignorable"
+        assert inbox_admission.ignore(rt, agent.agent_id, a)["reason"] == "not_ignorable"
 
 
 @pytest.mark.parametrize("kind", ["bridge", "peer"])

@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_agent
-from tidings.jobs.channels import blocked as scans
+from tidings.jobs.channels import blocked as blocked_warnings
 from tidings.jobs.channels import hooks
-from tidings.jobs.channels import publish as pub
-from tidings.jobs.daemon import runs as daemon
+from tidings.jobs.channels import publish as publishing
+from tidings.jobs.daemon import runs as daemon_runs
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay import state as delay_state
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import coherent, committed, delivery, wake_mask
 from tidings.jobs.view import read as reading
 from tidings.jobs.view.read import Observation
-from tidings.jobs.wake import stream as wake
+from tidings.jobs.wake import stream as wake_stream
 from tidings.jobs.wake import sync
 from tidings.store import keys
 from tidings.store.errors import TidingsError
@@ -57,13 +57,13 @@ def system_refs(agent: AgentRecord) -> list[Any]:
 def settle(rt: Runtime, agent: AgentRecord) -> None:
     """Deliver everything and drain the wake stream: a quiet starting point."""
     sync.sync_agent(rt, agent)
-    while wake.try_consume(rt, agent) is not None:
+    while wake_stream.try_consume(rt, agent) is not None:
         pass
 
 
 class TestC23C24Delivery:
     def test_stamp_commits_both_fingerprints(self, rt: Runtime, agent: AgentRecord) -> None:
-        pub.publish(rt, agent, "soul", {"header": "s", "notification_guidance": "x"})
+        publishing.publish(rt, agent, "soul", {"header": "s", "notification_guidance": "x"})
         stamped = delivery.stamp(rt, agent, {"status": "ok"})
         meta = stamped["_meta"]["agent_meta"]
         assert meta["notifications"]["attention"]["soul"]["header"] == "s"
@@ -84,7 +84,7 @@ class TestC23C24Delivery:
 
     def test_unstable_read_commits_nothing(self, rt: Runtime, agent: AgentRecord,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-        pub.publish(rt, agent, "soul", {"header": "s"})
+        publishing.publish(rt, agent, "soul", {"header": "s"})
         monkeypatch.setattr(delivery, "observe",
                             lambda *a: Observation(False, [], [], {"soul": {}}))
         assert delivery.stamp(rt, agent, delivery.check_placeholder()) == (
@@ -106,8 +106,8 @@ class TestC25Mask:
         (root / "notification.json").write_text('{"channels":{"daemon":{"alarm_threshold":1}}}')
         assert wake_mask.masked_fingerprint(root, [["soul.json", 2, "b"]], None) == [
             ["daemon.json", 0, "daemon:alarm=0"], ["soul.json", 2, "b"]]  # inserted if absent
-        daemon.publish_daemon_event(rt, agent, "r", {"n": 1})
-        daemon.publish_daemon_event(rt, agent, "r", {"n": 2})
+        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 1})
+        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 2})
         assert wake_mask.masked_fingerprint(root, raw, None)[0] == [
             "daemon.json", 0, "daemon:alarm=1"]
         assert wake_mask.masked_fingerprint(root, raw, "daemon")[0][2] == "daemon:delayed=1"
@@ -118,47 +118,47 @@ class TestC26WakeStream:
     def test_wait_returns_oldest_skipping_superseded_notifications(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
-        wake.append(rt, agent, {"kind": "notification", "n": 1})
-        wake.append(rt, agent, {"kind": "inbox", "event_id": "i1"})
-        wake.append(rt, agent, {"kind": "notification", "n": 2})
-        wake.append(rt, agent, {"kind": "notification", "n": 3})
-        first = wake.wait_for_wake(rt, agent, 0)
+        wake_stream.append(rt, agent, {"kind": "notification", "n": 1})
+        wake_stream.append(rt, agent, {"kind": "inbox", "event_id": "i1"})
+        wake_stream.append(rt, agent, {"kind": "notification", "n": 2})
+        wake_stream.append(rt, agent, {"kind": "notification", "n": 3})
+        first = wake_stream.wait_for_wake(rt, agent, 0)
         assert first is not None and first["kind"] == "inbox" and "wake_id" in first
-        second = wake.wait_for_wake(rt, agent, 0)
+        second = wake_stream.wait_for_wake(rt, agent, 0)
         assert second is not None and second["n"] == 3
-        assert wake.wait_for_wake(rt, agent, 0) is None
+        assert wake_stream.wait_for_wake(rt, agent, 0) is None
         cursor = rt.redis.get(AgentKeys(agent.agent_id).wake_cursor).decode()
         assert cursor == second["wake_id"]
 
     def test_blocks_until_a_signal_arrives(self, rt: Runtime, agent: AgentRecord) -> None:
-        timer = threading.Timer(0.2, lambda: wake.append(rt, agent, {"kind": "inbox"}))
+        timer = threading.Timer(0.2, lambda: wake_stream.append(rt, agent, {"kind": "inbox"}))
         timer.start()
         started = time.monotonic()
-        got = wake.wait_for_wake(rt, agent, 5)
+        got = wake_stream.wait_for_wake(rt, agent, 5)
         timer.join()
         assert got is not None and got["kind"] == "inbox"
         assert time.monotonic() - started < 3
 
     def test_timeout_returns_none(self, rt: Runtime, agent: AgentRecord) -> None:
         started = time.monotonic()
-        assert wake.wait_for_wake(rt, agent, 0.2) is None
+        assert wake_stream.wait_for_wake(rt, agent, 0.2) is None
         assert 0.15 < time.monotonic() - started < 2
 
     @pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), True, "1", None])
     def test_bad_timeout_raises(self, rt: Runtime, agent: AgentRecord, bad: Any) -> None:
         with pytest.raises(TidingsError) as info:
-            wake.wait_for_wake(rt, agent, bad)
+            wake_stream.wait_for_wake(rt, agent, bad)
         assert info.value.reason == "invalid_timeout"
 
     def test_stream_keeps_about_a_thousand(self, rt: Runtime, agent: AgentRecord) -> None:
         for n in range(1300):
-            wake.append(rt, agent, {"kind": "inbox", "n": n})
+            wake_stream.append(rt, agent, {"kind": "inbox", "n": n})
         assert 1000 <= stream_len(rt, agent) < 1300
 
     def test_signal_format(self, rt: Runtime, agent: AgentRecord) -> None:
-        pub.publish(rt, agent, "soul", {"header": "s"})
+        publishing.publish(rt, agent, "soul", {"header": "s"})
         assert sync.sync_agent(rt, agent)["woke"] is True
-        signal = wake.wait_for_wake(rt, agent, 0)
+        signal = wake_stream.wait_for_wake(rt, agent, 0)
         assert signal is not None
         assert set(signal) == {"kind", "agent_id", "at", "call", "result", "wake_id"}
         assert signal["kind"] == "notification" and signal["agent_id"] == agent.agent_id
@@ -210,7 +210,7 @@ class TestC27SyncTick:
                                                monkeypatch: pytest.MonkeyPatch) -> None:
         """C15 via C27: a buffer whose flag lapsed gets a new flush; D9 backstop runs."""
         jobs_dispatch.run_flushes = False
-        pub.publish_event(rt, agent, "mcp.x", {"n": 1})
+        publishing.publish_event(rt, agent, "mcp.x", {"n": 1})
         rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("mcp.x"))  # the flag expired
         jobs_dispatch.run_flushes = True
         reconciled: list[str] = []
@@ -227,15 +227,15 @@ class TestC27SyncTick:
             '{"channels":{"daemon":{"alarm_threshold":2}}}')
         settle(rt, agent)
         for n in range(2):
-            daemon.publish_daemon_event(rt, agent, "r", {"n": n})
+            daemon_runs.publish_daemon_event(rt, agent, "r", {"n": n})
             assert sync.sync_agent(rt, agent)["woke"] is False
-        daemon.publish_daemon_event(rt, agent, "r", {"n": 3})
+        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 3})
         assert sync.sync_agent(rt, agent)["woke"] is True  # count 3 > threshold 2
-        daemon.publish_daemon_event(rt, agent, "r", {"n": 4})
+        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 4})
         assert sync.sync_agent(rt, agent)["woke"] is False  # alarm already delivered
         monkeypatch.setattr(delay_state, "live_target", lambda *a: "daemon")
         sync.sync_agent(rt, agent)
-        daemon.publish_daemon_event(rt, agent, "r", {"n": 5})
+        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 5})
         assert sync.sync_agent(rt, agent)["woke"] is False
 
     def test_sync_host_survives_a_failing_agent(self, rt: Runtime, tmp_path: Path,
@@ -271,7 +271,7 @@ class TestC28C29Warnings:
         event = events["data"]["events"][0]
         assert event["source"] == "notification_hook"
         assert event["ref_id"] == "blocked_channel:deploys"
-        assert event["body"] == scans.blocked_body("deploys") == (
+        assert event["body"] == blocked_warnings.blocked_body("deploys") == (
             "Channel 'deploys' is not registered; its notifications do not pass through. "
             "See notification(action='list') and notification(action='add', ...).")
         assert {"event_id", "at"} <= set(event)  # C29

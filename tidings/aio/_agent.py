@@ -19,7 +19,7 @@ from tidings._agent import Agent
 from tidings._turn import Turn
 from tidings.aio._guard import answering, raising
 from tidings.jobs.channels import applied
-from tidings.jobs.turns import prepare as turns
+from tidings.jobs.turns import prepare as turn_prepare
 from tidings.jobs.wake import waiting
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import AsyncScripts
@@ -129,15 +129,16 @@ class AsyncAgent:
     @answering("prepare_turn")
     async def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
         rt, record = self.sync.runtime, self.record
-        begun = await asyncio.to_thread(turns.begin_turn, rt, record, kind)
-        if not isinstance(begun, turns.Begun):
+        begun = await asyncio.to_thread(turn_prepare.begin_turn, rt, record, kind)
+        if not isinstance(begun, turn_prepare.Begun):
             return begun
         if self.inline:
-            memory, attention = await asyncio.to_thread(turns.inline_pre_turn, rt, record,
+            memory, attention = await asyncio.to_thread(turn_prepare.inline_pre_turn, rt, record,
                                                         begun.observing)
         else:
             memory, attention = await self.hub.pre_turn(record, begun.observing)
-        result = await asyncio.to_thread(turns.claim_turn, rt, record, begun, memory, attention)
+        result = await asyncio.to_thread(turn_prepare.claim_turn, rt, record, begun, memory,
+                                         attention)
         return Turn.from_result(result) if result["status"] == "ok" else result
 
     async def mark_side_effect(self, turn: Turn | str) -> Result:

