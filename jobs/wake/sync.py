@@ -40,7 +40,7 @@ from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
-from tidings.store.registry import AgentRegistry
+from tidings.store.registry import AgentRegistry, parse_record
 from tidings.store.scripts import channels as channel_scripts
 from tidings.store.scripts import wake as wake_scripts
 
@@ -242,12 +242,19 @@ def _batches(agents: Sequence[AgentRecord]) -> Iterator[Sequence[AgentRecord]]:
 
 def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
              gone: list[str]) -> list[AgentRecord]:
-    registry = AgentRegistry(rt.redis, rt.control)
+    """The agents to visit. A changed tick renews its running marker and reads the named
+    agents' records in one pipelined round trip."""
     if agent_ids is None:
-        return registry.on_host(host)
+        return AgentRegistry(rt.redis, rt.control).on_host(host)
     wanted = sorted(set(agent_ids))
+    with rt.redis.pipeline(transaction=False) as pipe:
+        pipe.set(keys.sync_running(host, changed=True), RUNNING, xx=True, keepttl=True)
+        for agent_id in wanted:
+            pipe.get(keys.agent_record(agent_id))
+        _, *raws = pipe.execute()
     agents: list[AgentRecord] = []
-    for agent_id, record in zip(wanted, registry.get_many(wanted), strict=True):
+    for agent_id, raw in zip(wanted, raws, strict=True):
+        record = parse_record(raw, agent_id)
         if record is None or record.host != host:
             gone.append(agent_id)  # removed or moved: nothing more to visit here
         else:
@@ -280,8 +287,6 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
     agents: list[AgentRecord] = []
     aside = 0.0
     try:
-        if not full:
-            rt.redis.set(keys.sync_running(host, changed=True), RUNNING, xx=True, keepttl=True)
         agents = _visited(rt, host, agent_ids, gone)
         for batch in _batches(agents):
             token = _known.set(prefetch(rt, batch))
