@@ -243,8 +243,12 @@ def test_acceptance_4_and_5_kills_lose_no_acknowledged_write(
         more = agent.publish_event("mcp.burst", {"n": "last"})
         assert more["status"] == "ok", more
         acked.append(more["event_id"])
+        spared = record(state)["pid"]
         up.process.send_signal(signal.SIGKILL)
         up.process.wait(10)
+        # Linux: the kernel's parent-death signal (SIGTERM) stops it, AOF synced.
+        wait_until(lambda: spared not in engines(state), timeout=20,
+                   what="the spared engine to stop with its parent")
         start_up(procs, "--port", port)
         assert engines(state) == [record(state)["pid"]]
 
