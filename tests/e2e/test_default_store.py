@@ -114,7 +114,8 @@ def test_acceptance_1_and_5_a_real_engine_with_aof_a_password_and_one_owner(
     assert second.returncode == 2 and "Traceback" not in second.stderr
     [line] = second.stderr.strip().splitlines()
     assert line.startswith("tidings: another `tidings up`") and str(state) in line
-    assert up.alive() and redis.Redis.from_url(rec["url"], protocol=2).ping()
+    with redis.Redis.from_url(rec["url"], protocol=2) as owner:
+        assert up.alive() and owner.ping()
 
     assert up.stop() == 0
     assert not (state / "store.json").exists() and engines(state) == []
