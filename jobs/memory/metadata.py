@@ -19,6 +19,7 @@ it states.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -35,6 +36,13 @@ COMMON_DIR_FILES = ("config", "packed-refs", "shallow", "info/exclude", "info/at
                     "info/grafts", "objects/info/alternates")
 #: The most bytes read from a ``gitdir:`` file, ``commondir`` or ``HEAD``.
 POINTER_MAX_BYTES = 4096
+#: The most bytes read from a ``config`` to find the files it includes, and how deep
+#: includes are followed (libgit2 stops at 10 as well).
+CONFIG_MAX_BYTES = 1_048_576
+INCLUDE_DEPTH = 10
+#: ``path = ...`` lines of ``[include]`` and ``[includeIf ...]`` sections.
+_SECTION = re.compile(rb"^\s*\[\s*([A-Za-z.-]+)")
+_PATH = re.compile(rb"^\s*path\s*=\s*(.*?)\s*$", re.IGNORECASE)
 
 
 class RepositoryUnavailable(Exception):
@@ -66,6 +74,8 @@ def check(repo_path: str) -> str:
         for name in COMMON_DIR_FILES:
             _regular_or_absent(common_dir, name, f"commondir/{name}")
     _check_head_ref(git_dir, common_dir)
+    for directory in {git_dir, common_dir}:
+        _check_includes(directory, "config", depth=0)
     return git_dir
 
 
@@ -121,3 +131,29 @@ def _check_head_ref(git_dir: str, common_dir: str) -> None:
         return  # libgit2 refuses such a name itself, opening nothing
     for directory in {git_dir, common_dir}:
         _regular_or_absent(directory, ref, ref)
+
+
+def _check_includes(directory: str, name: str, depth: int) -> None:
+    """Files a ``config`` includes (``include.path``, ``includeIf.*.path``), which libgit2
+    opens while pygit2 holds the GIL: regular files where present, followed ten deep."""
+    path = os.path.join(directory, name)
+    st = _lstat(path)
+    if st is None or not stat.S_ISREG(st.st_mode) or depth >= INCLUDE_DEPTH:
+        return
+    outcome = safe_read(Path(directory), name, CONFIG_MAX_BYTES)
+    section = b""
+    for line in outcome.data.splitlines() if outcome.ok else ():
+        header = _SECTION.match(line)
+        if header is not None:
+            section = header.group(1).lower()
+            continue
+        found = _PATH.match(line)
+        if found is None or section not in (b"include", b"includeif"):
+            continue
+        target = os.path.expanduser(os.fsdecode(found.group(1).strip(b'"')))
+        target = os.path.join(directory, target)  # relative to the including file
+        included = _lstat(target)
+        if included is not None and not stat.S_ISREG(included.st_mode):
+            raise _odd(f"config include {target}", included)
+        if included is not None:
+            _check_includes(*os.path.split(target), depth=depth + 1)

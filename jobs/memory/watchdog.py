@@ -21,13 +21,15 @@ every observation answers ``timeout`` at once (fail open, reported) until one en
 
 What this cannot bound: an ``open()`` libgit2 makes while pygit2 holds the GIL (reading
 ``config`` and the files it includes, ``HEAD``, loose objects) stops every thread of the
-process, the watcher too. ``bench/memory_fifo.py`` (5 s limit, 2 cores): with the lstat
-checks and this watchdog, nine of the twelve placements answer ``unavailable`` at once or
-observe normally, but a FIFO named by ``include.path`` and a FIFO loose object still hang
-the process, and swapping ``.git/config`` or ``.git/HEAD`` for a FIFO in a loop
-(time-of-check to time-of-use) hung 7 of 10 children within 20 observations. Only a
+process, the watcher too; :mod:`metadata` checks those files beforehand (includes too),
+which leaves a FIFO loose object and a file swapped for a FIFO after the check.
+``bench/memory_fifo.py`` (5 s limit, 2 shared cores) before the include check: nine of
+twelve placements answered ``unavailable`` at once or observed normally, a FIFO
+``include.path`` and a FIFO loose object hung the process, and swapping ``.git/config`` or
+``.git/HEAD`` for a FIFO in a loop hung 7 of 10 children within 20 observations. Only a
 process boundary with a wall-clock limit bounds those; it would cost a process (or a pool)
-and a serialised snapshot per observation, and it is not built yet (issue 24 report).
+and a serialised snapshot per observation and lose the in-process index-copy cache, and it
+is not built (issue 24 report).
 Without ``/proc`` (not Linux) only the time limit applies.
 """
 

@@ -63,7 +63,15 @@ def _excludes_file_fifo(path: Path) -> None:
         config.write(f"[core]\n\texcludesFile = {fifo}\n")
 
 
-#: (case, file under the repository, how it is made odd); the first ten are caught by
+def _include_fifo(path: Path) -> None:
+    """``config`` includes a FIFO (libgit2 reads includes while holding the GIL)."""
+    fifo = path.parent.parent / "include-fifo"
+    os.mkfifo(fifo)
+    with path.open("a") as config:
+        config.write(f'[includeIf "gitdir:/"]\n\tpath = {fifo}\n')
+
+
+#: (case, file under the repository, how it is made odd); the first eleven are caught by
 #: the lstat checks, the rest (files libgit2 opens that no lstat list covers) by the
 #: watchdog, which releases the FIFO the helper thread is blocked opening.
 CASES: list[tuple[str, str, Callable[[Path], None]]] = [
@@ -77,6 +85,7 @@ CASES: list[tuple[str, str, Callable[[Path], None]]] = [
     ("index-symlink", ".git/index", _symlink_to_fifo),
     ("dotgit-fifo", ".git", lambda p: (os.rename(p, p.with_name("moved")), os.mkfifo(p))),
     ("gitdir-fifo", ".git", _gitdir_to_fifo),
+    ("include-fifo", ".git/config", _include_fifo),
     ("gitignore-fifo", ".gitignore", _fifo),
     ("nested-gitignore-fifo", "notes/.gitignore", _fifo),
     ("exclude-fifo", ".git/info/exclude", _fifo),
