@@ -8,8 +8,9 @@ provide one that runs the job in the caller.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from redis import Redis
 
@@ -25,7 +26,7 @@ class Dispatcher(Protocol):
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
         """Run or enqueue ``flush_channel`` on the agent's host."""
 
-    def alarm_request(self, host: str, request: dict[str, Any]) -> None:
+    def alarm_request(self, host: str, request: Mapping[str, object]) -> None:
         """Send an alarm request to the host's scheduler (delay.md D15)."""
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:

@@ -94,7 +94,8 @@ def _drop(agent: Agent, p: dict[str, Any]) -> Result:
 
 def _delay(agent: Agent, p: dict[str, Any]) -> Result:
     # ``seconds`` goes through untouched: a non-integer is the job's ``invalid_delay``.
-    return delay.request_delay(agent.runtime, agent.record, p.get("channel"), p.get("seconds"))
+    return dict(delay.request_delay(agent.runtime, agent.record, p.get("channel"),
+                                    p.get("seconds")))
 
 
 def _settings(agent: Agent, p: dict[str, Any]) -> Result:

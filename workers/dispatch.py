@@ -6,6 +6,7 @@ It builds messages by actor name and imports no job: a producer that only enqueu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dramatiq import Broker, Message
@@ -37,7 +38,7 @@ class BrokerDispatcher:
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
         send(self.broker, "flush_channel", host_queue(agent.host), agent.agent_id, channel)
 
-    def alarm_request(self, host: str, request: dict[str, Any]) -> None:
+    def alarm_request(self, host: str, request: Mapping[str, object]) -> None:
         send(self.broker, "alarm_request", scheduler_queue(host), request)
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:

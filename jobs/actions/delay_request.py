@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from tidings.jobs import limits, log
 from tidings.jobs.channels.allowlist import Allowlist, allowlist
@@ -25,6 +25,7 @@ from tidings.jobs.channels.names import (
 )
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.delay.record import DelayState, is_int
+from tidings.jobs.delay.shapes import ActiveState, AlarmRequest, DelayResult, TargetStats
 from tidings.jobs.delay.state import (
     ACTIVE,
     CANCELLED,
@@ -48,16 +49,16 @@ from tidings.store.errors import LockTimeout, TidingsError
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.jsonread import echo
 from tidings.store.models import AgentRecord
+from tidings.store.reasons import Reason
 
 #: D4: locked attempts when an overdue request is found (one retry).
 OVERDUE_ATTEMPTS = 2
 
-Result = dict[str, Any]
-
-
-def _error(reason: str, message: str, **fields: Any) -> Result:
-    return {"status": "error", "reason": reason, **{k: echo(v) for k, v in fields.items()},
-            "message": echo(message)}
+def _error(reason: Reason, message: str, **fields: str | None) -> DelayResult:
+    # The fields are the echoed channel names of DelayResult (channel, active_channel).
+    return cast("DelayResult", {"status": "error", "reason": reason,
+                                **{k: echo(v) for k, v in fields.items()},
+                                "message": echo(message)})
 
 
 def _invalid(
@@ -83,10 +84,10 @@ def _invalid(
 class _Step:
     """The outcome of one locked attempt."""
 
-    result: Result | None = None
+    result: DelayResult | None = None
     overdue: bool = False
     overdue_id: str | None = None
-    requests: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[AlarmRequest] = field(default_factory=list)
     #: Channels whose visibility the step changed (their wake entries move, C23).
     touched: set[str] = field(default_factory=set)
 
@@ -98,7 +99,7 @@ def _live_target(state: DelayState | None, now: float, allow: Allowlist) -> str 
 
 
 def _new_state(channel: str, seconds: int, cap: int, now: float,
-               initial: dict[str, Any]) -> dict[str, Any]:
+               initial: TargetStats) -> ActiveState:
     """D5, D6: a fresh active request."""
     deadline = now + seconds
     return {
@@ -110,7 +111,7 @@ def _new_state(channel: str, seconds: int, cap: int, now: float,
 
 
 def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str, seconds: int,
-                 cap: int, initial: dict[str, Any] | None) -> _Step:
+                 cap: int, initial: TargetStats | None) -> _Step:
     """D4 under the delay locks."""
     root = agent.root
     state = read_state(root).state
@@ -157,7 +158,7 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
 
 
 def _attempt(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str, seconds: int,
-             cap: int, initial: dict[str, Any] | None) -> _Step:
+             cap: int, initial: TargetStats | None) -> _Step:
     try:
         with locks.hold(agent.root, *delay_alarm.LOCK_SCOPES):
             return _locked_step(rt, agent, allow, channel, seconds, cap, initial)
@@ -169,7 +170,7 @@ def _attempt(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str, se
                             channel=channel))
 
 
-def _send(rt: Runtime, agent: AgentRecord, requests: list[dict[str, Any]]) -> None:
+def _send(rt: Runtime, agent: AgentRecord, requests: list[AlarmRequest]) -> None:
     """D15; a failure is reported and left to the backstop (D19)."""
     for request in requests:
         try:
@@ -194,7 +195,8 @@ def _commit_wake(rt: Runtime, agent: AgentRecord, channels: set[str]) -> None:
     committed.patch_wake(rt, agent, {name: masked.get(name) for name in files}, target)
 
 
-def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: object) -> Result:
+def request_delay(rt: Runtime, agent: AgentRecord, channel: object,
+                  seconds: object) -> DelayResult:
     """D3, D4, D15: the ``delay`` action."""
     if not os.path.isdir(agent.workdir):
         return _error("delay_requires_workdir",

@@ -12,13 +12,14 @@ caller that makes a transition returns ``True``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tidings.jobs import log, metrics
 from tidings.jobs.channels.names import DELAY_ALARM
 from tidings.jobs.delay.record import DelayState
+from tidings.jobs.delay.shapes import Completion, TargetStats
 from tidings.jobs.delay.state import (
     ACTIVE,
     EXPIRING,
@@ -55,7 +56,7 @@ COMPLETION_KEYS = frozenset(
     {"request_id", "target", "requested_seconds", "actual_seconds", "expired_at", "changed",
      "initial", "current"}
 )
-UNKNOWN_STATS: dict[str, Any] = {"present": None}
+UNKNOWN_STATS: TargetStats = {"present": None}
 
 
 def _present(stats_object: object) -> bool | None:
@@ -75,11 +76,12 @@ def changed(initial: object, current: object) -> bool | None:
     return False
 
 
-def completion(state: DelayState, now: float, current: dict[str, Any]) -> dict[str, Any]:
+def completion(state: DelayState, now: float, current: TargetStats) -> Completion:
     """D12, for a structurally valid due state."""
     if state.started_epoch is None:
         raise ValueError("only a structurally valid state completes")
-    initial = state.initial if state.initial is not None else dict(UNKNOWN_STATS)
+    initial: Mapping[str, object] = (state.initial if state.initial is not None
+                                     else TargetStats(present=None))
     return {
         "request_id": state.request_id,
         "target": state.target,
@@ -92,7 +94,7 @@ def completion(state: DelayState, now: float, current: dict[str, Any]) -> dict[s
     }
 
 
-def alarm_envelope(done: dict[str, Any]) -> dict[str, Any]:
+def alarm_envelope(done: Mapping[str, object]) -> dict[str, object]:
     """D13: the ``delay-alarm`` payload, a function of the completion alone."""
     return {
         "header": f"Notification delay ended: {done['target']}",
@@ -115,7 +117,7 @@ def alarm_envelope(done: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def alarm_bytes(done: dict[str, Any]) -> bytes:
+def alarm_bytes(done: Mapping[str, object]) -> bytes:
     return compact_sorted(alarm_envelope(done)).encode("utf-8")
 
 
@@ -125,7 +127,7 @@ class _Seen:
 
     request_id: object
     target: object
-    current: dict[str, Any] | None
+    current: TargetStats | None
 
 
 def _look(root: Path, expected: str | None, now: float) -> _Seen | None:
@@ -163,7 +165,8 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
         if structural_problem(state, now) is not None or not is_due(state, now):
             return False
         same = state.target == seen.target and state.request_id == seen.request_id
-        current = seen.current if same and seen.current is not None else dict(UNKNOWN_STATS)
+        current = (seen.current if same and seen.current is not None
+                   else TargetStats(present=None))
         expiring = state.changed(status=EXPIRING, completion=completion(state, now, current))
         write_state(root, expiring)
         faults.reach("expire.after_expiring")

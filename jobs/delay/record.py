@@ -72,7 +72,7 @@ class DelayState:
             completion=_typed(value, "completion", _is_object),
         )
 
-    def changed(self, **fields: Any) -> dict[str, Any]:
+    def changed(self, **fields: object) -> dict[str, object]:
         """The object to write back: every field read, with ``fields`` replaced."""
         return {**self.raw, **fields}
 

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.channels.files import channel_file_stat
+from tidings.jobs.channels.files import FpEntry, channel_file_stat
 from tidings.jobs.channels.names import DAEMON, DELAY_ALARM, name_error
 from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.delay.record import DelayState, is_int
+from tidings.jobs.delay.shapes import TargetStats
 from tidings.jobs.runtime import Runtime
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact_sorted, sha256_hex
@@ -86,7 +88,7 @@ def read_state(root: Path) -> StateRead:
     return StateRead("ok", parsed.value, digest)
 
 
-def write_state(root: Path, state: dict[str, Any]) -> None:
+def write_state(root: Path, state: Mapping[str, object]) -> None:
     """D5: compact, sorted keys, atomic with fsync (channels.md C16)."""
     atomic_write(root, STATE_FILE, compact_sorted(state).encode("utf-8"))
 
@@ -199,8 +201,9 @@ def live_target(rt: Runtime, agent: AgentRecord, allow: Allowlist) -> str | None
     return state.target
 
 
-def stats(root: Path, channel: str) -> dict[str, Any]:
+def stats(root: Path, channel: str) -> TargetStats:
     """D7: the target statistics object of ``channel`` (``daemon``: the aggregate)."""
+    entry: FpEntry | None
     if channel == DAEMON:
         view = daemon_view.read_daemon(root)
         entry = list(view.fp_entry) if view.fp_entry else None
@@ -213,7 +216,7 @@ def stats(root: Path, channel: str) -> dict[str, Any]:
         if payload is not None:
             return {"present": None, "read_error": "missing_fingerprint"}
         return {"present": False}
-    out: dict[str, Any] = {"present": True, "byte_size": entry[1], "sha256": entry[2]}
+    out: TargetStats = {"present": True, "byte_size": entry[1], "sha256": entry[2]}
     data = payload.get("data") if isinstance(payload, dict) else None
     if isinstance(data, dict):
         count = data.get("count")

@@ -225,6 +225,7 @@ def env_file_url() -> str:
 #: The ACL users of deploy/redis.conf with the passwords the tests give them.
 TIDINGS = ("tidings", acl_password("tidings"))
 MONITOR = ("tidings-monitor", acl_password("tidings-monitor"))
+PRODUCER = ("tidings-producer", acl_password("tidings-producer"))
 ADMIN = ("tidings-admin", acl_password("tidings-admin"))
 
 
@@ -539,14 +540,15 @@ def test_the_monitor_reads_counts_not_content(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 24, acceptance 10: ``tidings-monitor`` is refused DUMP and content reads
-    (HGETALL, GET, XRANGE of agent keys) and ``tidings status`` works as it."""
+    (HGETALL, GET, XRANGE of agent keys) and ``tidings status`` works as it; the
+    producers' user registers and publishes."""
     workdir = tmp_path / "agent"
     workdir.mkdir()
-    tidings_url = shipped.url(TIDINGS)
+    producer_url = shipped.url(PRODUCER)
     assert main(["agents", "add", "--workdir", str(workdir), "--json",
-                 "--redis-url", tidings_url]) == 0
+                 "--redis-url", producer_url]) == 0
     assert main(["publish", "mcp.build", "--event", '{"text": "green"}', "--inline", "--json",
-                 "--workdir", str(workdir), "--redis-url", tidings_url]) == 0
+                 "--workdir", str(workdir), "--redis-url", producer_url]) == 0
     admin, monitor = clients["admin"], clients["monitor"]
     admin.hset("{a:alice}:inbox:items", "evt", "content")
     admin.set("{a:alice}:fp:delivered", "content")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tidings.jobs.runtime import Runtime
@@ -43,7 +43,7 @@ class InlineJobs:
             rt = self.runtime
             self._run(lambda: flush_channel(rt, agent, channel))
 
-    def alarm_request(self, host: str, request: dict[str, Any]) -> None:
+    def alarm_request(self, host: str, request: Mapping[str, object]) -> None:
         self.alarm_requests.append((host, request))
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:

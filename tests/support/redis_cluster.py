@@ -7,18 +7,17 @@ there), so there are always three primaries.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import redis
-
-from tests.support.redis_server import RedisServer, free_port, redis_binary
+from tests.support.redis_server import RedisServer, free_port
 
 #: Primaries of every test cluster.
 PRIMARIES = 3
+#: Hash slots of a Redis Cluster.
+SLOTS = 16384
 #: How long a primary may be unreachable before the cluster fails it over (ms).
 NODE_TIMEOUT_MS = 1000
 
@@ -40,31 +39,53 @@ class RedisCluster:
         return f"redis+cluster://{seeds}"
 
     def start(self) -> RedisCluster:
-        cli = redis_binary("redis-cli")
+        """Start the nodes and join them as ``redis-cli --cluster create`` would, with
+        plain commands (no ``redis-cli`` needed: the shipped ``valkey-server`` serves)."""
         try:
+            buses = []
             for n in range(PRIMARIES * (1 + self.replicas)):
                 directory = self.directory / f"node{n}"
+                buses.append(free_port())
                 self.nodes.append(RedisServer(directory, extra=(
                     "--cluster-enabled", "yes",
                     "--cluster-config-file", str(directory / "nodes.conf"),
                     # The bus port defaults to port + 10000, past 65535 for a high free port.
-                    "--cluster-port", str(free_port()),
+                    "--cluster-port", str(buses[-1]),
                     "--cluster-node-timeout", str(self.node_timeout_ms),
                     "--cluster-replica-validity-factor", "0",
                     # A replica's first sync at once, not after the default 5 s pause.
                     "--repl-diskless-sync-delay", "0",
                 )).start())
-            subprocess.run(
-                [cli, "--cluster", "create",
-                 *(f"127.0.0.1:{node.port}" for node in self.nodes),
-                 "--cluster-replicas", str(self.replicas), "--cluster-yes"],
-                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+            self._join(buses)
             self.wait_ok(self.nodes)
             self.wait_replicated()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _join(self, buses: list[int]) -> None:
+        """Slots split evenly over the primaries, every node met, replicas attached."""
+        primaries, replicas = self.nodes[:PRIMARIES], self.nodes[PRIMARIES:]
+        share = SLOTS // PRIMARIES
+        ids = []
+        for i, node in enumerate(primaries):
+            last = SLOTS - 1 if i == PRIMARIES - 1 else (i + 1) * share - 1
+            with node.client() as c:
+                c.execute_command("CLUSTER", "ADDSLOTSRANGE", i * share, last)
+                ids.append(c.execute_command("CLUSTER", "MYID").decode())
+        with self.nodes[0].client() as c:
+            for node, bus in zip(self.nodes[1:], buses[1:], strict=True):
+                c.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port, bus)
+        for n, node in enumerate(replicas):
+            primary = ids[n % PRIMARIES]
+            deadline = time.monotonic() + 30
+            with node.client() as c:
+                while primary.encode() not in c.execute_command("CLUSTER", "NODES"):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"node {node.port} never met {primary}")
+                    time.sleep(0.05)
+                c.execute_command("CLUSTER", "REPLICATE", primary)
 
     def wait_ok(self, nodes: list[RedisServer], timeout: float = 30.0) -> None:
         """Until every one of ``nodes`` says ``cluster_state:ok`` and knows every slot."""
@@ -74,7 +95,8 @@ class RedisCluster:
                 with node.client() as c:
                     info = c.cluster("info")
                 if info.get("cluster_state") == "ok" and \
-                        int(info.get("cluster_slots_ok", 0)) == 16384:
+                        int(info.get("cluster_slots_ok", 0)) == SLOTS and \
+                        int(info.get("cluster_known_nodes", 0)) == len(self.nodes):
                     break
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"cluster not ok on {node.port}: {info}")
@@ -124,12 +146,6 @@ class RedisCluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
-
-
-def cluster_client(cluster: RedisCluster, **kwargs: Any) -> redis.cluster.RedisCluster:
-    """A plain redis-py cluster client (for the tests' own reads)."""
-    node = cluster.primaries()[0]
-    return redis.cluster.RedisCluster(host="127.0.0.1", port=node.port, protocol=2, **kwargs)
 
 
 def started(directory: Path, **kwargs: Any) -> Iterator[RedisCluster]:
