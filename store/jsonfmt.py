@@ -5,15 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Any
 
 
-def compact(value: Any) -> str:
+def compact(value: object) -> str:
     """Channel files, mini-files, reports: compact, non-ASCII kept, key order kept."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def compact_sorted(value: Any) -> str:
+def compact_sorted(value: object) -> str:
     """Control records and delay files: compact with sorted keys."""
     return json.dumps(
         value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False

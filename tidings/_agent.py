@@ -252,7 +252,7 @@ class Agent:
                     "message": "reason must be a string of 1 to 64 characters"}
         from tidings.jobs.memory import admission as memory_admission  # noqa: PLC0415 - pygit2, see module doc
 
-        return memory_admission.observe_memory(self.runtime, self.record, reason)
+        return dict(memory_admission.observe_memory(self.runtime, self.record, reason))
 
     # -- wake signals (channels.md C26) -------------------------------------------
 

@@ -55,10 +55,10 @@ class GroupPreTurn:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         observation, render = self.send(agent, observe)
         deadline = time.monotonic() + rt.settings.turn_wait_seconds
-        memory = skipped()
+        memory: dict[str, Any] = skipped()
         if observation is not None:
-            memory = self._wait(observation, deadline, agent) or result(
-                "error", "pre_turn", reason="worker_timeout")
+            memory = self._wait(observation, deadline, agent) or dict(result(
+                "error", "pre_turn", reason="worker_timeout"))
         attention = self._wait(render, deadline, agent) or {}
         return memory, attention
 

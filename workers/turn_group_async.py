@@ -35,10 +35,10 @@ class AsyncGroupPreTurn:
     async def __call__(self, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
         observation, render = await asyncio.to_thread(self.group.send, agent, observe)
         deadline = asyncio.get_running_loop().time() + self.wait_seconds
-        memory = skipped()
+        memory: dict[str, Any] = skipped()
         if observation is not None:
-            memory = await self._wait(observation, deadline, agent) or result(
-                "error", "pre_turn", reason="worker_timeout")
+            memory = await self._wait(observation, deadline, agent) or dict(result(
+                "error", "pre_turn", reason="worker_timeout"))
         attention = await self._wait(render, deadline, agent) or {}
         return memory, attention
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -65,7 +64,7 @@ class Control(_Strict):
         entry = self.cleared.get(name)
         return entry if entry is not None and entry.raw_sha256 == raw_sha else None
 
-    def with_changes(self, **changes: Any) -> Control:
+    def with_changes(self, **changes: object) -> Control:
         """A validated copy with ``changes`` (models or plain values)."""
         return Control.model_validate({**dict(self), **changes})
 
@@ -95,14 +94,14 @@ def write_control(root: Path, control: Control) -> None:
     atomic_write(root, CONTROL_FILE, compact_sorted(control.model_dump()).encode("utf-8"))
 
 
-def _canonical(value: Any) -> bytes:
+def _canonical(value: object) -> bytes:
     # Events read from outside writers' files may hold NaN; hashing must not fail on them.
     return json.dumps(
         value, ensure_ascii=False, separators=(",", ":"), sort_keys=True
     ).encode("utf-8")
 
 
-def event_key(event: Any) -> str:
+def event_key(event: object) -> str:
     """C31: ``event:<event_id>``, else ``idempotency:<key>``, else ``sha256:<hex>``."""
     if isinstance(event, dict):
         event_id = event.get("event_id")
@@ -114,17 +113,17 @@ def event_key(event: Any) -> str:
     return "sha256:" + sha256_hex(_canonical(event))
 
 
-def canonical_bytes(value: Any) -> bytes:
+def canonical_bytes(value: object) -> bytes:
     """Compact sorted-key JSON (the logical payload's bytes in the fingerprint, C32)."""
     return _canonical(value)
 
 
-def apply_entry(events: list[Any], entry: Cleared | None) -> list[Any]:
+def apply_entry(events: list[object], entry: Cleared | None) -> list[object]:
     """The events left once ``entry``'s keys are removed, as a multiset, first match first."""
     if entry is None:
         return list(events)
     remaining = Counter(entry.event_keys)
-    kept: list[Any] = []
+    kept: list[object] = []
     for event in events:
         key = event_key(event)
         if remaining[key] > 0:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from tidings.jobs import log
 from tidings.jobs.daemon.control import BatchState, Cleared, Control, event_key, write_control
@@ -64,7 +63,7 @@ def clear_all(root: Path, control: Control, view: DaemonView) -> None:
 
 
 def remove_events(
-    root: Path, control: Control, view: DaemonView, match: Callable[[Any], bool]
+    root: Path, control: Control, view: DaemonView, match: Callable[[object], bool]
 ) -> int:
     """Cut every visible event ``match`` accepts; returns how many were removed."""
     cleared = dict(control.cleared)

@@ -7,8 +7,9 @@ It is never a channel file (C7).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Final, Literal, NotRequired, TypedDict, TypeGuard
 
 from tidings.jobs import log
 from tidings.jobs.daemon.view import DaemonView
@@ -17,15 +18,40 @@ from tidings.store.jsonfmt import compact
 from tidings.store.jsonread import loads_or
 
 REPORT_FILE = ".notification/daemon.json"
-REPORT_KIND = "daemon_report"
+REPORT_KIND: Final = "daemon_report"
 
 
-def _key(event: dict[str, Any]) -> str:
+class RunSummary(TypedDict):
+    """One run of the report: its event count and, once it ended, its terminal status."""
+
+    daemon_id: str
+    event_count: int
+    state: NotRequired[object]
+
+
+class ReportStats(TypedDict):
+    run_count: int
+    event_count: int
+    active_run_count: int
+    terminal_run_count: int
+
+
+class Report(TypedDict):
+    """C34: the derived ``daemon.json`` report."""
+
+    kind: Literal["daemon_report"]
+    version: int
+    derived: bool
+    stats: ReportStats
+    runs: list[RunSummary]
+
+
+def _key(event: Mapping[str, object]) -> str:
     key = event.get("idempotency_key")
     return key if isinstance(key, str) else ""
 
 
-def is_followup(event: dict[str, Any]) -> bool:
+def is_followup(event: Mapping[str, object]) -> bool:
     status = event.get("status")
     return (
         event.get("kind") == "daemon_followup"
@@ -34,7 +60,7 @@ def is_followup(event: dict[str, Any]) -> bool:
     )
 
 
-def is_terminal(event: Any) -> bool:
+def is_terminal(event: object) -> TypeGuard[dict[str, object]]:
     """C34: a terminal event that is no follow-up."""
     if not isinstance(event, dict):
         return False
@@ -42,11 +68,11 @@ def is_terminal(event: Any) -> bool:
     return terminal and not is_followup(event)
 
 
-def build(view: DaemonView) -> dict[str, Any]:
-    runs: list[dict[str, Any]] = []
+def build(view: DaemonView) -> Report:
+    runs: list[RunSummary] = []
     terminal_runs = 0
     for mini in view.logical:
-        run: dict[str, Any] = {"daemon_id": mini.daemon_id, "event_count": len(mini.logical)}
+        run: RunSummary = {"daemon_id": mini.daemon_id, "event_count": len(mini.logical)}
         terminals = [e for e in mini.logical if is_terminal(e)]
         if terminals:
             terminal_runs += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from tidings.jobs.channels import names
 from tidings.jobs.daemon.control import (
@@ -29,8 +29,21 @@ from tidings.store.jsonread import loads_or
 #: C33: the workdir file holding ``channels.daemon.alarm_threshold``.
 NOTIFICATION_SETTINGS_FILE = "notification.json"
 
+
+
+class BatchView(TypedDict):
+    """C31: the batch state as readers show it (``data.daemon`` of the payload)."""
+
+    count: int
+    alarm_fired: bool
+
+
+def batch_view(state: BatchState) -> BatchView:
+    return {"count": state.count, "alarm_fired": state.alarm_fired}
+
+
 #: C32: what readers show while the control record is bad.
-CONTROL_ERROR_PAYLOAD: dict[str, Any] = {
+CONTROL_ERROR_PAYLOAD: dict[str, object] = {
     "header": "Daemon notification control error; repair .notification/daemon/.tombstone",
     "icon": "⚠️",
     "priority": "high",
@@ -59,9 +72,10 @@ class MiniFile:
 
     name: str
     raw: bytes
-    envelope: dict[str, Any]
-    events: list[Any]
-    logical: list[Any]
+    #: The mini-file's object as its writer left it (open JSON; ``data`` is an object).
+    envelope: dict[str, object]
+    events: list[object]
+    logical: list[object]
     entry_applies: bool
 
     @property
@@ -72,12 +86,14 @@ class MiniFile:
     def daemon_id(self) -> str:
         return self.name[:-5]
 
-    def logical_envelope(self) -> dict[str, Any]:
+    def logical_envelope(self) -> dict[str, object]:
         """The envelope with the cleared events removed, header and priority recomputed."""
-        envelope: dict[str, Any] = copy.deepcopy(self.envelope)
+        envelope = copy.deepcopy(self.envelope)
         envelope["header"] = header(len(self.logical))
         envelope["priority"] = "high" if any(map(is_high, self.logical)) else "normal"
-        envelope["data"]["events"] = copy.deepcopy(self.logical)
+        data = envelope["data"]
+        if isinstance(data, dict):  # always: parse_mini admits no other
+            data["events"] = copy.deepcopy(self.logical)
         return envelope
 
     def fp_bytes(self) -> bytes:
@@ -89,9 +105,9 @@ class MiniFile:
 class DaemonView:
     """What readers see of ``.notification/daemon/``."""
 
-    payload: dict[str, Any] | None = None
+    payload: dict[str, object] | None = None
     fp_entry: tuple[str, int, str] | None = None
-    batch_state: dict[str, Any] = field(default_factory=lambda: {"count": 0, "alarm_fired": False})
+    batch_state: BatchView = field(default_factory=lambda: batch_view(BatchState()))
     minis: tuple[MiniFile, ...] = ()
     error: str | None = None
 
@@ -104,7 +120,7 @@ class DaemonView:
         return sum(len(m.logical) for m in self.minis)
 
 
-def is_high(event: Any) -> bool:
+def is_high(event: object) -> bool:
     return isinstance(event, dict) and "high" in (event.get("severity"), event.get("priority"))
 
 
@@ -117,7 +133,7 @@ def parse_mini(name: str, raw: bytes, control: Control) -> MiniFile | None:
     if not isinstance(data, dict) or not isinstance(data.get("events"), list):
         return None
     entry = control.entry_for(name, sha256_hex(raw))
-    events = data["events"]
+    events: list[object] = data["events"]
     return MiniFile(name, raw, value, events, apply_entry(events, entry), entry is not None)
 
 
@@ -170,7 +186,7 @@ def _error_view(root: Path, message: str) -> DaemonView:
 
 
 def view_of(control: Control, minis: tuple[MiniFile, ...]) -> DaemonView:
-    batch = effective_batch_state(control, minis).model_dump()
+    batch = batch_view(effective_batch_state(control, minis))
     logical = [m for m in minis if m.logical]
     if not logical:
         return DaemonView(batch_state=batch, minis=minis)
@@ -199,7 +215,7 @@ def alarm_threshold(root: Path) -> int | None:
     outcome = safe_read(root, NOTIFICATION_SETTINGS_FILE)
     if not outcome.ok:
         return None
-    value: Any = loads_or(outcome.data, None)
+    value: object = loads_or(outcome.data, None)
     for key in ("channels", "daemon", "alarm_threshold"):
         value = value.get(key) if isinstance(value, dict) else None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
 from tidings.jobs import log, metrics
 from tidings.jobs.ids import new_uuid7
@@ -47,23 +47,45 @@ NOT_ABSORBABLE = frozenset({"repository_replaced", "reobserved"})
 #: M48: the statuses of a recorded observation (a finish may reconcile after them).
 RECORDED = frozenset({"baseline", "unchanged", "changed"})
 
-Result = dict[str, Any]
+#: M12: what an observation ended as.
+ObservationStatus = Literal["baseline", "unchanged", "changed", "absorbed", "unavailable",
+                            "unstable", "error", "skipped"]
 
 
-def result(status: str, trigger: str, **fields: Any) -> Result:
+class ObservationResult(TypedDict, total=False):
+    """M12: one observation's answer; ``reason`` appears only when given."""
+
+    status: Required[ObservationStatus]
+    trigger: Required[str]
+    event_id: Required[str | None]
+    checkpoint_version: Required[int | None]
+    observed_at: Required[str | None]
+    reason: str
+
+
+#: M48: the status of a comparison that records no event, by its kind.
+RECORDED_AS: dict[str, ObservationStatus] = {"baseline": "baseline", "refresh": "unchanged"}
+
+
+def result(status: ObservationStatus, trigger: str, *, reason: str | None = None,
+           event_id: str | None = None, checkpoint_version: int | None = None,
+           observed_at: str | None = None) -> ObservationResult:
     """An M12 result; ``reason`` appears only when given."""
-    out: Result = {"status": status, "trigger": trigger, "event_id": None,
-                   "checkpoint_version": None, "observed_at": None}
-    out.update(fields)
+    out: ObservationResult = {"status": status, "trigger": trigger, "event_id": event_id,
+                              "checkpoint_version": checkpoint_version,
+                              "observed_at": observed_at}
+    if reason is not None:
+        out["reason"] = reason
     return out
 
 
-def observe_memory(rt: Runtime, agent: AgentRecord, trigger: str = "manual") -> Result:
+def observe_memory(rt: Runtime, agent: AgentRecord, trigger: str = "manual") -> ObservationResult:
     """M10/M12: one observation (``startup``, ``pre_turn`` or a manual reason)."""
     return _guarded(rt, agent, trigger, owned=None, reconcile=False)
 
 
-def reconcile(rt: Runtime, agent: AgentRecord, owned: Mapping[str, Any] | None) -> Result:
+def reconcile(rt: Runtime, agent: AgentRecord,
+              owned: Mapping[str, Any] | None) -> ObservationResult:
     """M48: the finish-turn observation; own changes are absorbed, others admitted."""
     return _guarded(rt, agent, "finish_turn", owned=owned, reconcile=True)
 
@@ -71,7 +93,7 @@ def reconcile(rt: Runtime, agent: AgentRecord, owned: Mapping[str, Any] | None) 
 def _guarded(
     rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, Any] | None,
     reconcile: bool,
-) -> Result:
+) -> ObservationResult:
     if agent.memory_repo is None:
         return result("unavailable", trigger, reason="not_configured")
     started = time.perf_counter()
@@ -85,7 +107,7 @@ def _guarded(
 def _locked(
     rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, Any] | None,
     reconcile: bool,
-) -> Result:
+) -> ObservationResult:
     try:
         with observe_lock(rt, agent.agent_id):
             for _ in range(CAS_ATTEMPTS):
@@ -104,7 +126,7 @@ def _locked(
 def _attempt(
     rt: Runtime, agent: AgentRecord, trigger: str, owned: Mapping[str, Any] | None,
     reconcile: bool,
-) -> Result | None:
+) -> ObservationResult | None:
     """One read-observe-commit round; ``None`` on a checkpoint conflict."""
     repo = agent.memory_repo
     if repo is None:  # _guarded answered before the lock
@@ -116,9 +138,11 @@ def _attempt(
         return result("error", trigger, reason="checkpoint_too_new")
     observed = observe(repo, state if isinstance(state, Snapshot) else None,
                        now=rt.clock.now(), threads=rt.settings.memory_observe_threads)
-    if observed.status != "ok" or observed.snapshot is None:
+    if observed.status != "ok":
         return result(observed.status, trigger, reason=observed.reason or observed.status)
     snapshot = observed.snapshot
+    if snapshot is None:  # an "ok" observation always carries its snapshot
+        raise ValueError("an ok observation without a snapshot")
     comparison = compare(state, snapshot, repo)
     if comparison.kind == "unchanged":
         return result("unchanged", trigger, checkpoint_version=_version(read_version),
@@ -126,7 +150,7 @@ def _attempt(
     content = None
     if comparison.kind == "changed":
         content = _content(rt, comparison, trigger, owned, reconcile, repo)
-    status = {"baseline": "baseline", "refresh": "unchanged"}.get(comparison.kind, "absorbed")
+    status = RECORDED_AS.get(comparison.kind, "absorbed")
     if content is not None:
         status = "changed"
     return _commit(rt, agent, trigger, snapshot, read_version, content, status)
@@ -151,8 +175,8 @@ def _content(
 
 def _commit(
     rt: Runtime, agent: AgentRecord, trigger: str, snapshot: Snapshot, read_version: str,
-    content: tuple[str, dict[str, Any]] | None, status: str,
-) -> Result | None:
+    content: tuple[str, dict[str, Any]] | None, status: ObservationStatus,
+) -> ObservationResult | None:
     k = InboxKeys(agent.agent_id)
     fields = encode_checkpoint(snapshot, (_version(read_version) or 0) + 1)
     event_id, event = "", ""

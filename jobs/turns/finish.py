@@ -108,7 +108,7 @@ def finish_turn(
         memory = result("skipped", "finish_turn")  # M50: the checkpoint is not touched
     faults.reach("finish.after_reconcile")
     return _settle(rt, agent.agent_id, turn_id, record, ok, side_effects,
-                   ignored_ids, memory)
+                   ignored_ids, dict(memory))
 
 
 def _settle(

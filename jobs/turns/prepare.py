@@ -75,7 +75,7 @@ def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Res
     render.start()
     memory = observe_memory(rt, agent, "pre_turn")
     render.join()
-    return memory, attention[0] if attention else {}
+    return dict(memory), attention[0] if attention else {}
 
 
 def error(reason: str, message: str, **fields: Any) -> Result:
