@@ -98,6 +98,7 @@ def loose_head_object(path: Path, repo: pygit2.Repository) -> None:
 
 
 PLACEMENTS: dict[str, Callable[[Path, pygit2.Repository], None]] = {
+    "none (baseline: a plain repository)": lambda path, repo: None,
     "info/exclude": fifo_at(".git/info/exclude"),
     "worktree .gitignore": fifo_at(".gitignore"),
     "worktree sub/.gitignore": fifo_at("sub/.gitignore"),

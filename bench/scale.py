@@ -215,8 +215,12 @@ def units(trips: RoundTrips, ports: list[int], control: int, hub: Any, root: Pat
 
     def flush(channel: str) -> Callable[[], None]:
         def run() -> None:  # what the worker's actor runs for a flush_channel message
-            token = fence.enter(record.agent_id, HOST)
-            found = registry.get(record.agent_id)
+            if hasattr(fence, "enter_reading"):  # one round trip since issue 25
+                token, raw = fence.enter_reading(record.agent_id, HOST)
+                found = AgentRecord.model_validate_json(raw)
+            else:
+                token = fence.enter(record.agent_id, HOST)
+                found = registry.get(record.agent_id)
             assert found is not None
             flush_channel(rt, found, channel)
             fence.leave(record.agent_id, token)

@@ -12,12 +12,13 @@ So once a move has settled, the old host writes nothing more for the agent.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from redis import Redis
 
 from tidings.store import replies
 from tidings.store.clock import Clock
-from tidings.store.keys import AgentKeys
+from tidings.store.keys import AgentKeys, agent_record
 
 #: How long a run's entry counts if its worker dies before leaving (seconds):
 #: longer than dramatiq's default time limit (10 minutes).
@@ -37,9 +38,17 @@ class RunFence:
 
     def enter(self, agent_id: str, host: str) -> str:
         """Register a run on ``host``; returns the token to :meth:`leave` with."""
+        return self.enter_reading(agent_id, host)[0]
+
+    def enter_reading(self, agent_id: str, host: str) -> tuple[str, Any]:
+        """:meth:`enter`, then read the agent's stored record, in one round trip (both keys
+        are in the agent's slot, and the pipeline keeps the order the fence needs)."""
         token = f"{host}:{uuid.uuid4().hex}"
-        self._redis.zadd(running_key(agent_id), {token: self._clock.now() + RUN_LEASE_SECONDS})
-        return token
+        with self._redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(running_key(agent_id), {token: self._clock.now() + RUN_LEASE_SECONDS})
+            pipe.get(agent_record(agent_id))
+            _, raw = pipe.execute()
+        return token, raw
 
     def leave(self, agent_id: str, token: str) -> None:
         self._redis.zrem(running_key(agent_id), token)

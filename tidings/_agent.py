@@ -77,7 +77,13 @@ class Agent:
 
     @answering("publish")
     def publish(self, channel: str, envelope: dict[str, Any], wait: bool = False) -> Result:
-        """Replace the whole mirror of ``channel`` (C10)."""
+        """Replace the whole mirror of ``channel`` (C10).
+
+        ``channel``: an allowed channel name; ``envelope``: the whole envelope object;
+        ``wait``: return only once a flush applied it. Returns ``{"status": "ok",
+        "flushed": bool}`` or an error dict whose ``reason`` is listed in
+        ``docs/reference/reasons.md`` (``invalid_channel``, ``invalid_envelope``, ...).
+        """
         return dict(publishing.publish(self.runtime, self.record, channel, envelope, wait=wait))
 
     @answering("publish_event")
@@ -89,7 +95,13 @@ class Agent:
         idempotency_key: str | None = None,
         wait: bool = False,
     ) -> Result:
-        """Append ``event`` to ``channel`` with coalescing (C11)."""
+        """Append ``event`` to ``channel``'s ``data.events`` with coalescing (C11).
+
+        ``priority``: ``None``, ``"low"``, ``"normal"`` or ``"high"``; ``idempotency_key``:
+        a repeated key answers the first event's id with ``"duplicate": True``; ``wait``:
+        return once a flush applied it. Returns ``{"status": "ok", "event_id", ...}`` or
+        an error dict (``invalid_event``, ``event_too_large``, ``reserved_channel``, ...).
+        """
         return dict(producer.publish_event(
             self.runtime, self.record, channel, event, priority=priority,
             idempotency_key=idempotency_key, wait=wait,
@@ -103,7 +115,12 @@ class Agent:
         priority: str | None = None,
         wait: bool = False,
     ) -> Result:
-        """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30)."""
+        """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30).
+
+        Runs in the caller under the daemon locks, so the result is final whatever
+        ``wait`` says. Returns ``{"status": "ok", ...}`` or an error dict
+        (``invalid_daemon_id``, ``daemon_run_full``, ``daemon_write_failed``, ...).
+        """
         from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415 - see module doc
 
         return dict(daemon_runs.publish_daemon_event(
@@ -124,7 +141,9 @@ class Agent:
 
     @answering("stamp", fail_open=_unstamped)
     def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None) -> Result:
-        """``result`` with ``_meta.agent_meta`` stamped from one stable read (C24)."""
+        """``result`` (a tool result dict) with ``_meta.agent_meta`` stamped from one
+        stable read (C24); ``persistent``: the caller's email/IM block, capped beside the
+        lane. A stamp that cannot be made returns ``result`` unchanged (C52)."""
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
         from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
@@ -133,7 +152,11 @@ class Agent:
 
     @answering("render")
     def render(self, persistent: dict[str, Any] | None = None) -> Result:
-        """The capped ``notifications`` object; commits the delivered version (C24)."""
+        """The capped ``notifications`` object; commits the delivered version (C24).
+
+        ``persistent``: the caller's email/IM block (an object), capped with the lane;
+        anything else answers ``invalid_persistent``.
+        """
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
         from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
@@ -154,7 +177,12 @@ class Agent:
 
     @answering("notification")
     def notification(self, action: str, input: dict[str, Any] | None = None) -> Result:
-        """Run one action of the ``notification`` tool; ``None`` input means ``{}``."""
+        """Run one action of the ``notification`` tool; ``None`` input means ``{}``.
+
+        ``action``: ``check``, ``dismiss_channel``, ``dismiss_event``, ``dismiss_ref``,
+        ``add``, ``list``, ``edit``, ``drop``, ``delay``, ``settings`` or ``manual``; the
+        input and result of each are channels.md's (C44).
+        """
         from tidings import _tool as notification_tool  # noqa: PLC0415 - see module doc
 
         return notification_tool.notification(self, action, input)
@@ -170,7 +198,11 @@ class Agent:
 
     @answering("startup")
     def startup(self) -> Result:
-        """Inbox recovery, then the ``startup`` memory observation (M51); never wakes."""
+        """Inbox recovery, then the ``startup`` memory observation (M51); never wakes.
+
+        Returns ``{"status": "ok", "recovered": {"retryable", "needs_repair"}, "memory"}``,
+        ``memory`` being the observation's M12 result.
+        """
         from tidings.jobs.turns import prepare as turn_prepare  # noqa: PLC0415 - pygit2, see module doc
 
         return turn_prepare.startup(self.runtime, self.record)
@@ -191,7 +223,11 @@ class Agent:
 
     @answering("mark_side_effect")
     def mark_side_effect(self, turn: Turn | str) -> Result:
-        """Call before the turn's first externally visible action (M47)."""
+        """Call before the turn's first externally visible action (M47).
+
+        ``turn``: the :class:`Turn` or its ``turn_id``. Returns ``{"status": "ok", ...}``
+        or an error dict (``unknown_turn``, ``turn_expired``).
+        """
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
@@ -206,7 +242,13 @@ class Agent:
         ignored: Iterable[str] = (),
         owned: dict[str, Any] | None = None,
     ) -> Result:
-        """Reconcile the memory checkpoint and settle the turn's items (M46-M50)."""
+        """Reconcile the memory checkpoint and settle the turn's items (M46-M50).
+
+        ``ok``: the turn succeeded; ``side_effects``: it acted outside (M47); ``ignored``:
+        event ids to settle as ``ignored``; ``owned``: the agent's own memory changes,
+        absorbed instead of admitted (M48). Returns the settled turn (``{"status": "ok",
+        ...}``) or an error dict (``unknown_turn``, ``turn_expired``, ``invalid_input``).
+        """
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
@@ -217,14 +259,23 @@ class Agent:
     def inbox(
         self, limit: int = 30, state: str | None = None, before: str | None = None
     ) -> list[dict[str, Any]]:
-        """The projection, newest first (M7); bad input raises ``TidingsError``."""
+        """The inbox projection, newest first (M7); never wakes.
+
+        ``limit``: 1 to the page maximum; ``state``: one item state to list; ``before``:
+        an event id to page from. Bad input raises :class:`tidings.TidingsError`
+        (``invalid_limit``, ``invalid_state``, ``invalid_before``).
+        """
         from tidings.jobs.inbox import items as inbox_items  # noqa: PLC0415 - see module doc
 
         return inbox_items.projection(self.runtime, self.agent_id, limit, state, before)
 
     @answering("ignore")
     def ignore(self, event_id: str) -> Result:
-        """Move a pending, deferred or processing item to ``ignored`` (M6)."""
+        """Move the pending, deferred or processing item ``event_id`` to ``ignored`` (M6).
+
+        Returns ``{"status": "ok", ...}`` or an error dict (``not_found``,
+        ``not_ignorable``).
+        """
         from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
         return inbox_admission.ignore(self.runtime, self.agent_id, event_id)
@@ -238,7 +289,13 @@ class Agent:
         wake: bool = False,
         key: str | None = None,
     ) -> Result:
-        """Admit an application-defined source event into the inbox (M3, M4)."""
+        """Admit an application-defined source event into the inbox (M3, M4).
+
+        ``source_kind``: ``^[a-z][a-z0-9._-]{0,63}$`` (not ``memory-change``); ``summary``:
+        the line the agent reads; ``payload``: a JSON object; ``wake``: also append a wake
+        signal; ``key``: an idempotency key. Returns ``{"status": "ok", "event_id", ...}``
+        or an error dict (``invalid_source_kind``, ``inbox_full``, ...).
+        """
         from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
         return inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary, payload,
@@ -246,7 +303,11 @@ class Agent:
 
     @answering("observe_memory")
     def observe_memory(self, reason: str = "manual") -> Result:
-        """Observe the memory repository now (M10); the result's trigger is ``reason``."""
+        """Observe the memory repository now (M10); the result's trigger is ``reason``
+        (1 to 64 characters). Returns the M12 result: ``status`` (``baseline``,
+        ``unchanged``, ``changed``, ``absorbed``, ``unavailable``, ``unstable`` or
+        ``error``), ``trigger``, ``event_id``, ``checkpoint_version``, ``observed_at`` and,
+        when there is one, ``reason``."""
         if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
             return {"status": "error", "reason": "invalid_input",
                     "message": "reason must be a string of 1 to 64 characters"}

@@ -152,7 +152,13 @@ class Hub:
     ) -> Agent:
         """Register (idempotently) and return the agent of ``workdir``; starts nothing.
 
-        On an embedded hub without a background worker every agent runs inline.
+        ``memory_repo``: the git work tree whose changes reach the inbox (M10);
+        ``agent_id``: defaults to a stable digest of the workdir's real path; ``host``: the
+        host whose workers serve it (default: this one); ``max_events``: per-channel caps
+        of ``data.events``; ``inline``: run its jobs in the caller instead of a worker. On an
+        embedded hub without a background worker every agent runs inline. Bad input
+        raises :class:`tidings.TidingsError` (``invalid_workdir``, ``agent_id_conflict``,
+        ``invalid_agent``, ...).
         """
         real = os.path.realpath(workdir)
         if not os.path.isdir(real):

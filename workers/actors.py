@@ -30,7 +30,7 @@ from tidings.jobs.wake import sync
 from tidings.store.errors import StoreError
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence
-from tidings.store.registry import AgentRegistry
+from tidings.store.registry import AgentRegistry, parse_record
 from tidings.workers.dispatch import send
 from tidings.workers.routing import UNROUTED_QUEUE, host_queue
 
@@ -53,15 +53,15 @@ def agent_actor(
     broker: Broker, rt: Runtime, name: str, job: AgentJob, **options: Any
 ) -> dramatiq.Actor[..., Any]:
     """Declare actor ``name`` that runs ``job(rt, agent, *args)`` for a registered agent."""
-    registry = AgentRegistry(rt.redis, rt.control)
     fence = RunFence(rt.redis, rt.clock)
     keep_result = bool(options.get("store_results"))
 
     def run(agent_id: str, *args: Any) -> Any:
-        # Enter the fence before reading the host: a move waits for this run (placement.py).
-        token = fence.enter(agent_id, rt.settings.host)
+        # Enter the fence before reading the host: a move waits for this run (placement.py);
+        # one round trip for both.
+        token, raw = fence.enter_reading(agent_id, rt.settings.host)
         try:
-            agent: AgentRecord | None = registry.get(agent_id)
+            agent: AgentRecord | None = parse_record(raw, agent_id)
             if agent is None:
                 log.event("actor_unknown_agent", actor=name, agent_id=agent_id)
                 result: Any = {"status": "error", "reason": "unknown_agent", "agent_id": agent_id}

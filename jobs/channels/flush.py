@@ -52,10 +52,11 @@ def _current_sha(agent: AgentRecord, channel: str) -> tuple[str, bytes | None]:
     return sha256_hex(outcome.data), outcome.data
 
 
-def _commit(rt: Runtime, agent: AgentRecord, channel: str, through_seq: int) -> int:
+def _commit(rt: Runtime, agent: AgentRecord, channel: str, through_seq: int) -> bool:
+    """C15 commit; true when it found the buffer drained and ended the run."""
     return channel_scripts.commit_flush(rt.scripts, agent.agent_id, channel,
                                         through_seq=through_seq,
-                                        flag_ttl=rt.settings.flush_flag_ttl)
+                                        flag_ttl=rt.settings.flush_flag_ttl)[1]
 
 
 def settle_intent(rt: Runtime, agent: AgentRecord, channel: str) -> str | None:
@@ -73,14 +74,19 @@ def settle_intent(rt: Runtime, agent: AgentRecord, channel: str) -> str | None:
     return "discarded"
 
 
-def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
-    """One locked batch: the number of records applied, or ``None`` once drained."""
+def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> tuple[int, bool]:
+    """One locked batch: the number of records applied, and whether the run ended (the
+    buffer drained). A crashed run's intent and the batch are read in one round trip."""
     k = AgentKeys(agent.agent_id)
-    settle_intent(rt, agent, channel)
-    raw = rt.redis.lrange(k.buffer(channel), 0, BATCH_RECORDS - 1)
+    with rt.redis.pipeline(transaction=False) as pipe:
+        pipe.get(k.intent(channel))
+        pipe.lrange(k.buffer(channel), 0, BATCH_RECORDS - 1)
+        intent, raw = pipe.execute()
+    if intent is not None:  # only after a crash: settle it, then read the batch again
+        settle_intent(rt, agent, channel)
+        raw = rt.redis.lrange(k.buffer(channel), 0, BATCH_RECORDS - 1)
     if not raw:
-        released = channel_scripts.release_flush(rt.scripts, agent.agent_id, channel)
-        return None if released else 0
+        return 0, channel_scripts.release_flush(rt.scripts, agent.agent_id, channel)
     records = [Record.decode(replies.data(item)) for item in raw]
     pre_sha, data = _current_sha(agent, channel)
     mirror = apply_batch(
@@ -88,20 +94,20 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> int | None:
     )
     encoded = compact(mirror).encode("utf-8")
     through_seq = records[-1].seq
-    intent = {
+    intent_record = {
         "pre_sha256": pre_sha,
         "post_sha256": sha256_hex(encoded),
         "count": len(records),
         "through_seq": through_seq,
     }
-    rt.redis.set(k.intent(channel), compact(intent))
+    rt.redis.set(k.intent(channel), compact(intent_record))
     faults.reach("flush.before_write")
     atomic_write(agent.root, channel_file(channel), encoded)
     faults.reach("flush.after_write")
-    _commit(rt, agent, channel, through_seq)
+    drained = _commit(rt, agent, channel, through_seq)
     metrics.flush_written(len(records))
     rates.count(rt.control, rates.EVENTS, len(records), rt.clock.now())
-    return len(records)
+    return len(records), drained
 
 
 def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
@@ -110,15 +116,16 @@ def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
     for _ in range(BATCHES_PER_RUN):
         try:
             with locks.hold(agent.root, f"channel:{channel}"):
-                count = _flush_batch(rt, agent, channel)
+                count, ended = _flush_batch(rt, agent, channel)
         except UnsafePathError as exc:
             _warn_unsafe(rt, agent, channel, exc.message)
             return {"status": "error", "reason": "unsafe_path", "channel": channel,
                     "applied": applied}
-        if count is None:
-            if applied:
+        if ended:
+            if applied and not count:  # a commit that ends the run revives in its script
                 dead_letter.revive(rt, agent, channel)
-            return {"status": "ok", "channel": channel, "applied": applied, "requeued": False}
+            return {"status": "ok", "channel": channel, "applied": applied + count,
+                    "requeued": False}
         applied += count
     rt.dispatch.flush_channel(agent, channel)
     return {"status": "ok", "channel": channel, "applied": applied, "requeued": True}

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
 from tidings.jobs import log, metrics
 from tidings.jobs.channels import allowlist, dead_letter
@@ -40,11 +40,33 @@ from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
-from tidings.store.registry import AgentRegistry
+from tidings.store.registry import AgentRegistry, parse_record
 from tidings.store.scripts import channels as channel_scripts
 from tidings.store.scripts import wake as wake_scripts
 
-Result = dict[str, Any]
+
+class SyncOutcome(TypedDict, total=False):
+    """C27: one agent's visit. ``retry`` asks for a visit at the next tick."""
+
+    status: Required[Literal["ok"]]
+    agent_id: Required[str]
+    flushes: Required[list[str]]
+    woke: Required[bool]
+    stable: bool
+    retry: bool
+    blocked: list[str]
+    oversized: list[str]
+    wake_id: str
+
+
+class HostSync(TypedDict):
+    """C27: one tick over a host's agents (``failed``: the agents whose visit failed)."""
+
+    status: Literal["ok"]
+    host: str
+    agents: int
+    woke: int
+    failed: list[str]
 
 #: Agents a full scan visits between two looks at its host's changed-tick marker.
 STEP_ASIDE_EVERY = 10
@@ -172,7 +194,7 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: allowlist.Allowlist,
 
 
 @answering("sync_agent")
-def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
+def sync_agent(rt: Runtime, agent: AgentRecord) -> SyncOutcome:
     """C27 for one agent, with the Redis state :func:`sync_host` read beforehand if any;
     an unexpected failure answers ``internal_error`` (C52).
 
@@ -185,7 +207,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     generation = known.generation if known else own_acts.generation(rt, agent)
     state = allowlist.registry_state(rt, agent)
     allow = allowlist.Allowlist(state.hook_channels)
-    result: Result = {"status": "ok", "agent_id": agent.agent_id,
+    result: SyncOutcome = {"status": "ok", "agent_id": agent.agent_id,
                       "flushes": enqueue_stranded(rt, agent), "woke": False}
     delay_alarm.reconcile(rt, agent)
     sets = known.sets if known else None
@@ -196,7 +218,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
     if not obs.stable:
         return {**result, "stable": False, "retry": True}
     found = blocked_warnings.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
-    result.update(stable=True, blocked=found.blocked, oversized=found.oversized)
+    result.update({"stable": True, "blocked": found.blocked, "oversized": found.oversized})
     seen = committed.read(rt, agent)
     if obs.masked_fp == seen.wake(agent.root, obs.delayed):
         return result
@@ -209,7 +231,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> Result:
         result["retry"] = True
     else:
         rates.count(rt.control, rates.WAKES, 1, rt.clock.now())
-        result.update(woke=True, wake_id=wake_id)
+        result.update({"woke": True, "wake_id": wake_id})
     return result
 
 
@@ -220,12 +242,19 @@ def _batches(agents: Sequence[AgentRecord]) -> Iterator[Sequence[AgentRecord]]:
 
 def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
              gone: list[str]) -> list[AgentRecord]:
-    registry = AgentRegistry(rt.redis, rt.control)
+    """The agents to visit. A changed tick renews its running marker and reads the named
+    agents' records in one pipelined round trip."""
     if agent_ids is None:
-        return registry.on_host(host)
+        return AgentRegistry(rt.redis, rt.control).on_host(host)
     wanted = sorted(set(agent_ids))
+    with rt.redis.pipeline(transaction=False) as pipe:
+        pipe.set(keys.sync_running(host, changed=True), RUNNING, xx=True, keepttl=True)
+        for agent_id in wanted:
+            pipe.get(keys.agent_record(agent_id))
+        _, *raws = pipe.execute()
     agents: list[AgentRecord] = []
-    for agent_id, record in zip(wanted, registry.get_many(wanted), strict=True):
+    for agent_id, raw in zip(wanted, raws, strict=True):
+        record = parse_record(raw, agent_id)
         if record is None or record.host != host:
             gone.append(agent_id)  # removed or moved: nothing more to visit here
         else:
@@ -233,7 +262,8 @@ def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
     return agents
 
 
-def next_visit(rt: Runtime, outcome: Result, agent: AgentRecord) -> float | None:
+def next_visit(rt: Runtime, outcome: Mapping[str, object],
+               agent: AgentRecord) -> float | None:
     """When this agent must be visited again whatever its files do (Unix s; ``0`` = at
     the next tick), or ``None``: a failed or unfinished visit, else a live delay (D9)."""
     if outcome.get("status") != "ok" or outcome.get("retry"):
@@ -241,7 +271,7 @@ def next_visit(rt: Runtime, outcome: Result, agent: AgentRecord) -> float | None
     return delay_alarm.wake_deadline(agent.root, rt.clock.now())
 
 
-def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) -> Result:
+def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) -> HostSync:
     """C27 for the agents of ``host`` (``agent_ids``; ``None``: every one, a full scan);
     one agent's failure never stops the rest.
 
@@ -257,8 +287,6 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
     agents: list[AgentRecord] = []
     aside = 0.0
     try:
-        if not full:
-            rt.redis.set(keys.sync_running(host, changed=True), RUNNING, xx=True, keepttl=True)
         agents = _visited(rt, host, agent_ids, gone)
         for batch in _batches(agents):
             token = _known.set(prefetch(rt, batch))

@@ -40,15 +40,21 @@ def push(
 
 
 def commit_flush(scripts: Scripts, agent_id: str, channel: str, *, through_seq: int,
-                 flag_ttl: int) -> int:
-    """C14/C15: drop the applied head records, record ``through_seq``, clear the intent
-    and renew the flag; returns how many records were removed."""
+                 flag_ttl: int) -> tuple[int, bool]:
+    """C14/C15: drop the applied head records, record ``through_seq`` and clear the
+    intent; then end the run if the buffer is drained (C52: a dead-lettered channel
+    revives), else renew the flag. Returns how many records were removed and whether
+    the run ended."""
     k = AgentKeys(agent_id)
-    return number("flush_commit", scripts(
+    reply = scripts(
         "flush_commit",
-        [k.buffer(channel), k.applied(channel), k.intent(channel), k.flush_flag(channel)],
-        [through_seq, flag_ttl],
-    ))
+        [k.buffer(channel), k.applied(channel), k.intent(channel), k.flush_flag(channel),
+         k.buffered_channels, k.dead_flushes],
+        [through_seq, flag_ttl, channel],
+    )
+    if not isinstance(reply, list) or len(reply) != 2:
+        raise ScriptReplyError(f"flush_commit answered {reply!r}, not [removed, drained]")
+    return number("flush_commit", reply[0]), number("flush_commit", reply[1]) == 1
 
 
 def release_flush(scripts: Scripts, agent_id: str, channel: str) -> bool:

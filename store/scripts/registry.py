@@ -9,16 +9,15 @@ from tidings.store import keys
 from tidings.store.scripts import Scripts, number
 
 
-def _index_keys(host: str) -> list[str]:
-    return [keys.host_agents(host), keys.host_workdirs(host), keys.host_agents_version(host)]
-
-
 def index_add(scripts: Scripts, host: str, entries: Iterable[tuple[str, str]]) -> int:
     """List ``(agent id, workdir)`` pairs in ``host``'s index; how many changed."""
     flat = [part for entry in entries for part in entry]
     if not flat:
         return 0
-    return number("registry_index_add", scripts("registry_index_add", _index_keys(host), flat))
+    return number("registry_index_add", scripts(
+        "registry_index_add",
+        [keys.host_agents(host), keys.host_workdirs(host), keys.host_agents_version(host)],
+        flat))
 
 
 def index_drop(scripts: Scripts, host: str, agent_ids: Sequence[str],
@@ -28,6 +27,8 @@ def index_drop(scripts: Scripts, host: str, agent_ids: Sequence[str],
     if not agent_ids:
         return 0
     version = "" if at_version is None else str(at_version)
-    return number("registry_index_drop",
-                  scripts("registry_index_drop", _index_keys(host), [version, *agent_ids]))
+    return number("registry_index_drop", scripts(
+        "registry_index_drop",
+        [keys.host_agents(host), keys.host_workdirs(host), keys.host_agents_version(host)],
+        [version, *agent_ids]))
 

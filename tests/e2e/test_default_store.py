@@ -114,7 +114,8 @@ def test_acceptance_1_and_5_a_real_engine_with_aof_a_password_and_one_owner(
     assert second.returncode == 2 and "Traceback" not in second.stderr
     [line] = second.stderr.strip().splitlines()
     assert line.startswith("tidings: another `tidings up`") and str(state) in line
-    assert up.alive() and redis.Redis.from_url(rec["url"], protocol=2).ping()
+    with redis.Redis.from_url(rec["url"], protocol=2) as owner:
+        assert up.alive() and owner.ping()
 
     assert up.stop() == 0
     assert not (state / "store.json").exists() and engines(state) == []
@@ -243,8 +244,12 @@ def test_acceptance_4_and_5_kills_lose_no_acknowledged_write(
         more = agent.publish_event("mcp.burst", {"n": "last"})
         assert more["status"] == "ok", more
         acked.append(more["event_id"])
+        spared = record(state)["pid"]
         up.process.send_signal(signal.SIGKILL)
         up.process.wait(10)
+        # Linux: the kernel's parent-death signal (SIGTERM) stops it, AOF synced.
+        wait_until(lambda: spared not in engines(state), timeout=20,
+                   what="the spared engine to stop with its parent")
         start_up(procs, "--port", port)
         assert engines(state) == [record(state)["pid"]]
 

@@ -97,7 +97,8 @@ def _bound_to_agent_keys(name: str, scope: ast.AST) -> bool:
     return bool(re.search(rf"\b{re.escape(name)} = {BUILDER}\(", source))
 
 
-HOST_KEY_BUILDERS = ("scheduler_jobs", "scheduler_run_times", "scheduler_leader")
+HOST_KEY_BUILDERS = ("scheduler_jobs", "scheduler_run_times", "scheduler_leader",
+                     "host_agents", "host_workdirs", "host_agents_version")
 
 
 def test_every_call_site_passes_keys_of_one_tag() -> None:
