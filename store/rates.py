@@ -9,7 +9,9 @@ Writers count in process (issue 25): :func:`count` adds to a per-client tally, a
 timer thread writes every tally every :data:`FLUSH_SECONDS` in one pipelined round
 trip (``INCRBY`` + ``EXPIRE`` per kind and bucket), as do :func:`flush_all` (a clean
 stop) and the exit of the process. So a flush or a wake costs no round trip of its
-own; a crash loses at most the last few seconds of the rate charts, nothing else.
+own; a crash loses at most the last few seconds of the rate charts, nothing else, and
+so does a write that finds the store unreachable (its tally is dropped, logged at DEBUG:
+a timer thread must not wait out a failover for a chart).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import threading
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from redis.exceptions import ConnectionError, TimeoutError
 
 from tidings.store.connection import stop_retrying
 
@@ -63,8 +67,9 @@ def count(redis: Any, kind: str, amount: int, now: float) -> None:
             _timer.start()
 
 
-def flush(redis: Any) -> None:
-    """Write what this process counted for ``redis`` (one round trip, none if nothing)."""
+def flush(redis: Any, level: int = logging.WARNING) -> None:
+    """Write what this process counted for ``redis`` (one round trip, none if nothing);
+    a failure is logged at ``level``."""
     with _lock:
         entry = _tallies.pop(id(redis), None)
     if entry is None or not entry[1]:
@@ -76,17 +81,18 @@ def flush(redis: Any) -> None:
                 pipe.expire(name, KEEP_SECONDS)
             pipe.execute()
     except Exception as exc:  # a rate chart is not worth a worker: said, and dropped
-        logger.warning("%s", "rates_flush_failed", extra={
+        gone = isinstance(exc, ConnectionError | TimeoutError)  # a store that went away
+        logger.log(logging.DEBUG if gone else level, "%s", "rates_flush_failed", extra={
             "event": "rates_flush_failed",
             "fields": {"error": type(exc).__name__, "counts": sum(entry[1].values())}})
 
 
-def flush_all() -> None:
+def flush_all(level: int = logging.WARNING) -> None:
     """Write every tally of this process (a clean stop)."""
     with _lock:
         clients = [client for client, _ in _tallies.values()]
     for client in clients:
-        flush(client)
+        flush(client, level)
 
 
 def _flush_forever() -> None:
@@ -97,7 +103,7 @@ def _flush_forever() -> None:
 
 def _at_exit() -> None:
     stop_retrying()  # exiting: a Redis that is gone gets no failover wait
-    flush_all()
+    flush_all(logging.DEBUG)  # a store stopped before its clients' process is routine
 
 
 atexit.register(_at_exit)
