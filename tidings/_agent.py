@@ -278,7 +278,7 @@ class Agent:
         """
         from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
-        return inbox_admission.ignore(self.runtime, self.agent_id, event_id)
+        return dict(inbox_admission.ignore(self.runtime, self.agent_id, event_id))
 
     @answering("admit")
     def admit(
@@ -298,8 +298,8 @@ class Agent:
         """
         from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
-        return inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary, payload,
-                             wake, key)
+        return dict(inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary,
+                                          payload, wake, key))
 
     @answering("observe_memory")
     def observe_memory(self, reason: str = "manual") -> Result:
