@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, TypedDict
+from typing import Any, Literal, Required, TypedDict
 
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_uuid7
@@ -17,6 +17,7 @@ from tidings.jobs.text import cap
 from tidings.store import rates
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.jsonread import encodable, input_problem
+from tidings.store.reasons import Reason
 from tidings.store.scripts import inbox as inbox_scripts
 
 #: M8: open (non-terminal) items per agent, and terminal items retained.
@@ -30,18 +31,52 @@ MAX_KEY_CHARS = 200
 SOURCE_KIND_RE = re.compile(r"[a-z][a-z0-9._-]{0,63}")
 MEMORY_SOURCE_KIND = "memory-change"
 
-Result = dict[str, Any]
 
 
-def error(reason: str, message: str, **fields: Any) -> Result:
-    return {"status": "error", "reason": reason, "message": message, **fields}
+class InboxError(TypedDict, total=False):
+    """An inbox call's refusal; ``event_id`` repeats the id asked about, if any."""
+
+    status: Required[Literal["error"]]
+    reason: Required[Reason]
+    message: Required[str]
+    event_id: object
+
+
+class Admitted(TypedDict, total=False):
+    """M3, M4: ``admit``'s answer (``duplicate``: the key was seen; ``truncated``: the
+    summary was cut as M37 cuts)."""
+
+    status: Required[Literal["ok"]]
+    event_id: Required[str | None]
+    state: Literal["pending"]
+    woke: bool
+    duplicate: bool
+    truncated: bool
+
+
+class Ignored(TypedDict):
+    """M6: ``ignore``'s answer (``changed``: false when it was ignored already)."""
+
+    status: Literal["ok"]
+    event_id: str
+    state: Literal["ignored"]
+    changed: bool
+
+
+def error(reason: Reason, message: str, **about: object) -> InboxError:
+    """``about``: at most ``event_id``, repeated as given (even ``None``)."""
+    out: InboxError = {"status": "error", "reason": reason, "message": message}
+    if "event_id" in about:
+        out["event_id"] = about["event_id"]
+    return out
 
 
 def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def _check(source_kind: object, summary: object, payload: object, key: object) -> Result | None:
+def _check(source_kind: object, summary: object, payload: object,
+           key: object) -> InboxError | None:
     if not isinstance(source_kind, str) or not SOURCE_KIND_RE.fullmatch(source_kind):
         return error("invalid_source_kind", "source_kind must match ^[a-z][a-z0-9._-]{0,63}$")
     if source_kind == MEMORY_SOURCE_KIND:
@@ -55,8 +90,8 @@ def _check(source_kind: object, summary: object, payload: object, key: object) -
             return error("invalid_payload", "payload must be null or a JSON object")
         problem = input_problem(payload, "payload", max_bytes=MAX_PAYLOAD_BYTES)
         if problem is not None:
-            reason = "payload_too_large" if problem.reason == "too_large" else "invalid_payload"
-            return error(reason, problem.message)
+            return error("payload_too_large" if problem.reason == "too_large"
+                         else "invalid_payload", problem.message)
     if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS):
         return error("invalid_key", "key must be a non-empty string of at most 200 characters")
     if key is not None and not encodable(key):
@@ -74,7 +109,7 @@ def admit(
     key: str | None = None,
     *,
     event_id: str | None = None,
-) -> Result:
+) -> Admitted | InboxError:
     """M3/M4: admit one application event; ``event_id`` is minted here unless replayed."""
     problem = _check(source_kind, summary, payload, key)
     if problem is None and not isinstance(wake, bool):
@@ -100,13 +135,13 @@ def admit(
     metrics.items_entered("pending")
     if wake:
         rates.count(rt.control, rates.WAKES, 1, now)
-    result: Result = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
+    result: Admitted = {"status": "ok", "event_id": event_id, "state": "pending", "woke": wake}
     if text != summary:
         result["truncated"] = True
     return result
 
 
-def ignore(rt: Runtime, agent_id: str, event_id: object) -> Result:
+def ignore(rt: Runtime, agent_id: str, event_id: object) -> Ignored | InboxError:
     """M6: move a pending, deferred or processing item to ``ignored``."""
     if not is_event_id(event_id):
         return error("not_found", "no such item (an event id is 32 hex digits)",
