@@ -14,9 +14,9 @@ from tidings.jobs.inbox.items import projection
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
 from tidings.jobs.turns import prepare as turn_prepare
-from tidings.store.keys import agent_record
 from tidings.store.clock import FakeClock
 from tidings.store.inbox_keys import InboxKeys
+from tidings.store.keys import agent_record
 from tidings.store.models import AgentRecord
 
 Result = dict[str, Any]
