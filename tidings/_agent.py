@@ -84,7 +84,7 @@ class Agent:
         "flushed": bool}`` or an error dict whose ``reason`` is listed in
         ``docs/reference/reasons.md`` (``invalid_channel``, ``invalid_envelope``, ...).
         """
-        return publishing.publish(self.runtime, self.record, channel, envelope, wait=wait)
+        return dict(publishing.publish(self.runtime, self.record, channel, envelope, wait=wait))
 
     @answering("publish_event")
     def publish_event(
@@ -102,10 +102,10 @@ class Agent:
         return once a flush applied it. Returns ``{"status": "ok", "event_id", ...}`` or
         an error dict (``invalid_event``, ``event_too_large``, ``reserved_channel``, ...).
         """
-        return producer.publish_event(
+        return dict(producer.publish_event(
             self.runtime, self.record, channel, event, priority=priority,
             idempotency_key=idempotency_key, wait=wait,
-        )
+        ))
 
     @answering("publish_daemon_event")
     def publish_daemon_event(
@@ -123,9 +123,9 @@ class Agent:
         """
         from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415 - see module doc
 
-        return daemon_runs.publish_daemon_event(
+        return dict(daemon_runs.publish_daemon_event(
             self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
-        )
+        ))
 
     # -- consumer reads (channels.md C21-C24) ------------------------------------
 

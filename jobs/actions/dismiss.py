@@ -60,7 +60,9 @@ def _pre_checks(
     """C35 steps 1-5."""
     problem = check_channel(rt, agent, channel)
     if problem is not None or not isinstance(channel, str):
-        return problem or error("invalid_channel", "channel must be a string", channel=channel)
+        if problem is not None:
+            return dict(problem)
+        return error("invalid_channel", "channel must be a string", channel=channel)
     if channel in ACK_REQUIRED and (not isinstance(reason, str) or not reason.strip()):
         return error("missing_ack_reason", f"dismissing {channel} needs a reason (the ack)",
                      channel=channel)

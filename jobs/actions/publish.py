@@ -6,16 +6,12 @@ The routing sits here, above both :mod:`tidings.jobs.channels.publish` and
 
 from __future__ import annotations
 
-from typing import Any
-
 from tidings.jobs.channels import publish as publishing
 from tidings.jobs.channels import reserved
-from tidings.jobs.channels.envelope import error
+from tidings.jobs.channels.envelope import PublishResult, failure
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
-
-Result = dict[str, Any]
 
 
 def publish_event(
@@ -27,7 +23,7 @@ def publish_event(
     priority: str | None = None,
     idempotency_key: str | None = None,
     wait: bool = False,
-) -> Result:
+) -> PublishResult:
     """C11: append ``event`` to ``channel``; a ``daemon`` event goes to its run's mini-file.
     An event in ``system`` shaped like tidings' own notices is refused (C54)."""
     if channel != DAEMON:
@@ -42,10 +38,10 @@ def publish_event(
     if problem is not None:
         return problem
     if not isinstance(event, dict):
-        return error("invalid_event", "event must be a JSON object")
+        return failure("invalid_event", "event must be a JSON object")
     daemon_id = event.get("daemon_id")
     if daemon_id is None:
-        return error("missing_daemon_id", "a daemon event needs a daemon_id")
+        return failure("missing_daemon_id", "a daemon event needs a daemon_id")
     # Loaded here: a hook publishing to any other channel never pays for the daemon views.
     from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415
 

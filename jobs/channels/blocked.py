@@ -81,16 +81,16 @@ def _publish_warning(
     """Warn about ``channel``, which just joined ``set_key``. A failed publish leaves the
     set again, so the next tick retries: no warning is silently lost."""
     try:
-        result: dict[str, Any] = system_events.notify(
+        result = system_events.notify(
             rt, agent, source=source, ref_id=f"{kind}:{channel}", body=body
         )
     except Exception:
         rt.redis.srem(set_key, channel)
         raise
-    if result.get("status") != "ok":
+    if result["status"] == "error":
         rt.redis.srem(set_key, channel)
         log.event("notification_warning_failed", agent_id=agent.agent_id, channel=channel,
-                  reason=result.get("reason"))
+                  reason=result["reason"])
         return False
     return True
 

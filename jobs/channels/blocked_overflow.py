@@ -9,8 +9,6 @@ neither pushes real notices out one by one nor grows Redis without bound.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tidings.jobs import log
 from tidings.jobs.channels import system_events
 from tidings.jobs.runtime import Runtime
@@ -50,13 +48,13 @@ def announce(rt: Runtime, agent: AgentRecord, count: int, last: object) -> bool:
         return False
     if previous == str(count):
         return False
-    result: dict[str, Any] = system_events.notify(
+    result = system_events.notify(
         rt, agent, source="notification_hook", ref_id=OVERFLOW_REF,
         body=overflow_body(count), replace=True,
     )
-    if result.get("status") != "ok":
+    if result["status"] == "error":
         log.event("notification_warning_failed", agent_id=agent.agent_id, channel=OVERFLOW_REF,
-                  reason=result.get("reason"))
+                  reason=result["reason"])
         return False
     rt.redis.set(k.blocked_overflow, count)
     return True

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Literal, NamedTuple, Required, TypedDict, Unpack, cast
 
 from pydantic import ValidationError
 
+from tidings.store.errors import TidingsError
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.jsonread import MAX_DEPTH, echo, encodable, input_problem
 from tidings.store.models import Envelope, Event
+from tidings.store.reasons import Reason
 
 #: C10: the largest whole envelope, serialised.
 MAX_ENVELOPE_BYTES = 1_048_576
@@ -22,13 +24,55 @@ MAX_EVENT_DEPTH = MAX_DEPTH - 3
 DEFAULT_ICON = "🔔"
 PRIORITIES = ("low", "normal", "high")
 
-Result = dict[str, Any]
 
 
-def error(reason: str, message: str, **fields: Any) -> Result:
+class ErrorFields(TypedDict, total=False):
+    """The caller's values an error result repeats (made writable, C48)."""
+
+    channel: object
+    daemon_id: object
+    name: object
+
+
+class ErrorResult(ErrorFields):
+    """``{"status": "error", "reason", "message"}`` and the repeated fields."""
+
+    status: Required[Literal["error"]]
+    #: A :data:`~tidings.store.reasons.Reason` (an exception's reason is a plain ``str``).
+    reason: Required[str]
+    message: Required[str]
+
+
+class Published(TypedDict, total=False):
+    """A producer call that was taken (C10, C11, C30): queued, flushed or a duplicate."""
+
+    status: Required[Literal["ok"]]
+    event_id: str | None
+    duplicate: bool
+    flushed: bool
+
+
+#: What ``publish``, ``publish_event`` and ``publish_daemon_event`` answer.
+PublishResult = Published | ErrorResult
+
+
+def failure(reason: Reason, message: str, **fields: Unpack[ErrorFields]) -> ErrorResult:
     """An error result; the caller's values it repeats are made writable (C48)."""
+    echoed = {key: echo(value) for key, value in fields.items()}
+    # The keys are ErrorFields' own (checked at each call); echo keeps them JSON.
+    return cast("ErrorResult", {"status": "error", "reason": reason, "message": echo(message),
+                                **echoed})
+
+
+def error(reason: str, message: str, **fields: object) -> dict[str, object]:
+    """:func:`failure` for callers whose results are not typed yet (any reason, any field)."""
     return {"status": "error", "reason": reason, "message": echo(message),
             **{k: echo(v) for k, v in fields.items()}}
+
+
+def raised(exc: TidingsError, **fields: Unpack[ErrorFields]) -> ErrorResult:
+    """The error result of a caught :class:`TidingsError` (its message as it is)."""
+    return {"status": "error", "reason": exc.reason, "message": exc.message, **fields}
 
 
 def new_channel_event_id(now: float) -> str:
@@ -42,21 +86,27 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
-def complete_envelope(value: object, now: float) -> Result | dict[str, Any]:
+class Completed(NamedTuple):
+    """An envelope ready to store (C8, C10)."""
+
+    envelope: dict[str, object]
+
+
+def complete_envelope(value: object, now: float) -> Completed | ErrorResult:
     """The envelope to store, or an ``invalid_envelope``/``envelope_too_large`` error.
 
     Absent ``icon``, ``priority`` and ``published_at`` are filled in and
     ``instructions: null`` is dropped; everything else stays in producer order.
     """
     if not isinstance(value, dict):
-        return error("invalid_envelope", "envelope must be a JSON object")
+        return failure("invalid_envelope", "envelope must be a JSON object")
     shape = input_problem(value, "envelope")
     if shape is not None:
-        return error("invalid_envelope", shape.message)
+        return failure("invalid_envelope", shape.message)
     try:
         Envelope.model_validate(value)
     except ValidationError as exc:
-        return error("invalid_envelope", _first_error(exc))
+        return failure("invalid_envelope", _first_error(exc))
     envelope = {k: v for k, v in value.items() if not (k == "instructions" and v is None)}
     envelope.setdefault("icon", DEFAULT_ICON)
     envelope.setdefault("priority", "normal")
@@ -64,54 +114,68 @@ def complete_envelope(value: object, now: float) -> Result | dict[str, Any]:
     try:
         size = len(compact(envelope).encode("utf-8"))
     except (TypeError, ValueError) as exc:
-        return error("invalid_envelope", f"envelope is not JSON: {exc}")
+        return failure("invalid_envelope", f"envelope is not JSON: {exc}")
     if size > MAX_ENVELOPE_BYTES:
-        return error("envelope_too_large", f"envelope is {size} bytes; the limit is 1 MiB")
-    return envelope
+        return failure("envelope_too_large", f"envelope is {size} bytes; the limit is 1 MiB")
+    return Completed(envelope)
 
 
 def check_event(
     event: object, priority: object, idempotency_key: object
-) -> Result | None:
+) -> ErrorResult | None:
     """C11's event checks in order; ``None`` when the event may be buffered."""
     if not isinstance(event, dict):
-        return error("invalid_event", "event must be a JSON object")
+        return failure("invalid_event", "event must be a JSON object")
     shape = input_problem(event, "event", max_depth=MAX_EVENT_DEPTH, max_bytes=MAX_EVENT_BYTES)
     if shape is not None and shape.reason == "too_large":
-        return error("event_too_large", f"{shape.message} (256 KiB)")
+        return failure("event_too_large", f"{shape.message} (256 KiB)")
     if shape is not None:
-        return error("invalid_event", shape.message)
+        return failure("invalid_event", shape.message)
     if priority is not None and priority not in PRIORITIES:
-        return error("invalid_priority", "priority must be null, 'low', 'normal' or 'high'")
+        return failure("invalid_priority", "priority must be null, 'low', 'normal' or 'high'")
     try:
         Event.model_validate({"event_id": event.get("event_id")})
     except ValidationError:
-        return error(
+        return failure(
             "invalid_event_id", "event_id must be a non-empty string of at most 200 characters"
         )
     key = idempotency_key if idempotency_key is not None else event.get("idempotency_key")
     if isinstance(key, str) and not encodable(key):
-        return error("invalid_idempotency_key", "not valid Unicode")
+        return failure("invalid_idempotency_key", "not valid Unicode")
     try:
         Event.model_validate({"idempotency_key": key})
     except ValidationError:
-        return error(
+        return failure(
             "invalid_idempotency_key",
             "idempotency_key must be a non-empty string of at most 200 characters",
         )
     return None
 
 
+class CompletedEvent(NamedTuple):
+    """An event ready to store: the copy, its ``event_id`` and its dedup key (C11)."""
+
+    event: dict[str, object]
+    event_id: str
+    dedup_key: str | None
+
+
+def _key(value: object) -> str | None:
+    # check_event admitted only strings or null for event_id and idempotency_key.
+    return value if isinstance(value, str) else None
+
+
 def complete_event(
-    event: dict[str, Any], idempotency_key: str | None, now: float
-) -> tuple[dict[str, Any], str | None]:
-    """A copy with ``event_id`` and ``at`` set, and its dedup key (C11)."""
+    event: dict[str, object], idempotency_key: str | None, now: float
+) -> CompletedEvent:
+    """A copy with ``event_id`` and ``at`` set, and its dedup key (C11), of a checked event."""
     completed = dict(event)
-    caller_id = completed.get("event_id")
+    caller_id = _key(completed.get("event_id"))
+    event_id = caller_id if caller_id is not None else new_channel_event_id(now)
     if caller_id is None:  # C11: a null event_id counts as absent
-        completed["event_id"] = new_channel_event_id(now)
+        completed["event_id"] = event_id
     completed.setdefault("at", utc_stamp(now))
     if idempotency_key is not None:
         completed.setdefault("idempotency_key", idempotency_key)
-    key = idempotency_key or completed.get("idempotency_key") or caller_id
-    return completed, key
+    key = idempotency_key or _key(completed.get("idempotency_key")) or caller_id
+    return CompletedEvent(completed, event_id, key)

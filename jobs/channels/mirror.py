@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
 
 from tidings.jobs.channels.allowlist import load_registry
 from tidings.jobs.channels.envelope import DEFAULT_ICON, MAX_ENVELOPE_BYTES
@@ -28,12 +27,13 @@ class Record:
     """One buffered record: ``seq`` and its JSON body."""
 
     seq: int
-    body: dict[str, Any]
+    body: dict[str, object]
 
     @classmethod
     def decode(cls, raw: bytes) -> Record:
         seq, _, body = raw.partition(b":")
-        return cls(int(seq), loads_or(body, {}, max_depth=RECORD_DEPTH))
+        value = loads_or(body, {}, max_depth=RECORD_DEPTH)
+        return cls(int(seq), value if isinstance(value, dict) else {})
 
 
 def retained_bound(agent: AgentRecord, channel: str) -> int:
@@ -46,13 +46,13 @@ def retained_bound(agent: AgentRecord, channel: str) -> int:
     return agent.max_events.get(channel, DEFAULT_RETAINED)
 
 
-def parse_mirror(data: bytes | None) -> dict[str, Any]:
+def parse_mirror(data: bytes | None) -> dict[str, object]:
     """The current mirror as an object; missing or malformed starts empty (C12)."""
     value = loads_or(data, {})
     return value if isinstance(value, dict) else {}
 
 
-def _events_of(envelope: dict[str, Any]) -> list[Any]:
+def _events_of(envelope: dict[str, object]) -> list[object]:
     data = envelope.get("data")
     if not isinstance(data, dict):
         data = envelope["data"] = {}
@@ -62,7 +62,7 @@ def _events_of(envelope: dict[str, Any]) -> list[Any]:
     return events
 
 
-def _replaced(events: list[Any], ref: Any, event: Any) -> bool:
+def _replaced(events: list[object], ref: object, event: object) -> bool:
     """C50: ``event`` takes the place of the first retained event with ``ref`` (others
     with it go); ``False`` when there is none."""
     at = [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("ref_id") == ref]
@@ -74,21 +74,22 @@ def _replaced(events: list[Any], ref: Any, event: Any) -> bool:
     return True
 
 
-def _is_high(event: Any) -> bool:
+def _is_high(event: object) -> bool:
     return isinstance(event, dict) and "high" in (event.get("severity"), event.get("priority"))
 
 
 def apply_batch(
-    current: dict[str, Any], records: list[Record], channel: str, bound: int, now: float
-) -> dict[str, Any]:
+    current: dict[str, object], records: list[Record], channel: str, bound: int, now: float
+) -> dict[str, object]:
     """The mirror after ``records``, in order (C12, C14)."""
-    envelope: dict[str, Any] = copy.deepcopy(current)  # never mutate input
+    envelope = copy.deepcopy(current)  # never mutate input
     appended = False
     asked_high = False
     for record in records:
         body = record.body
-        if body.get("op") == "replace" and isinstance(body.get("envelope"), dict):
-            envelope = copy.deepcopy(body["envelope"])
+        replacement = body.get("envelope")
+        if body.get("op") == "replace" and isinstance(replacement, dict):
+            envelope = copy.deepcopy(replacement)
             continue
         event = body.get("event")
         if body.get("op") != "append" or not isinstance(event, dict):
@@ -109,7 +110,7 @@ def apply_batch(
 
 
 def _retain(
-    envelope: dict[str, Any], channel: str, bound: int, asked_high: bool, now: float
+    envelope: dict[str, object], channel: str, bound: int, asked_high: bool, now: float
 ) -> None:
     events = _events_of(envelope)
     del events[: max(0, len(events) - bound)]
@@ -125,7 +126,7 @@ def _header(n: int, channel: str) -> str:
     return f"{n} {channel} notification(s)"
 
 
-def _fit(envelope: dict[str, Any], events: list[Any], channel: str) -> None:
+def _fit(envelope: dict[str, object], events: list[object], channel: str) -> None:
     """Drop the oldest events until the serialised mirror is within 1 MiB (C12)."""
     envelope["header"] = _header(len(events), channel)
     total = len(compact(envelope).encode("utf-8"))
@@ -141,7 +142,7 @@ def _fit(envelope: dict[str, Any], events: list[Any], channel: str) -> None:
         del events[0]
 
 
-def summarise(envelope: dict[str, Any], channel: str) -> None:
+def summarise(envelope: dict[str, object], channel: str) -> None:
     """C36: after events were removed, recompute header and priority (C12) in place."""
     events = _events_of(envelope)
     envelope["header"] = _header(len(events), channel)

@@ -8,11 +8,20 @@ once, under load records wait behind one flush run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, Required, TypedDict
 
 from tidings.jobs import metrics
 from tidings.jobs.channels import allowlist, names, reserved
-from tidings.jobs.channels.envelope import check_event, complete_envelope, complete_event, error
+from tidings.jobs.channels.envelope import (
+    Completed,
+    ErrorResult,
+    Published,
+    PublishResult,
+    check_event,
+    complete_envelope,
+    complete_event,
+    failure,
+)
 from tidings.jobs.channels.mirror import Record
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
@@ -27,48 +36,56 @@ DEDUP_SECONDS = 24 * 3600
 #: C11: how long ``wait=True`` waits for the record to reach the file.
 WAIT_SECONDS = 30.0
 
-Result = dict[str, Any]
 
+class BufferRecord(TypedDict, total=False):
+    """C13: one record pushed onto a channel's buffer (read back by :mod:`.mirror`)."""
 
-def check_channel(rt: Runtime, agent: AgentRecord, channel: object) -> Result | None:
+    op: Required[Literal["replace", "append"]]
+    envelope: dict[str, object]
+    event: dict[str, object]
+    priority: str | None
+    skip_if_ref_exists: bool
+    replace_ref: bool
+
+def check_channel(rt: Runtime, agent: AgentRecord, channel: object) -> ErrorResult | None:
     """C6: ``invalid_channel`` unless the channel is allowed for this agent."""
     problem = names.name_error(channel)
     if problem is not None or not isinstance(channel, str):
-        return error("invalid_channel", problem or "channel must be a string", channel=channel)
+        return failure("invalid_channel", problem or "channel must be a string", channel=channel)
     if not allowlist.allowlist(rt, agent).allows(channel):
-        return error("invalid_channel", names.not_allowlisted_message(channel), channel=channel)
+        return failure("invalid_channel", names.not_allowlisted_message(channel), channel=channel)
     return None
 
 
-def _unsafe(agent: AgentRecord, channel: str) -> Result | None:
+def _unsafe(agent: AgentRecord, channel: str) -> ErrorResult | None:
     if is_symlink(agent.root, f".notification/{channel}.json"):
-        return error("unsafe_path", f".notification/{channel}.json or its directory is a symlink",
+        return failure("unsafe_path", f".notification/{channel}.json or its directory is a symlink",
                      channel=channel)
     return None
 
 
 def publish(
     rt: Runtime, agent: AgentRecord, channel: str, envelope: object, *, wait: bool = False
-) -> Result:
+) -> PublishResult:
     """C10: replace the whole mirror of ``channel`` (a ``system`` mirror carrying an event
     shaped like tidings' own notices is refused, C54)."""
     problem = reserved.producer_envelope_problem(channel, envelope) or check_channel(
         rt, agent, channel)
     if problem is None and channel == names.DAEMON:
-        problem = error("invalid_channel", "use publish_daemon_event for the daemon channel",
+        problem = failure("invalid_channel", "use publish_daemon_event for the daemon channel",
                         channel=channel)
     if problem is None and channel == names.DELAY_ALARM:
-        problem = error("reserved_channel", "delay-alarm is published by tidings only",
+        problem = failure("reserved_channel", "delay-alarm is published by tidings only",
                         channel=channel)
     if problem is not None:
         return problem
     completed = complete_envelope(envelope, rt.clock.now())
-    if completed.get("status") == "error":
+    if not isinstance(completed, Completed):
         return completed
     problem = _unsafe(agent, channel)
     if problem is not None:
         return problem
-    record = {"op": "replace", "envelope": completed}
+    record: BufferRecord = {"op": "replace", "envelope": completed.envelope}
     pushed = _push(rt, agent, channel, record, dedup_key=None, event_id="")
     return _settle(rt, agent, channel, pushed, wait, event_id=None)
 
@@ -84,7 +101,7 @@ def publish_event(
     wait: bool = False,
     skip_if_ref_exists: bool = False,
     replace_ref: bool = False,
-) -> Result:
+) -> PublishResult:
     """C11: append ``event`` to ``data.events`` of ``channel`` with coalescing
     (``replace_ref``: in place of a retained event with the same ``ref_id``, C50)."""
     problem = check_channel(rt, agent, channel)
@@ -93,35 +110,36 @@ def publish_event(
     if channel == names.DAEMON:
         # C11 routes daemon events to the aggregate; that is the caller's step
         # (tidings.jobs.actions.publish), since channels sit below the daemon package.
-        return error("invalid_channel", "use publish_daemon_event for the daemon channel",
+        return failure("invalid_channel", "use publish_daemon_event for the daemon channel",
                      channel=channel)
     if channel == names.DELAY_ALARM:
-        return error("reserved_channel", "delay-alarm is published by tidings only",
+        return failure("reserved_channel", "delay-alarm is published by tidings only",
                      channel=channel)
     problem = check_event(event, priority, idempotency_key)
     if problem is not None or not isinstance(event, dict):
-        return problem or error("invalid_event", "event must be a JSON object")
+        return problem or failure("invalid_event", "event must be a JSON object")
     problem = _unsafe(agent, channel)
     if problem is not None:
         return problem
-    completed, key = complete_event(event, idempotency_key, rt.clock.now())
-    record = {
+    completed = complete_event(event, idempotency_key, rt.clock.now())
+    record: BufferRecord = {
         "op": "append",
-        "event": completed,
+        "event": completed.event,
         "priority": priority,
         "skip_if_ref_exists": skip_if_ref_exists,
     }
     if replace_ref:
         record["replace_ref"] = True
-    pushed = _push(rt, agent, channel, record, dedup_key=key, event_id=completed["event_id"])
-    return _settle(rt, agent, channel, pushed, wait, event_id=completed["event_id"])
+    pushed = _push(rt, agent, channel, record, dedup_key=completed.dedup_key,
+                   event_id=completed.event_id)
+    return _settle(rt, agent, channel, pushed, wait, event_id=completed.event_id)
 
 
 def _push(
     rt: Runtime,
     agent: AgentRecord,
     channel: str,
-    record: dict[str, Any],
+    record: BufferRecord,
     *,
     dedup_key: str | None,
     event_id: str,
@@ -144,7 +162,7 @@ def _settle(
     wait: bool,
     *,
     event_id: str | None,
-) -> Result:
+) -> PublishResult:
     if pushed.duplicate:
         return {"status": "ok", "event_id": pushed.first_event_id, "duplicate": True}
     seq, flag_set = pushed.seq, pushed.flag_set
@@ -154,7 +172,7 @@ def _settle(
     flushed = (flag_set or wait) and applied_through(rt, agent, channel) >= seq
     if wait and not flushed:
         flushed = _wait_applied(rt, agent, channel, seq)
-    result: Result = {"status": "ok"}
+    result: Published = {"status": "ok"}
     if event_id is not None:
         result["event_id"] = event_id
     result["flushed"] = flushed
@@ -177,7 +195,7 @@ def _wait_applied(rt: Runtime, agent: AgentRecord, channel: str, seq: int) -> bo
     return applied_through(rt, agent, channel) >= seq
 
 
-def buffered_records(rt: Runtime, agent: AgentRecord, channel: str) -> list[dict[str, Any]]:
+def buffered_records(rt: Runtime, agent: AgentRecord, channel: str) -> list[dict[str, object]]:
     """The records still waiting in a channel's buffer (for status and tests)."""
     raw = rt.redis.lrange(AgentKeys(agent.agent_id).buffer(channel), 0, -1)
     return [Record.decode(replies.data(item)).body for item in raw]

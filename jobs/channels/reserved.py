@@ -10,9 +10,7 @@ notices below this check (:mod:`tidings.jobs.channels.system_events`).
 
 from __future__ import annotations
 
-from typing import Any
-
-from tidings.jobs.channels.envelope import error
+from tidings.jobs.channels.envelope import ErrorResult, failure
 from tidings.jobs.channels.names import SYSTEM
 
 #: Sources that only tidings' own notices carry.
@@ -20,31 +18,28 @@ RESERVED_SOURCE_PREFIX = "notification_"
 #: ``ref_id`` prefixes of tidings' blocked and oversized warnings (C28).
 RESERVED_REF_PREFIXES = ("blocked_channel:", "oversized_channel:")
 
-Result = dict[str, Any]
-
-
-def notice_problem(event: object) -> Result | None:
+def notice_problem(event: object) -> ErrorResult | None:
     """``reserved_source`` when ``event`` has the shape of one of tidings' notices."""
     if not isinstance(event, dict):
         return None
     source, ref_id = event.get("source"), event.get("ref_id")
     if isinstance(source, str) and source.startswith(RESERVED_SOURCE_PREFIX):
-        return error("reserved_source",
+        return failure("reserved_source",
                      f"sources beginning {RESERVED_SOURCE_PREFIX!r} are tidings' own notices",
                      channel=SYSTEM)
     if isinstance(ref_id, str) and ref_id.startswith(RESERVED_REF_PREFIXES):
-        return error("reserved_source",
+        return failure("reserved_source",
                      f"ref_ids beginning {' or '.join(map(repr, RESERVED_REF_PREFIXES))} are "
                      "tidings' own warnings", channel=SYSTEM)
     return None
 
 
-def producer_event_problem(channel: object, event: object) -> Result | None:
+def producer_event_problem(channel: object, event: object) -> ErrorResult | None:
     """C54 for ``publish_event``: only events in ``system`` are checked."""
     return notice_problem(event) if channel == SYSTEM else None
 
 
-def producer_envelope_problem(channel: object, envelope: object) -> Result | None:
+def producer_envelope_problem(channel: object, envelope: object) -> ErrorResult | None:
     """C54 for ``publish`` (C10): a whole ``system`` mirror may not carry such an event."""
     if channel != SYSTEM or not isinstance(envelope, dict):
         return None

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from tidings.jobs.channels.envelope import PublishResult
 from tidings.jobs.channels.publish import publish_event
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
@@ -18,7 +17,7 @@ def notify(
     body: str,
     idempotency_key: str | None = None,
     replace: bool = False,
-) -> dict[str, Any]:
+) -> PublishResult:
     """Publish one system event tagged ``skip_if_ref_exists``: dropped at flush if a
     retained system event already has this ``ref_id``. Callers that must not repeat
     a notice for a day pass an ``idempotency_key`` too. With ``replace`` the event

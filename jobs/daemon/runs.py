@@ -9,16 +9,17 @@ Every daemon run appends to its own ``.notification/daemon/<daemon_id>.json``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tidings.jobs import log
 from tidings.jobs.channels import names
 from tidings.jobs.channels.envelope import (
     DEFAULT_ICON,
     MAX_ENVELOPE_BYTES,
+    PublishResult,
     check_event,
     complete_event,
-    error,
+    failure,
+    raised,
 )
 from tidings.jobs.daemon import report as daemon_report
 from tidings.jobs.daemon.control import (
@@ -67,9 +68,6 @@ __all__ = [
 #: Lock scope every daemon mutation holds (C30, C31).
 CONTROL_SCOPE = "resource:daemon-control"
 
-Result = dict[str, Any]
-
-
 def run_scope(daemon_id: str) -> str:
     return f"daemon-run:{daemon_id}"
 
@@ -85,7 +83,7 @@ def settle_pending(root: Path, control: Control) -> Control:
     return settled
 
 
-def _duplicate_of(caller_event: dict[str, Any], logical: list[Any]) -> str | None:
+def _duplicate_of(caller_event: dict[str, object], logical: list[object]) -> str | None:
     """C30: the stored event with the caller's event key, if present."""
     key = event_key(caller_event)
     if key.startswith("sha256:"):
@@ -107,14 +105,15 @@ def _next_batch(current: BatchState, threshold: int | None) -> BatchState:
 
 
 def _appended(
-    existing: MiniFile | None, daemon_id: str, event: dict[str, Any], priority: str | None,
+    existing: MiniFile | None, daemon_id: str, event: dict[str, object], priority: str | None,
     batch: BatchState, now: float,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     base = existing.logical_envelope() if existing is not None else {}
     events = [*(existing.logical if existing is not None else []), event]
-    envelope: dict[str, Any] = {
+    icon = base.get("icon")
+    envelope: dict[str, object] = {
         "header": header(len(events)),
-        "icon": base.get("icon") if isinstance(base.get("icon"), str) else DEFAULT_ICON,
+        "icon": icon if isinstance(icon, str) else DEFAULT_ICON,
         "priority": "high" if priority == "high" or base.get("priority") == "high"
         or any(map(is_high, events)) else "normal",
         "published_at": utc_stamp(now),
@@ -126,36 +125,37 @@ def _appended(
 
 
 def _append_locked(
-    rt: Runtime, agent: AgentRecord, daemon_id: str, event: dict[str, Any], priority: str | None
-) -> Result:
+    rt: Runtime, agent: AgentRecord, daemon_id: str, event: dict[str, object], priority: str | None
+) -> PublishResult:
     root = agent.root
     control = settle_pending(root, read_control(root))
     name = f"{daemon_id}.json"
     outcome = safe_read(root, mini_file(name))
     if outcome.kind == "not_regular":
-        return error("unsafe_path", f"{mini_file(name)} is not a regular file",
+        return failure("unsafe_path", f"{mini_file(name)} is not a regular file",
                      daemon_id=daemon_id)
     if outcome.kind == "too_large":
-        return error("daemon_run_full", f"{mini_file(name)} is over 1 MiB", daemon_id=daemon_id)
+        return failure("daemon_run_full", f"{mini_file(name)} is over 1 MiB", daemon_id=daemon_id)
     existing = parse_mini(name, outcome.data, control) if outcome.ok else None
     duplicate = _duplicate_of(event, existing.logical if existing is not None else [])
     if duplicate is not None:
         return {"status": "ok", "event_id": duplicate, "duplicate": True}
     now = rt.clock.now()
-    completed, _ = complete_event(event, None, now)
+    completed = complete_event(event, None, now)
     batch = _next_batch(control.batch_state, alarm_threshold(root))
-    encoded = compact(_appended(existing, daemon_id, completed, priority, batch, now)).encode()
+    appended = _appended(existing, daemon_id, completed.event, priority, batch, now)
+    encoded = compact(appended).encode()
     if len(encoded) > MAX_ENVELOPE_BYTES:
-        return error("daemon_run_full", f"{mini_file(name)} would exceed 1 MiB",
+        return failure("daemon_run_full", f"{mini_file(name)} would exceed 1 MiB",
                      daemon_id=daemon_id)
-    pending = Pending(daemon_id=daemon_id, event_id=completed["event_id"],
+    pending = Pending(daemon_id=daemon_id, event_id=completed.event_id,
                       prior_batch_state=control.batch_state, batch_state=batch)
     write_control(root, control.with_changes(pending=pending))
     atomic_write(root, mini_file(name), encoded)
     # The applied entry (if any) no longer matches the new bytes: drop it with the receipt.
     cleared = {k: v for k, v in control.cleared.items() if k != name}
     write_control(root, control.with_changes(batch_state=batch, pending=None, cleared=cleared))
-    return {"status": "ok", "event_id": completed["event_id"], "flushed": True}
+    return {"status": "ok", "event_id": completed.event_id, "flushed": True}
 
 
 def publish_daemon_event(
@@ -166,7 +166,7 @@ def publish_daemon_event(
     *,
     priority: str | None = None,
     wait: bool = False,
-) -> Result:
+) -> PublishResult:
     """C30: append ``event`` to the run's mini-file.
 
     Runs in the caller under ``daemon-run:<id>`` + ``resource:daemon-control``,
@@ -174,25 +174,25 @@ def publish_daemon_event(
     """
     problem = names.name_error(daemon_id, "daemon_id")
     if problem is not None or not isinstance(daemon_id, str):
-        return error("invalid_daemon_id", problem or "daemon_id must be a string",
+        return failure("invalid_daemon_id", problem or "daemon_id must be a string",
                      daemon_id=daemon_id)
     invalid = check_event(event, priority, None)
     if invalid is not None or not isinstance(event, dict):
-        return invalid or error("invalid_event", "event must be a JSON object")
+        return invalid or failure("invalid_event", "event must be a JSON object")
     if is_symlink(agent.root, mini_file(f"{daemon_id}.json")):
-        return error("unsafe_path", ".notification/daemon or the mini-file is a symlink",
+        return failure("unsafe_path", ".notification/daemon or the mini-file is a symlink",
                      daemon_id=daemon_id)
     try:
         with locks.hold(agent.root, run_scope(daemon_id), CONTROL_SCOPE):
             result = _append_locked(rt, agent, daemon_id, event, priority)
-            if result.get("status") == "ok" and not result.get("duplicate"):
+            if result["status"] == "ok" and not result.get("duplicate"):
                 daemon_report.refresh(agent.root, read_daemon(agent.root))
     except DaemonControlError as exc:
-        return exc.as_result()
+        return raised(exc)
     except (LockTimeout, UnsafePathError) as exc:
-        return exc.as_result(daemon_id=daemon_id)
+        return raised(exc, daemon_id=daemon_id)
     except OSError as exc:
         log.event("daemon_append_failed", agent_id=agent.agent_id, error=type(exc).__name__)
-        return error("daemon_write_failed", f"could not write the daemon event: {exc}",
+        return failure("daemon_write_failed", f"could not write the daemon event: {exc}",
                      daemon_id=daemon_id)
     return result

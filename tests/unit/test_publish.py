@@ -131,6 +131,15 @@ class TestPublishAndFlush:
         assert list(env) == ["header", "data", "icon", "priority", "published_at"]
         assert env["data"] == {"ids": [1, 2]}
 
+    def test_c10_envelope_with_an_error_status_key_is_published(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
+        # An envelope's own "status" key is the producer's data (extra keys are kept, C8),
+        # never mistaken for the call's answer (issue 22: typed results).
+        envelope = {"header": "build", "status": "error", "reason": "tests failed"}
+        assert publishing.publish(rt, agent, "email", envelope) == {"status": "ok", "flushed": True}
+        assert mirror(agent, "email")["status"] == "error"
+
     def test_c17_compact_non_ascii_no_newline(self, rt: Runtime, agent: AgentRecord) -> None:
         publishing.publish(rt, agent, "soul", {"header": "café ☕", "data": {}})
         raw = (agent.root / ".notification" / "soul.json").read_bytes()
