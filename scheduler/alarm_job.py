@@ -18,6 +18,7 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.triggers.date import DateTrigger
 from dramatiq import Broker
 
+from tidings.workers import actor_names
 from tidings.workers.dispatch import send
 from tidings.workers.routing import host_queue
 
@@ -33,7 +34,7 @@ AlarmBody = Callable[[str, str], None]
 
 def enqueue_expire(broker: Broker, host: str, agent_id: str, request_id: str) -> None:
     """D15: the whole body of an alarm job."""
-    send(broker, "expire_delay", host_queue(host), agent_id, request_id)
+    send(broker, actor_names.EXPIRE_DELAY, host_queue(host), agent_id, request_id)
 
 
 def bind(broker: Broker, host: str) -> AlarmBody:

@@ -16,10 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from tidings.jobs import log
 from tidings.scheduler import alarm_job
 from tidings.store.models import NAME_PATTERN
+from tidings.workers import actor_names
 from tidings.workers.routing import scheduler_queue
 
-#: Name of the actor clients send requests to (tidings.workers.dispatch.BrokerDispatcher).
-ACTOR_NAME = "alarm_request"
 #: Longest request id accepted (ours are 32 hex characters).
 MAX_REQUEST_ID_CHARS = 200
 
@@ -69,6 +68,6 @@ def declare_request_actor(broker: Broker, host: str, scheduler: Any,
         apply(scheduler, body, request)
 
     return dramatiq.Actor(
-        alarm_request, broker=broker, actor_name=ACTOR_NAME, queue_name=scheduler_queue(host),
-        priority=0, options={},
+        alarm_request, broker=broker, actor_name=actor_names.ALARM_REQUEST,
+        queue_name=scheduler_queue(host), priority=0, options={},
     )

@@ -37,6 +37,7 @@ from tidings.jobs import log, metrics
 from tidings.scheduler.watcher import Watcher
 from tidings.store import keys, replies
 from tidings.store.registry import AgentRegistry
+from tidings.workers import actor_names
 from tidings.workers.dispatch import send
 from tidings.workers.routing import host_queue
 
@@ -58,16 +59,16 @@ def tick(redis: Redis, broker: Broker, host: str, interval: float) -> bool:
     enqueued."""
     if not redis.set(keys.sync_running(host), "1", nx=True, ex=flag_ttl(interval)):
         return False
-    send(broker, "sync_host", host_queue(host), host)
+    send(broker, actor_names.SYNC_HOST, host_queue(host), host)
     return True
 
 
 def broker_sender(broker: Broker, host: str) -> Sender:
     def sender(agent_ids: Sequence[str] | None) -> None:
         if agent_ids is None:
-            send(broker, "sync_host", host_queue(host), host)
+            send(broker, actor_names.SYNC_HOST, host_queue(host), host)
         else:
-            send(broker, "sync_host", host_queue(host), host, list(agent_ids))
+            send(broker, actor_names.SYNC_HOST, host_queue(host), host, list(agent_ids))
     return sender
 
 

@@ -33,7 +33,7 @@ def migrate_legacy(redis: Redis, control: Redis | None = None) -> int:
     """Move every entry of the legacy registry hash; how many this call copied.
 
     A client whose ACL user may not write (``tidings-monitor``) leaves the migration to
-    the workers and schedulers: one line says so, and it reads the new layout only."""
+    the workers and schedulers (a DEBUG line says so) and reads the new layout only."""
     try:
         with redis.pipeline(transaction=False) as pipe:
             pipe.exists(keys.LEGACY_AGENTS)
@@ -46,8 +46,8 @@ def migrate_legacy(redis: Redis, control: Redis | None = None) -> int:
         copied = _migrate(redis, control)
         redis.set(keys.LEGACY_MIGRATED, version)  # read before the copy: a later change re-runs
         return copied
-    except NoPermissionError as exc:
-        logger.warning("%s", "registry_migration_skipped", extra={
+    except NoPermissionError as exc:  # a read-only role: routine, so DEBUG
+        logger.debug("%s", "registry_migration_skipped", extra={
             "event": "registry_migration_skipped", "fields": {"detail": str(exc)[:200]}})
         return 0
 

@@ -24,7 +24,7 @@ from tidings.store.registry import AgentRegistry
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.roles import Stores, open_stores
 from tidings.store.settings import Settings
-from tidings.workers import dead_letters
+from tidings.workers import actor_names, dead_letters
 from tidings.workers.broker import fetching, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
@@ -135,7 +135,7 @@ class Hub:
         # Actors load every job, pygit2 included: only hubs that may run them pay for it.
         from tidings.workers.actors import declare_actors  # noqa: PLC0415
 
-        if "flush_channel" not in self.broker.actors:
+        if actor_names.FLUSH_CHANNEL not in self.broker.actors:
             declare_actors(self.broker, self.runtime)
 
     # -- agents ---------------------------------------------------------------

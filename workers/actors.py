@@ -31,6 +31,7 @@ from tidings.store.errors import StoreError
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry, parse_record
+from tidings.workers import actor_names
 from tidings.workers.dispatch import send
 from tidings.workers.routing import UNROUTED_QUEUE, host_queue
 
@@ -40,7 +41,6 @@ AgentJob = Callable[..., Any]
 #: broker's back-off, workers/broker.py).
 FLUSH_MAX_RETRIES = 8
 #: The actor that dead-letters a flush whose retries ran out.
-FLUSH_DEAD_LETTER = "flush_dead_letter"
 
 
 class WorkdirMissing(StoreError):
@@ -94,14 +94,14 @@ def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
 
     def sync_host(host: str, agent_ids: list[str] | None = None) -> None:
         if host != rt.settings.host:
-            send(broker, "sync_host", host_queue(host), host,
+            send(broker, actor_names.SYNC_HOST, host_queue(host), host,
                  *([] if agent_ids is None else [agent_ids]))
             return
         sync.sync_host(rt, host, agent_ids)
 
     return dramatiq.Actor(
-        sync_host, broker=broker, actor_name="sync_host", queue_name=UNROUTED_QUEUE, priority=0,
-        options={},
+        sync_host, broker=broker, actor_name=actor_names.SYNC_HOST, queue_name=UNROUTED_QUEUE,
+        priority=0, options={},
     )
 
 
@@ -124,19 +124,20 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
         dead_letter.dead_letter(rt, agent, channel, reason, retries.get("retries"))
 
     return dramatiq.Actor(
-        flush_dead_letter, broker=broker, actor_name=FLUSH_DEAD_LETTER,
+        flush_dead_letter, broker=broker, actor_name=actor_names.FLUSH_DEAD_LETTER,
         queue_name=host_queue(rt.settings.host), priority=0, options={},
     )
 
 
 def declare_actors(broker: Broker, rt: Runtime) -> None:
     """Declare every host actor on ``broker``."""
-    agent_actor(broker, rt, "flush_channel", flushing.flush_channel,
-                max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=FLUSH_DEAD_LETTER)
+    agent_actor(broker, rt, actor_names.FLUSH_CHANNEL, flushing.flush_channel,
+                max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=actor_names.FLUSH_DEAD_LETTER)
     flush_dead_letter_actor(broker, rt)
-    agent_actor(broker, rt, "expire_delay", delay.expire)
+    agent_actor(broker, rt, actor_names.EXPIRE_DELAY, delay.expire)
     sync_host_actor(broker, rt)
     # prepare_turn's group (workers/turn_group.py): results are read by the caller.
-    agent_actor(broker, rt, "observe_memory", memory_admission.observe_memory,
+    agent_actor(broker, rt, actor_names.OBSERVE_MEMORY, memory_admission.observe_memory,
                 store_results=True)
-    agent_actor(broker, rt, "render_attention", render.render_attention, store_results=True)
+    agent_actor(broker, rt, actor_names.RENDER_ATTENTION, render.render_attention,
+                store_results=True)

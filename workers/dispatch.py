@@ -12,6 +12,7 @@ from typing import Any
 from dramatiq import Broker, Message
 
 from tidings.store.models import AgentRecord
+from tidings.workers import actor_names
 from tidings.workers.routing import host_queue, scheduler_queue
 
 
@@ -36,11 +37,13 @@ class BrokerDispatcher:
         self.broker = broker
 
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
-        send(self.broker, "flush_channel", host_queue(agent.host), agent.agent_id, channel)
+        send(self.broker, actor_names.FLUSH_CHANNEL, host_queue(agent.host), agent.agent_id,
+             channel)
 
     def alarm_request(self, host: str, request: Mapping[str, object]) -> None:
-        send(self.broker, "alarm_request", scheduler_queue(host), request)
+        send(self.broker, actor_names.ALARM_REQUEST, scheduler_queue(host), request)
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
-        send(self.broker, "expire_delay", host_queue(agent.host), agent.agent_id, request_id)
+        send(self.broker, actor_names.EXPIRE_DELAY, host_queue(agent.host), agent.agent_id,
+             request_id)
 

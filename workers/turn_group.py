@@ -21,6 +21,7 @@ from tidings.jobs.memory.admission import result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import skipped
 from tidings.store.models import AgentRecord
+from tidings.workers import actor_names
 from tidings.workers.dispatch import route
 from tidings.workers.routing import host_queue
 
@@ -42,9 +43,9 @@ class GroupPreTurn:
     def send(self, agent: AgentRecord, observe: bool) -> tuple[Message[Any] | None, Message[Any]]:
         """Enqueue the group: ``(observation message or None, render message)``."""
         queue = host_queue(agent.host)
-        render = route(self.broker, "render_attention", queue, agent.agent_id)
+        render = route(self.broker, actor_names.RENDER_ATTENTION, queue, agent.agent_id)
         observation = (
-            route(self.broker, "observe_memory", queue, agent.agent_id, "pre_turn")
+            route(self.broker, actor_names.OBSERVE_MEMORY, queue, agent.agent_id, "pre_turn")
             if observe else None
         )
         group([m for m in (observation, render) if m is not None], broker=self.broker).run()

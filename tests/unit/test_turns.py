@@ -16,6 +16,7 @@ from tidings.jobs.turns import finish as turn_finish
 from tidings.jobs.turns import prepare as turn_prepare
 from tidings.store.clock import FakeClock
 from tidings.store.inbox_keys import InboxKeys
+from tidings.store.keys import agent_record
 from tidings.store.models import AgentRecord
 
 Result = dict[str, Any]
@@ -94,7 +95,8 @@ class TestPrepare:
         """M11: any other kind → invalid_kind, nothing written."""
         result = turn_prepare.prepare_turn(rt, agent, kind)
         assert result["reason"] == "invalid_kind"
-        assert rt.redis.keys("{a:a1}:*") == []
+        # Only the agent's registry record (issue 25), which the fixture wrote.
+        assert rt.redis.keys("{a:a1}:*") == [agent_record("a1").encode()]
 
 
 class TestClaim:

@@ -30,10 +30,14 @@ class EphemeralStore:
         self._locks: tuple[FileLock, FileLock] | None = None
         self.server: EmbeddedServer | None = None
 
+    def _running(self) -> EmbeddedServer:
+        if self.server is None:
+            raise RuntimeError("the ephemeral store is not started")
+        return self.server
+
     @property
     def url(self) -> str:
-        assert self.server is not None
-        return self.server.url
+        return self._running().url
 
     def start(self) -> EphemeralStore:
         self._locks = claim(self.paths)
@@ -53,9 +57,9 @@ class EphemeralStore:
         return self
 
     def record(self) -> dict[str, Any]:
-        assert self.server is not None
-        return {"url": self.server.url, "pid": os.getpid(), "engine": ENGINE_LABEL,
-                "port": self.server.port, "owner_pid": os.getpid(), "socket": None}
+        server = self._running()
+        return {"url": server.url, "pid": os.getpid(), "engine": ENGINE_LABEL,
+                "port": server.port, "owner_pid": os.getpid(), "socket": None}
 
     def problem(self) -> str | None:
         return None

@@ -107,7 +107,8 @@ class EngineProcess:
 
     def wait_ready(self, timeout: float = READY_SECONDS) -> None:
         """Block until the engine answers PING with our password (it loads its data first)."""
-        assert self.process is not None
+        if self.process is None:
+            raise RuntimeError("the engine is not spawned")
         deadline = time.monotonic() + timeout
         with client(BIND, self.port, self._secret) as probe:
             while True:

@@ -77,10 +77,14 @@ class DefaultStore:
         self._locks: tuple[FileLock, FileLock] | None = None
         self.engine: EngineProcess | None = None
 
+    def _started(self) -> EngineProcess:
+        if self.engine is None:
+            raise RuntimeError("the default store is not started")
+        return self.engine
+
     @property
     def url(self) -> str:
-        assert self.engine is not None
-        return self.engine.url
+        return self._started().url
 
     def start(self) -> DefaultStore:
         """Start the engine (it loads its data while the caller goes on; then
@@ -97,7 +101,8 @@ class DefaultStore:
                                                    self._settings.store_fsync))
             self.engine = EngineProcess(engine, self.paths, port, secret)
             server_fd = self._locks[1].fd
-            assert server_fd is not None
+            if server_fd is None:
+                raise RuntimeError("the server lock is not held")
             self.engine.spawn(server_fd)
         except BaseException:
             self.close()
@@ -106,9 +111,9 @@ class DefaultStore:
 
     def wait_ready(self) -> DefaultStore:
         """Once the engine answers PING, publish ``store.json``."""
-        assert self.engine is not None
+        engine = self._started()
         try:
-            self.engine.wait_ready()
+            engine.wait_ready()
         except EngineFailed as exc:
             self.close()
             raise StoreUnavailable(str(exc), reason="engine_failed") from None
@@ -120,9 +125,9 @@ class DefaultStore:
 
     def record(self) -> dict[str, Any]:
         """What ``store.json`` says."""
-        assert self.engine is not None
-        return {"url": self.engine.url, "pid": self.engine.pid, "engine": self.engine.engine.label,
-                "port": self.engine.port, "owner_pid": os.getpid(),
+        engine = self._started()
+        return {"url": engine.url, "pid": engine.pid, "engine": engine.engine.label,
+                "port": engine.port, "owner_pid": os.getpid(),
                 "socket": str(self.paths.socket) if self.paths.socket else None}
 
     def problem(self) -> str | None:
