@@ -76,20 +76,20 @@ def _dismiss_ref(agent: Agent, p: dict[str, Any]) -> Result:
 
 
 def _add(agent: Agent, p: dict[str, Any]) -> Result:
-    return hooks.add(agent.runtime, agent.record, p)
+    return dict(hooks.add(agent.runtime, agent.record, p))
 
 
 def _list(agent: Agent, p: dict[str, Any]) -> Result:
-    return hooks.list_hooks(agent.runtime, agent.record)
+    return dict(hooks.list_hooks(agent.runtime, agent.record))
 
 
 def _edit(agent: Agent, p: dict[str, Any]) -> Result:
     fields = {k: v for k, v in p.items() if k != "name"}
-    return hooks.edit(agent.runtime, agent.record, p.get("name"), fields)
+    return dict(hooks.edit(agent.runtime, agent.record, p.get("name"), fields))
 
 
 def _drop(agent: Agent, p: dict[str, Any]) -> Result:
-    return hooks.drop(agent.runtime, agent.record, p.get("name"))
+    return dict(hooks.drop(agent.runtime, agent.record, p.get("name")))
 
 
 def _delay(agent: Agent, p: dict[str, Any]) -> Result:
@@ -99,7 +99,7 @@ def _delay(agent: Agent, p: dict[str, Any]) -> Result:
 
 
 def _settings(agent: Agent, p: dict[str, Any]) -> Result:
-    return channel_settings.show(agent.record)
+    return dict(channel_settings.show(agent.record))
 
 
 def _manual_action(agent: Agent, p: dict[str, Any]) -> Result:
