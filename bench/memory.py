@@ -41,7 +41,7 @@ import pygit2
 from _redis import redis_server
 
 import tidings
-from tidings.jobs.memory import Snapshot, decode_checkpoint, observe
+from tidings.jobs.memory import Snapshot, decode_checkpoint, observe_worktree
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.settings import Settings
 
@@ -148,7 +148,7 @@ def observation(agent: Any) -> None:
 def snapshot(root: Path, agent: Any, threads: int) -> None:
     previous = decode_checkpoint(agent.hub.redis.hgetall(InboxKeys(agent.agent_id).checkpoint))
     assert isinstance(previous, Snapshot)
-    result = observe(str(root), previous, now=time.time(), threads=threads)
+    result = observe_worktree(str(root), previous, now=time.time(), threads=threads)
     if result.status != "ok":
         raise RuntimeError(f"observation failed: {result}")
 

@@ -35,9 +35,9 @@ OBSERVATIONS = 20
 
 CHILD = """
 import sys, time
-from tidings.jobs.memory.observation import observe
+from tidings.jobs.memory.observation import observe_worktree
 for _ in range(int(sys.argv[2])):
-    out = observe(sys.argv[1], None, now=0.0)
+    out = observe_worktree(sys.argv[1], None, now=0.0)
     print(out.status, out.reason, flush=True)
 """
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar, overload
 
 #: C47: the deepest nesting (objects and arrays counted) any reader or call accepts.
 MAX_DEPTH = 64
@@ -29,12 +30,14 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class Parsed:
     """A value read successfully."""
 
-    value: Any
+    value: object
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def too_deep(data: bytes, max_depth: int = MAX_DEPTH) -> bool:
     return True
 
 
-def _replace_surrogates(value: Any) -> Any:
+def _replace_surrogates(value: object) -> object:
     """A copy with every lone surrogate replaced (depth is already bounded)."""
     if isinstance(value, str):
         return _LONE_SURROGATE.sub(REPLACEMENT, value)
@@ -74,7 +77,7 @@ def _replace_surrogates(value: Any) -> Any:
     return value
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> object:
     # NaN and Infinity are not JSON (RFC 8259); accepting them would let a file
     # hold a value that no strict writer (allow_nan=False) can write back.
     raise ValueError(f"{name} is not a JSON value")
@@ -102,7 +105,9 @@ def parse(
     return Parsed(value)
 
 
-def loads_or(data: bytes | str | None, default: Any, *, max_depth: int = MAX_DEPTH) -> Any:
+def loads_or(
+    data: bytes | str | None, default: T, *, max_depth: int = MAX_DEPTH
+) -> object | T:
     """The parsed value, or ``default`` when ``data`` is ``None`` or malformed."""
     if data is None:
         return default
@@ -110,13 +115,13 @@ def loads_or(data: bytes | str | None, default: Any, *, max_depth: int = MAX_DEP
     return parsed.value if isinstance(parsed, Parsed) else default
 
 
-def depth_exceeds(value: Any, max_depth: int = MAX_DEPTH) -> bool:
+def depth_exceeds(value: object, max_depth: int = MAX_DEPTH) -> bool:
     """Whether a Python value nests deeper than ``max_depth`` (iterative; cycles count as deep)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children: Any = item.values()
+            children: Iterable[object] = item.values()
         elif isinstance(item, list | tuple):
             children = item
         else:
@@ -127,7 +132,7 @@ def depth_exceeds(value: Any, max_depth: int = MAX_DEPTH) -> bool:
     return False
 
 
-def _has_lone_surrogate(value: Any) -> bool:
+def _has_lone_surrogate(value: object) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
@@ -147,7 +152,11 @@ def encodable(text: str) -> bool:
     return _LONE_SURROGATE.search(text) is None
 
 
-def echo(value: Any) -> Any:
+@overload
+def echo(value: str) -> str: ...
+@overload
+def echo(value: object) -> object: ...
+def echo(value: object) -> object:
     """A caller's value as an error result repeats it: strings lose lone surrogates
     (C48), scalars stay, anything else becomes a short ``repr``. A result is then
     always writable as UTF-8 JSON."""
@@ -161,7 +170,7 @@ def echo(value: Any) -> Any:
 
 
 def input_problem(
-    value: Any, what: str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None
+    value: object, what: str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None
 ) -> Malformed | None:
     """C47/C48 for call input: ``None``, or the first problem with a message naming it.
 

@@ -6,8 +6,8 @@ and routes the action; :func:`notification` is the same call from Python.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Literal, Protocol, TypedDict
 
 from tidings import _manual
 from tidings.jobs.actions import delay, dismiss
@@ -18,7 +18,18 @@ from tidings.jobs.view import delivery
 from tidings.store.jsonread import input_problem
 from tidings.store.models import AgentRecord
 
-Result = dict[str, Any]
+#: What an action answers: its job's result (each job's own TypedDicts), a JSON object.
+ToolResult = dict[str, object]
+#: An action's input once checked (C44): an object of JSON values.
+Payload = dict[str, object]
+
+
+class InvalidArgument(TypedDict):
+    """C44: the tool call itself is malformed (nothing was read or written)."""
+
+    status: Literal["failed"]
+    error_code: Literal["INVALID_ARGUMENT"]
+    message: str
 
 
 class Agent(Protocol):
@@ -31,7 +42,7 @@ class Agent(Protocol):
     def record(self) -> AgentRecord: ...
 
 
-Handler = Callable[[Agent, dict[str, Any]], Result]
+Handler = Callable[[Agent, Payload], ToolResult]
 
 #: C44: keys allowed at the root of the raw arguments.
 ROOT_KEYS = frozenset({"action", "input", "reasoning", "summarize", "_tc_id"})
@@ -49,60 +60,62 @@ DISMISS_KEYS = frozenset({"channel", "force", "reason"})
 EDIT_FIELDS = frozenset(hooks.EDITABLE)
 
 
-def invalid_argument(message: str) -> Result:
-    return {"status": "failed", "error_code": "INVALID_ARGUMENT", "message": message}
+def invalid_argument(message: str) -> ToolResult:
+    answer: InvalidArgument = {"status": "failed", "error_code": "INVALID_ARGUMENT",
+                               "message": message}
+    return dict(answer)
 
 
-def _check(agent: Agent, payload: dict[str, Any]) -> Result:
+def _check(agent: Agent, payload: Payload) -> ToolResult:
     """C45: reads and writes nothing; the orchestrator stamps the result."""
     return delivery.check_placeholder()
 
 
-def _dismiss_channel(agent: Agent, p: dict[str, Any]) -> Result:
+def _dismiss_channel(agent: Agent, p: Payload) -> ToolResult:
     return dismiss.dismiss_channel(agent.runtime, agent.record, p.get("channel"),
                                    force=p.get("force"), reason=p.get("reason"))
 
 
-def _dismiss_event(agent: Agent, p: dict[str, Any]) -> Result:
+def _dismiss_event(agent: Agent, p: Payload) -> ToolResult:
     return dismiss.dismiss_event(agent.runtime, agent.record, p.get("event_id"),
                                  channel=p.get("channel"), force=p.get("force"),
                                  reason=p.get("reason"))
 
 
-def _dismiss_ref(agent: Agent, p: dict[str, Any]) -> Result:
+def _dismiss_ref(agent: Agent, p: Payload) -> ToolResult:
     return dismiss.dismiss_ref(agent.runtime, agent.record, p.get("ref_id"),
                                channel=p.get("channel"), force=p.get("force"),
                                reason=p.get("reason"))
 
 
-def _add(agent: Agent, p: dict[str, Any]) -> Result:
-    return hooks.add(agent.runtime, agent.record, p)
+def _add(agent: Agent, p: Payload) -> ToolResult:
+    return dict(hooks.add(agent.runtime, agent.record, p))
 
 
-def _list(agent: Agent, p: dict[str, Any]) -> Result:
-    return hooks.list_hooks(agent.runtime, agent.record)
+def _list(agent: Agent, p: Payload) -> ToolResult:
+    return dict(hooks.list_hooks(agent.runtime, agent.record))
 
 
-def _edit(agent: Agent, p: dict[str, Any]) -> Result:
+def _edit(agent: Agent, p: Payload) -> ToolResult:
     fields = {k: v for k, v in p.items() if k != "name"}
-    return hooks.edit(agent.runtime, agent.record, p.get("name"), fields)
+    return dict(hooks.edit(agent.runtime, agent.record, p.get("name"), fields))
 
 
-def _drop(agent: Agent, p: dict[str, Any]) -> Result:
-    return hooks.drop(agent.runtime, agent.record, p.get("name"))
+def _drop(agent: Agent, p: Payload) -> ToolResult:
+    return dict(hooks.drop(agent.runtime, agent.record, p.get("name")))
 
 
-def _delay(agent: Agent, p: dict[str, Any]) -> Result:
+def _delay(agent: Agent, p: Payload) -> ToolResult:
     # ``seconds`` goes through untouched: a non-integer is the job's ``invalid_delay``.
     return dict(delay.request_delay(agent.runtime, agent.record, p.get("channel"),
                                     p.get("seconds")))
 
 
-def _settings(agent: Agent, p: dict[str, Any]) -> Result:
-    return channel_settings.show(agent.record)
+def _settings(agent: Agent, p: Payload) -> ToolResult:
+    return dict(channel_settings.show(agent.record))
 
 
-def _manual_action(agent: Agent, p: dict[str, Any]) -> Result:
+def _manual_action(agent: Agent, p: Payload) -> ToolResult:
     return _manual.manual()
 
 
@@ -126,12 +139,14 @@ ACTIONS: dict[str, tuple[frozenset[str], Handler]] = {
 ALL_INPUT_KEYS = frozenset(key for keys, _ in ACTIONS.values() for key in keys)
 
 
-def notification(agent: Agent, action: str, input: dict[str, Any] | None = None) -> Result:
-    arguments: dict[str, Any] = {"action": action, "input": {} if input is None else input}
+def notification(
+    agent: Agent, action: str, input: Mapping[str, object] | None = None
+) -> ToolResult:
+    arguments: dict[str, object] = {"action": action, "input": {} if input is None else input}
     return call_tool(agent, arguments)
 
 
-def _root_problem(arguments: dict[Any, Any]) -> Result | None:
+def _root_problem(arguments: Mapping[str, object]) -> ToolResult | None:
     extra = set(arguments) - ROOT_KEYS
     if extra:
         return invalid_argument(f"unknown argument(s): {', '.join(sorted(map(str, extra)))}")
@@ -147,7 +162,9 @@ def _root_problem(arguments: dict[Any, Any]) -> Result | None:
     return None
 
 
-def _input_problem(action: str, payload: dict[str, Any], allowed: frozenset[str]) -> Result | None:
+def _input_problem(
+    action: str, payload: Payload, allowed: frozenset[str]
+) -> ToolResult | None:
     if action == "dismiss_channel" and ({"event_id", "ref_id"} & set(payload)):
         return invalid_argument(
             "dismiss_channel clears a whole channel; event_id and ref_id belong to "
@@ -166,7 +183,7 @@ def _input_problem(action: str, payload: dict[str, Any], allowed: frozenset[str]
     return None
 
 
-def _present(action: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _present(action: str, payload: Mapping[str, object]) -> Payload:
     """The input fields that count: a null field is absent (C44), ``_tc_id`` is ignored.
 
     ``settings`` takes exactly ``{}`` (C42): there only the nulls of keys that some
@@ -181,7 +198,7 @@ def _present(action: str, payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def call_tool(agent: Agent, arguments: object) -> Result:
+def call_tool(agent: Agent, arguments: object) -> ToolResult:
     """C44: validate raw arguments before any I/O, then run the action."""
     if not isinstance(arguments, dict):
         return invalid_argument("arguments must be an object")

@@ -12,7 +12,7 @@ buffer clears the mark.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Literal, TypedDict
 
 from tidings.jobs import log
 from tidings.jobs.channels import names, system_events
@@ -23,6 +23,16 @@ from tidings.store.models import AgentRecord
 
 #: Logged when a flush is given up.
 DEAD_EVENT = "notification_flush_dead_lettered"
+
+
+class DeadLettered(TypedDict):
+    """C52: the channel's flush was given up (its records stay buffered)."""
+
+    status: Literal["ok"]
+    agent_id: str
+    channel: str
+    dead_lettered: bool
+    reason: str
 
 
 def dead_channels(rt: Runtime, agent: AgentRecord) -> set[str]:
@@ -41,7 +51,7 @@ def reason_of(traceback_text: object) -> str:
 
 
 def dead_letter(rt: Runtime, agent: AgentRecord, channel: str, reason: str,
-                retries: Any = None) -> dict[str, Any]:
+                retries: object = None) -> DeadLettered:
     """Give up the channel's flush: mark, log and tell the agent once (C52)."""
     added = rt.redis.sadd(AgentKeys(agent.agent_id).dead_flushes, channel)
     log.event(DEAD_EVENT, logging.ERROR, agent_id=agent.agent_id, channel=channel,

@@ -12,7 +12,7 @@ no record is lost and none lands twice.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, TypedDict
 
 from tidings.jobs import metrics
 from tidings.jobs.channels import dead_letter, names, system_events
@@ -32,7 +32,24 @@ BATCH_RECORDS = 500
 #: C14: batches per run before the run re-enqueues itself.
 BATCHES_PER_RUN = 50
 
-Result = dict[str, Any]
+
+
+class Flushed(TypedDict):
+    """C14: a run that drained the buffer, or re-enqueued itself after 50 batches."""
+
+    status: Literal["ok"]
+    channel: str
+    applied: int
+    requeued: bool
+
+
+class FlushRefused(TypedDict):
+    """C16: the mirror's path is unsafe; the records stay buffered."""
+
+    status: Literal["error"]
+    reason: Literal["unsafe_path"]
+    channel: str
+    applied: int
 
 
 def channel_file(channel: str) -> str:
@@ -110,7 +127,7 @@ def _flush_batch(rt: Runtime, agent: AgentRecord, channel: str) -> tuple[int, bo
     return len(records), drained
 
 
-def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Result:
+def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Flushed | FlushRefused:
     """C14: loop batches until the buffer is drained, or re-enqueue after 50."""
     applied = 0
     for _ in range(BATCHES_PER_RUN):

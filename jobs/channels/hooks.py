@@ -8,11 +8,11 @@ newly registered channel out of the blocked-warning set (C28).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Literal, NotRequired, TypedDict
 
 from tidings.jobs.channels import allowlist, names
-from tidings.jobs.channels.envelope import error
+from tidings.jobs.channels.envelope import ErrorResult, failure, raised
 from tidings.jobs.channels.manifests import Manifest
 from tidings.jobs.runtime import Runtime
 from tidings.store import locks
@@ -22,8 +22,6 @@ from tidings.store.jsonfmt import compact
 from tidings.store.jsonread import encodable, input_problem
 from tidings.store.keys import AgentKeys
 from tidings.store.models import MAX_RETAINED, MIN_RETAINED, AgentRecord
-
-Result = dict[str, Any]
 
 SCOPE = "resource:hook-registry"
 #: C39: required non-empty strings, in stored order.
@@ -42,11 +40,43 @@ MAX_MANIFEST_BYTES = 16 * 1024
 MAX_REGISTRY_BYTES = 1_048_576
 
 
+class ManifestDoc(TypedDict):
+    """C39: a manifest as :func:`normalise` stores it, in stored order."""
+
+    name: str
+    version: str
+    channel: str
+    source: str
+    description: str
+    how_to_modify: str
+    how_to_cancel: str
+    instructions: NotRequired[str]
+    max_events: NotRequired[int]
+
+
+class HookChanged(TypedDict):
+    """C40: ``add``, ``edit`` or ``drop`` done (or an ``edit`` with nothing to change)."""
+
+    status: Literal["ok"]
+    reason: Literal["added", "edited", "dropped", "no_change"]
+    name: str
+
+
+class HookList(TypedDict):
+    """C40 ``list``: the stored manifests as they are (outside writers' fields kept)."""
+
+    status: Literal["ok"]
+    hooks: list[dict[str, object]]
+
+
+HookResult = HookChanged | ErrorResult
+
+
 class _Invalid(Exception):
     pass
 
 
-def load_failed(detail: str) -> Result:
+def load_failed(detail: str) -> ErrorResult:
     """C41: exactly this result for a registry that cannot be loaded."""
     return {"status": "error", "reason": "hook_registry_load_failed",
             "message": f"Could not load hooks.json: {detail[:LOAD_ERROR_CHARS]}"}
@@ -63,7 +93,7 @@ def _channel_problem(channel: str) -> str | None:
     return None
 
 
-def normalise(fields: dict[str, Any]) -> dict[str, Any]:
+def normalise(fields: Mapping[str, object]) -> ManifestDoc:
     """C39: the manifest to store, or :class:`_Invalid` with the first problem."""
     unknown = set(fields) - MANIFEST_FIELDS
     if unknown:
@@ -71,7 +101,7 @@ def normalise(fields: dict[str, Any]) -> dict[str, Any]:
     shape = input_problem(fields, "manifest", max_bytes=MAX_MANIFEST_BYTES)  # C47-C49
     if shape is not None:
         raise _Invalid(shape.message)
-    manifest: dict[str, Any] = {}
+    manifest: dict[str, str] = {}
     for key in REQUIRED:
         value = fields.get(key)
         if not isinstance(value, str) or not value.strip():
@@ -94,8 +124,12 @@ def normalise(fields: dict[str, Any]) -> dict[str, Any]:
         or not MIN_RETAINED <= max_events <= MAX_RETAINED
     ):
         raise _Invalid("max_events must be an integer in 1..10000")
-    ordered = {"name": manifest["name"], "version": version or DEFAULT_VERSION}
-    ordered.update((k, manifest[k]) for k in REQUIRED[1:])
+    ordered: ManifestDoc = {
+        "name": manifest["name"], "version": version or DEFAULT_VERSION,
+        "channel": manifest["channel"], "source": manifest["source"],
+        "description": manifest["description"], "how_to_modify": manifest["how_to_modify"],
+        "how_to_cancel": manifest["how_to_cancel"],
+    }
     if instructions:
         ordered["instructions"] = instructions
     if max_events is not None:
@@ -128,10 +162,10 @@ def _write(agent: AgentRecord, manifests: list[Manifest]) -> None:
         remove_file(agent.root, allowlist.HOOKS_FILE)
 
 
-Mutation = Callable[[list[Manifest]], tuple[Result, list[Manifest] | None]]
+Mutation = Callable[[list[Manifest]], tuple[HookResult, list[Manifest] | None]]
 
 
-def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> Result:
+def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> HookResult:
     """Locked read-modify-write; ``change`` returns the result and the new registry
     (``None``: write nothing)."""
     try:
@@ -145,14 +179,14 @@ def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> Result:
             try:
                 _write(agent, manifests)
             except _Full as exc:
-                return error("hook_registry_full", str(exc))
+                return failure("hook_registry_full", str(exc))
             except (OSError, UnsafePathError) as exc:
-                return error("hook_registry_write_failed",
+                return failure("hook_registry_write_failed",
                              f"could not write hooks.json: {type(exc).__name__}: {exc}")
     except LockTimeout as exc:
-        return exc.as_result()
+        return raised(exc)
     except (OSError, UnsafePathError) as exc:  # C51: the lock itself could not be taken
-        return error("hook_registry_write_failed",
+        return failure("hook_registry_write_failed",
                      f"could not lock the hook registry: {type(exc).__name__}: {exc}")
     allowlist.invalidate(agent)
     allowlist.registry_state(rt, agent)  # refresh the last-loaded set in Redis (C41)
@@ -164,31 +198,33 @@ def _unblock(rt: Runtime, agent: AgentRecord, channel: str) -> None:
     rt.redis.srem(AgentKeys(agent.agent_id).blocked, channel)
 
 
-def add(rt: Runtime, agent: AgentRecord, fields: dict[str, Any]) -> Result:
+def add(rt: Runtime, agent: AgentRecord, fields: Mapping[str, object]) -> HookResult:
     """C40 ``add``."""
+    added: list[str] = []
 
-    def change(manifests: list[Manifest]) -> tuple[Result, list[Manifest] | None]:
+    def change(manifests: list[Manifest]) -> tuple[HookResult, list[Manifest] | None]:
         try:
             manifest = normalise(fields)
         except _Invalid as exc:
-            return error("invalid_manifest", str(exc)), None
+            return failure("invalid_manifest", str(exc)), None
         name, channel = manifest["name"], manifest["channel"]
         if _index(manifests, name) is not None:
-            return error("duplicate_name", f"a hook named {name!r} exists", name=name), None
+            return failure("duplicate_name", f"a hook named {name!r} exists", name=name), None
         holder = _holder(manifests, channel, None)
         if holder is not None:
-            return error("channel_in_use", f"channel {channel!r} belongs to hook {holder!r}",
+            return failure("channel_in_use", f"channel {channel!r} belongs to hook {holder!r}",
                          channel=channel, name=holder), None
+        added.append(channel)
         return ({"status": "ok", "reason": "added", "name": name},
                 [*manifests, Manifest.parse(manifest)])
 
     result = _mutate(rt, agent, change)
-    if result.get("reason") == "added":
-        _unblock(rt, agent, fields["channel"])
+    if result["status"] == "ok" and result["reason"] == "added":
+        _unblock(rt, agent, added[0])
     return result
 
 
-def list_hooks(rt: Runtime, agent: AgentRecord) -> Result:
+def list_hooks(rt: Runtime, agent: AgentRecord) -> HookList | ErrorResult:
     """C40 ``list``: the manifests in registry order."""
     loaded = allowlist.load_registry(agent.root)
     if loaded.error is not None:
@@ -196,32 +232,35 @@ def list_hooks(rt: Runtime, agent: AgentRecord) -> Result:
     return {"status": "ok", "hooks": [m.document() for m in loaded.manifests]}
 
 
-def _name_problem(name: object) -> Result | None:
+def _name_problem(name: object) -> ErrorResult | None:
     if not isinstance(name, str) or not name:
-        return error("invalid_manifest", "name must be a non-empty string")
+        return failure("invalid_manifest", "name must be a non-empty string")
     if len(name) > names.MAX_NAME_CHARS:  # C46
-        return error("invalid_manifest", f"name must be at most {names.MAX_NAME_CHARS} characters")
+        return failure("invalid_manifest",
+                       f"name must be at most {names.MAX_NAME_CHARS} characters")
     if not encodable(name):  # C48
-        return error("invalid_manifest", "not valid Unicode")
+        return failure("invalid_manifest", "not valid Unicode")
     return None
 
 
-def edit(rt: Runtime, agent: AgentRecord, name: object, fields: dict[str, Any]) -> Result:
+def edit(
+    rt: Runtime, agent: AgentRecord, name: object, fields: Mapping[str, object]
+) -> HookResult:
     """C40 ``edit``: null fields are ignored; the merged manifest is revalidated."""
     unknown = set(fields) - EDITABLE
     problem = _name_problem(name) or (
-        error("invalid_manifest", f"edit cannot change: {', '.join(sorted(unknown))}")
+        failure("invalid_manifest", f"edit cannot change: {', '.join(sorted(unknown))}")
         if unknown else None
     )
     changes = {k: v for k, v in fields.items() if v is not None}
     new_channel: list[str] = []
 
-    def change(manifests: list[Manifest]) -> tuple[Result, list[Manifest] | None]:
+    def change(manifests: list[Manifest]) -> tuple[HookResult, list[Manifest] | None]:
         if problem is not None or not isinstance(name, str):
-            return problem or error("invalid_manifest", "name must be a non-empty string"), None
+            return problem or failure("invalid_manifest", "name must be a non-empty string"), None
         at = _index(manifests, name)
         if at is None:
-            return error("not_found", f"no hook named {name!r}", name=name), None
+            return failure("not_found", f"no hook named {name!r}", name=name), None
         if not changes:
             return {"status": "ok", "reason": "no_change", "name": name}, None
         stored = manifests[at].raw
@@ -229,33 +268,33 @@ def edit(rt: Runtime, agent: AgentRecord, name: object, fields: dict[str, Any]) 
         try:
             manifest = normalise({**known, **changes})
         except _Invalid as exc:
-            return error("invalid_manifest", str(exc), name=name), None
+            return failure("invalid_manifest", str(exc), name=name), None
         # Fields an outside writer added are kept as they were.
-        manifest.update((k, v) for k, v in stored.items() if k not in MANIFEST_FIELDS)
+        document = {**manifest, **{k: v for k, v in stored.items() if k not in MANIFEST_FIELDS}}
         holder = _holder(manifests, manifest["channel"], name)
         if holder is not None:
-            return error("channel_in_use", f"channel {manifest['channel']!r} belongs to hook "
-                         f"{holder!r}", channel=manifest["channel"], name=holder), None
+            return failure("channel_in_use", f"channel {manifest['channel']!r} belongs to hook "
+                           f"{holder!r}", channel=manifest["channel"], name=holder), None
         new_channel.append(manifest["channel"])
-        updated = [*manifests[:at], Manifest.parse(manifest), *manifests[at + 1:]]
+        updated = [*manifests[:at], Manifest.parse(document), *manifests[at + 1:]]
         return {"status": "ok", "reason": "edited", "name": name}, updated
 
     result = _mutate(rt, agent, change)
-    if result.get("reason") == "edited":
+    if result["status"] == "ok" and result["reason"] == "edited":
         _unblock(rt, agent, new_channel[0])
     return result
 
 
-def drop(rt: Runtime, agent: AgentRecord, name: object) -> Result:
+def drop(rt: Runtime, agent: AgentRecord, name: object) -> HookResult:
     """C40 ``drop``: revokes the channel; never stops the hook's process."""
     problem = _name_problem(name)
 
-    def change(manifests: list[Manifest]) -> tuple[Result, list[Manifest] | None]:
-        if problem is not None:
-            return problem, None
-        at = _index(manifests, str(name))
+    def change(manifests: list[Manifest]) -> tuple[HookResult, list[Manifest] | None]:
+        if problem is not None or not isinstance(name, str):
+            return problem or failure("invalid_manifest", "name must be a non-empty string"), None
+        at = _index(manifests, name)
         if at is None:
-            return error("not_found", f"no hook named {name!r}", name=name), None
+            return failure("not_found", f"no hook named {name!r}", name=name), None
         return ({"status": "ok", "reason": "dropped", "name": name},
                 [*manifests[:at], *manifests[at + 1:]])
 

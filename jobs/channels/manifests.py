@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from tidings.jobs.channels.names import RESERVED_STEMS, name_error
 from tidings.store.models import MAX_RETAINED, MIN_RETAINED
@@ -22,7 +21,7 @@ from tidings.store.models import MAX_RETAINED, MIN_RETAINED
 class Manifest:
     """One registry item."""
 
-    raw: Mapping[str, Any]
+    raw: Mapping[str, object]
     #: ``name`` and ``channel`` as stored, when they are strings.
     name: str | None = None
     channel: str | None = None
@@ -30,15 +29,15 @@ class Manifest:
     max_events: int | None = None
 
     @classmethod
-    def parse(cls, value: Mapping[str, Any]) -> Manifest:
+    def parse(cls, value: Mapping[str, object]) -> Manifest:
         name, channel, n = value.get("name"), value.get("channel"), value.get("max_events")
-        valid_n = (isinstance(n, int) and not isinstance(n, bool)
-                   and MIN_RETAINED <= n <= MAX_RETAINED)
+        max_events = (n if isinstance(n, int) and not isinstance(n, bool)
+                      and MIN_RETAINED <= n <= MAX_RETAINED else None)
         return cls(
             raw=MappingProxyType(dict(value)),
             name=name if isinstance(name, str) else None,
             channel=channel if isinstance(channel, str) else None,
-            max_events=n if valid_n else None,
+            max_events=max_events,
         )
 
     @property
@@ -49,6 +48,6 @@ class Manifest:
             return channel
         return None
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> dict[str, object]:
         """The item as written to ``hooks.json`` and shown by ``list``."""
         return dict(self.raw)

@@ -2,28 +2,47 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, TypedDict
 
 from tidings.jobs import limits
 from tidings.store.models import AgentRecord
 
-Result = dict[str, Any]
+
+class SettingRow(TypedDict):
+    """C42: one setting, its live value and its default."""
+
+    key: str
+    current: int
+    default: int
+    configurable: bool
+    comment: str
+
+
+class Shown(TypedDict):
+    settings: list[SettingRow]
+
+
+class Unavailable(TypedDict):
+    status: Literal["failed"]
+    error_code: Literal["SETTINGS_UNAVAILABLE"]
+    message: str
+
 
 #: C42: the exact failure answer; never partial rows.
-UNAVAILABLE: Result = {
+UNAVAILABLE: Unavailable = {
     "status": "failed",
     "error_code": "SETTINGS_UNAVAILABLE",
     "message": "settings inventory is unavailable",
 }
 
 
-def show(agent: AgentRecord) -> Result:
+def show(agent: AgentRecord) -> Shown | Unavailable:
     """C42: ``{"settings": [max_chars row, delay cap row]}``; writes, creates and logs nothing."""
     try:
         max_chars = limits.max_chars(agent.root, log_invalid=False)
         delay_cap = limits.delay_cap(log_invalid=False)
     except Exception:  # any failure is the one documented answer
-        return dict(UNAVAILABLE)
+        return UNAVAILABLE.copy()
     return {
         "settings": [
             {

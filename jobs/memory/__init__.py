@@ -1,6 +1,6 @@
 """Observing an agent's Git memory repository (memory-inbox.md M12-M39, M45, M49).
 
-Pure functions, no Redis: ``observe`` takes a snapshot with pygit2,
+Pure functions, no Redis: ``observe_worktree`` takes a snapshot with pygit2,
 ``encode_checkpoint``/``decode_checkpoint`` move it to and from the checkpoint
 hash, ``compare`` classifies it against the checkpoint, ``event_content`` makes
 the event, ``split_owned`` removes the agent's own changes and
@@ -12,7 +12,7 @@ from tidings.jobs.memory.coalesce import render_memory_entry
 from tidings.jobs.memory.comparison import Comparison, compare
 from tidings.jobs.memory.content import DEFAULT_STANDING_FILES, event_content
 from tidings.jobs.memory.model import CheckpointState, ObserveResult, Snapshot
-from tidings.jobs.memory.observation import observe
+from tidings.jobs.memory.observation import observe_worktree
 from tidings.jobs.memory.owned import split_owned
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "decode_checkpoint",
     "encode_checkpoint",
     "event_content",
-    "observe",
+    "observe_worktree",
     "render_memory_entry",
     "split_owned",
 ]

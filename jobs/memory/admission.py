@@ -24,7 +24,7 @@ from tidings.jobs.memory import (
     decode_checkpoint,
     encode_checkpoint,
     event_content,
-    observe,
+    observe_worktree,
     split_owned,
 )
 from tidings.jobs.memory import (
@@ -84,7 +84,7 @@ def observe_memory(rt: Runtime, agent: AgentRecord, trigger: str = "manual") -> 
     return _guarded(rt, agent, trigger, owned=None, reconcile=False)
 
 
-def reconcile(rt: Runtime, agent: AgentRecord,
+def observe_at_finish(rt: Runtime, agent: AgentRecord,
               owned: Mapping[str, Any] | None) -> ObservationResult:
     """M48: the finish-turn observation; own changes are absorbed, others admitted."""
     return _guarded(rt, agent, "finish_turn", owned=owned, reconcile=True)
@@ -136,7 +136,7 @@ def _attempt(
     state = decode_checkpoint(raw) if raw else None
     if isinstance(state, TooNew):
         return result("error", trigger, reason="checkpoint_too_new")
-    observed = observe(repo, state if isinstance(state, Snapshot) else None,
+    observed = observe_worktree(repo, state if isinstance(state, Snapshot) else None,
                        now=rt.clock.now(), threads=rt.settings.memory_observe_threads)
     if observed.status != "ok":
         return result(observed.status, trigger, reason=observed.reason or observed.status)

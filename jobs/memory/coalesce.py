@@ -25,7 +25,7 @@ def render_memory_entry(events: Sequence[Mapping[str, Any]]) -> str:
         payloads[0].get("since"), events[0].get("observed_at"),
         [str(event.get("event_id")) for event in events],
     )
-    return summary.render(merged, head)
+    return summary.summary_text(merged, head)
 
 
 def merge_payloads(payloads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

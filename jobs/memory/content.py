@@ -21,7 +21,7 @@ def event_content(
     """``(summary, payload)`` of the event for ``comparison``: lists of at most 30 entries
     plus ``more`` counts, no bodies or diffs, the summary at most 4096 UTF-8 bytes."""
     payload = build_payload(comparison, trigger=trigger, standing_files=standing_files)
-    text = summary.render(payload, summary.header(comparison.since,
+    text = summary.summary_text(payload, summary.header(comparison.since,
                                                   comparison.current.observed_at))
     return text, payload
 

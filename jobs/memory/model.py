@@ -133,7 +133,7 @@ ObserveStatus = Literal["ok", "unstable", "unavailable"]
 
 @dataclass(frozen=True)
 class ObserveResult:
-    """What :func:`tidings.jobs.memory.observe` found (M12, M13, M23)."""
+    """What :func:`tidings.jobs.memory.observe_worktree` found (M12, M13, M23)."""
 
     status: ObserveStatus
     snapshot: Snapshot | None = None

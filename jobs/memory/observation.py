@@ -38,7 +38,7 @@ REPORTED = frozenset({"unreadable", "index_too_large"})
 IndexStat = tuple[int, int, int] | None
 
 
-def observe(
+def observe_worktree(
     repo_path: str | os.PathLike[str] | None, previous: Snapshot | None, *, now: float,
     threads: int = 1,
 ) -> ObserveResult:

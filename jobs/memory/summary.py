@@ -14,7 +14,7 @@ from typing import Any
 
 from tidings.jobs.text import SUMMARY_BYTES, TRUNCATION_MARK, cap
 
-__all__ = ["SUMMARY_BYTES", "TRUNCATION_MARK", "cap", "render"]
+__all__ = ["SUMMARY_BYTES", "TRUNCATION_MARK", "cap", "summary_text"]
 
 #: M36/M37: entries shown per list.
 LIST_LIMIT = 30
@@ -29,7 +29,7 @@ _SPOOFING = re.compile(r'; |: | → |\(\+\d+ more\)|^"')
 _LABELS = {"commit": "Committed", "staged": "Staged", "worktree": "Worktree"}
 
 
-def render(payload: Mapping[str, Any], header: str) -> str:
+def summary_text(payload: Mapping[str, Any], header: str) -> str:
     """M37: header, notices, branch move, head move, lists, overflow, persona sentence."""
     lines = [header]
     if payload.get("repository_replaced"):

@@ -14,7 +14,7 @@ from typing import Any
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id
 from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.memory.admission import RECORDED, reconcile, result
+from tidings.jobs.memory.admission import RECORDED, observe_at_finish, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import OBSERVING_KINDS, error
 from tidings.store import faults, replies
@@ -103,7 +103,7 @@ def finish_turn(
     if gone is not None:
         return gone
     if record["kind"] in OBSERVING_KINDS and record["memory_status"] in RECORDED:
-        memory = reconcile(rt, agent, owned)
+        memory = observe_at_finish(rt, agent, owned)
     else:
         memory = result("skipped", "finish_turn")  # M50: the checkpoint is not touched
     faults.reach("finish.after_reconcile")

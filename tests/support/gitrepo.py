@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tidings.jobs.memory import ObserveResult, Snapshot, observe
+from tidings.jobs.memory import ObserveResult, Snapshot, observe_worktree
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Ada Example",
@@ -111,7 +111,7 @@ class GitRepo:
         self.commit("ours")
 
     def observe(self, previous: Snapshot | None = None, now: float = 1_790_000_000.0) -> Snapshot:
-        result: ObserveResult = observe(self.path, previous, now=now)
+        result: ObserveResult = observe_worktree(self.path, previous, now=now)
         assert result.status == "ok", result
         assert result.snapshot is not None
         return result.snapshot

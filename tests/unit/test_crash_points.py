@@ -200,7 +200,7 @@ def test_crash_pre_turn_unstable_then_finish(
     """Crash point "pre-turn observation unstable/error, then finish": the checkpoint is
     unchanged; the next recorded observation reports the changes."""
     before = checkpoint(rt, magent)
-    monkeypatch.setattr(memory_admission, "observe",
+    monkeypatch.setattr(memory_admission, "observe_worktree",
                         lambda *a, **k: ObserveResult("unstable", reason="unstable"))
     turn = turn_prepare.prepare_turn(rt, magent)
     assert turn["memory"]["status"] == "unstable"

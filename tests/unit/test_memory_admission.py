@@ -128,7 +128,7 @@ class TestNeverFails:
         def boom(*args: Any, **kw: Any) -> Any:
             raise RuntimeError("pygit2 exploded")
 
-        monkeypatch.setattr(memory_admission, "observe", boom)
+        monkeypatch.setattr(memory_admission, "observe_worktree", boom)
         assert observe(rt, magent) == {**observe(rt, magent), "status": "error",
                                        "reason": "observation_failed"}
         turn = turn_prepare.prepare_turn(rt, magent)
@@ -213,7 +213,7 @@ class TestAtomicAdmission:
         then error checkpoint_conflict with nothing written."""
         observe(rt, magent)
         repo.write("MEMORY.md", "edited\n")
-        real = memory_admission.observe
+        real = memory_admission.observe_worktree
         k = InboxKeys(magent.agent_id)
         races = {"left": 1}
 
@@ -223,7 +223,7 @@ class TestAtomicAdmission:
                 rt.redis.hincrby(k.checkpoint, "version", 1)
             return real(*args, **kw)
 
-        monkeypatch.setattr(memory_admission, "observe", racing)
+        monkeypatch.setattr(memory_admission, "observe_worktree", racing)
         assert observe(rt, magent)["status"] == "changed"
         assert len(memory_items(rt, magent)) == 1
         repo.write("MEMORY.md", "again\n")

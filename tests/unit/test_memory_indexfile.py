@@ -8,7 +8,7 @@ import pygit2
 import pytest
 
 from tests.support.gitrepo import GitRepo
-from tidings.jobs.memory import indexfile, observe
+from tidings.jobs.memory import indexfile, observe_worktree
 from tidings.jobs.memory.fingerprint import Fingerprinter
 from tidings.jobs.memory.model import INDEX_MODIFIED, INDEX_NEW, WT_NEW
 
@@ -160,7 +160,7 @@ def test_index_restaged_between_the_reads_is_unstable_then_seen(
         return real_read(*args)
 
     monkeypatch.setattr(indexfile, "staged_is_empty", counting)
-    result = observe(repo.path, None, now=0)
+    result = observe_worktree(repo.path, None, now=0)
     assert result.status == "ok" and result.snapshot is not None
     assert len(attempts) == 2
     assert result.snapshot.paths[b"new.md"].flags == INDEX_NEW

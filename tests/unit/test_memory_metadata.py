@@ -23,7 +23,7 @@ from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tidings.jobs.memory import indexfile, watchdog
 from tidings.jobs.memory.model import ObserveResult
-from tidings.jobs.memory.observation import observe
+from tidings.jobs.memory.observation import observe_worktree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The child's whole budget: every case answers in well under a second.
@@ -129,16 +129,16 @@ def test_an_index_over_the_cap_is_index_too_large(
     repo = MemoryRepo(tmp_path / "memory", {"SOUL.md": "soul\n"})
     size = (repo.path / ".git" / "index").stat().st_size
     monkeypatch.setattr("tidings.jobs.memory.privateindex.INDEX_MAX_BYTES", size - 1)
-    outcome = observe(repo.root, None, now=0.0)
+    outcome = observe_worktree(repo.root, None, now=0.0)
     assert (outcome.status, outcome.reason) == ("unavailable", "index_too_large")
 
 
 def test_ordinary_repositories_and_linked_work_trees_still_observe(tmp_path: Path) -> None:
     repo = MemoryRepo(tmp_path / "memory", {"SOUL.md": "soul\n"})
-    assert observe(repo.root, None, now=0.0).status == "ok"
+    assert observe_worktree(repo.root, None, now=0.0).status == "ok"
     linked = tmp_path / "linked"
     repo.repo.add_worktree("linked", str(linked))
-    assert observe(str(linked), None, now=0.0).status == "ok"
+    assert observe_worktree(str(linked), None, now=0.0).status == "ok"
     assert indexfile.INDEX_MAX_BYTES >= 1 << 20
 
 

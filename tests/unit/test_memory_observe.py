@@ -16,7 +16,7 @@ import pytest
 from tests.support.gitrepo import GitRepo, fast_tmp
 from tidings.jobs.memory import fingerprint as memory_fingerprint
 from tidings.jobs.memory import listing as memory_listing
-from tidings.jobs.memory import observe
+from tidings.jobs.memory import observe_worktree
 from tidings.jobs.memory.fingerprint import Fingerprinter, Unstable
 from tidings.jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
 
@@ -41,22 +41,22 @@ def hashed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
 def test_unavailable_reasons(tmp_path: Path) -> None:
     """M13: not_configured, missing, not_a_repository (plain dir, file, bare repository,
     a sub-directory of a work tree, a git directory itself)."""
-    assert observe(None, None, now=0).reason == "not_configured"
-    assert observe(str(tmp_path / "nope"), None, now=0).reason == "missing"
+    assert observe_worktree(None, None, now=0).reason == "not_configured"
+    assert observe_worktree(str(tmp_path / "nope"), None, now=0).reason == "missing"
     (tmp_path / "plain").mkdir()
     (tmp_path / "file").write_text("x")
     repo = GitRepo.init(tmp_path / "wt")
     repo.write("sub/a.md", "a")
     pygit2.init_repository(str(tmp_path / "bare.git"), bare=True)
     for path in ("plain", "file", "bare.git", "wt/sub", "wt/.git"):
-        result = observe(str(tmp_path / path), None, now=0)
+        result = observe_worktree(str(tmp_path / path), None, now=0)
         assert (result.status, result.reason) == ("unavailable", "not_a_repository"), path
 
 
 def test_corrupt_repository_is_unreadable_not_raised(repo: GitRepo) -> None:
     """M12, M13: a broken repository never raises: ``unavailable``/``unreadable``."""
     (repo.root / ".git" / "HEAD").write_text("garbage\n")
-    result = observe(repo.path, None, now=0)
+    result = observe_worktree(repo.path, None, now=0)
     assert (result.status, result.reason) == ("unavailable", "unreadable")
 
 
@@ -68,7 +68,7 @@ def test_unexpected_error_is_reported_not_raised(
         raise RuntimeError("odd")
 
     monkeypatch.setattr(memory_listing, "read_staged", boom)
-    result = observe(repo.path, None, now=0)
+    result = observe_worktree(repo.path, None, now=0)
     assert (result.status, result.reason) == ("unavailable", "unreadable")
     assert any(getattr(r, "event", "") == "memory.observe_failed" for r in caplog.records)
 
@@ -78,7 +78,7 @@ def test_sha256_repository_is_unreadable(tmp_path: Path) -> None:
     root = tmp_path / "s"
     root.mkdir()
     GitRepo(root).git("init", "-q", "--object-format=sha256")
-    assert observe(str(root), None, now=0).reason == "unreadable"
+    assert observe_worktree(str(root), None, now=0).reason == "unreadable"
 
 
 # --- M15, M16: identity and HEAD ---------------------------------------------------------
@@ -297,7 +297,7 @@ def test_file_changing_while_read_is_unstable(
         return original(self, dir_fd, name, before)
 
     monkeypatch.setattr(Fingerprinter, "_hash_file", growing)
-    result = observe(repo.path, None, now=0)
+    result = observe_worktree(repo.path, None, now=0)
     assert (result.status, result.snapshot) == ("unstable", None)
     assert len(calls) == 3
 
@@ -316,7 +316,7 @@ def test_listed_path_vanishing_is_unstable_then_retried(
         return original(self, raw, flags, mode)
 
     monkeypatch.setattr(Fingerprinter, "identify", vanish)
-    result = observe(repo.path, None, now=0)
+    result = observe_worktree(repo.path, None, now=0)
     assert result.status == "ok" and result.snapshot is not None
     assert b"new.md" not in result.snapshot.paths
     with pytest.raises(Unstable):
@@ -377,7 +377,7 @@ def test_observation_writes_nothing_and_runs_no_git(
     monkeypatch.setattr(os, "fork", no_process)
     monkeypatch.setattr(os, "posix_spawn", no_process)
     monkeypatch.setattr("tidings.jobs.memory.repository.pygit2.Repository", counting)
-    result = observe(repo.path, None, now=0)
+    result = observe_worktree(repo.path, None, now=0)
     monkeypatch.undo()
     assert result.status == "ok"
     assert opened == [repo.path]
@@ -398,7 +398,7 @@ def test_unreadable_file_is_observed_without_an_id(
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr("tidings.jobs.memory.fingerprint.os.open", deny)
-    result = observe(repo.path, None, now=0)
+    result = observe_worktree(repo.path, None, now=0)
     assert result.status == "ok" and result.snapshot is not None
     locked = result.snapshot.paths[b"locked.md"].worktree
     assert (locked.type, locked.id) == ("file", None)
@@ -407,4 +407,4 @@ def test_unreadable_file_is_observed_without_an_id(
 def test_corrupt_index_is_unreadable(repo: GitRepo) -> None:
     """M12, M13: a damaged index file is reported, never raised."""
     (repo.root / ".git" / "index").write_bytes(b"DIRC garbage")
-    assert observe(repo.path, None, now=0).reason == "unreadable"
+    assert observe_worktree(repo.path, None, now=0).reason == "unreadable"

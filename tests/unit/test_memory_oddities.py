@@ -19,7 +19,7 @@ from tidings.jobs.memory import (
     decode_checkpoint,
     encode_checkpoint,
     event_content,
-    observe,
+    observe_worktree,
 )
 from tidings.jobs.memory.model import MAX_PATHS
 from tidings.jobs.memory.summary import SUMMARY_BYTES
@@ -31,7 +31,8 @@ def chain(repo: GitRepo, fields: dict[str, str] | None) -> tuple[Comparison, dic
     """One observation as the inbox side runs it; returns the comparison and the next
     checkpoint fields."""
     previous = decode_checkpoint(fields)
-    result = observe(repo.path, previous if isinstance(previous, Snapshot) else None, now=0)
+    result = observe_worktree(repo.path, previous if isinstance(previous, Snapshot) else None,
+                              now=0)
     assert result.status == "ok" and result.snapshot is not None, result
     comparison = compare(previous, result.snapshot, repo.path)
     if comparison.changed:
@@ -87,7 +88,7 @@ def test_corrupt_checkpoint_is_an_event(repo: GitRepo) -> None:
 
 
 def test_missing_repository_is_unavailable(tmp_path: Path) -> None:
-    result = observe(str(tmp_path / "gone"), None, now=0)
+    result = observe_worktree(str(tmp_path / "gone"), None, now=0)
     assert (result.status, result.reason) == ("unavailable", "missing")
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tidings.jobs.memory import listing as memory_listing
 from tidings.jobs.memory import partition, privateindex
 from tidings.jobs.memory.head import head_state
-from tidings.jobs.memory.observation import observe
+from tidings.jobs.memory.observation import observe_worktree
 
 SIGNATURE = pygit2.Signature("tester", "tester@example.invalid", 1_700_000_000, 0)
 #: Awkward path components: globs, pathspec magic, undecodable bytes, spaces.
@@ -136,7 +136,7 @@ def test_observation_on_threads_equals_one_thread() -> None:
         build(root, consistent([(b"[x]/a", "modify"), (b"*", "delete"), (b"caf\xe9/b.md",
                                 "keep"), (b"d/sp ace", "untracked"), (b"-rf", "symlink")]),
               submodule=True)
-        one = observe(os.fsdecode(root), None, now=0, threads=1).snapshot
-        three = observe(os.fsdecode(root), None, now=0, threads=3).snapshot
+        one = observe_worktree(os.fsdecode(root), None, now=0, threads=1).snapshot
+        three = observe_worktree(os.fsdecode(root), None, now=0, threads=3).snapshot
         assert one is not None and three is not None
         assert one.paths == three.paths and len(one.paths) > 5
