@@ -72,20 +72,20 @@ def _check(agent: Agent, payload: Payload) -> ToolResult:
 
 
 def _dismiss_channel(agent: Agent, p: Payload) -> ToolResult:
-    return dismiss.dismiss_channel(agent.runtime, agent.record, p.get("channel"),
-                                   force=p.get("force"), reason=p.get("reason"))
+    return dict(dismiss.dismiss_channel(agent.runtime, agent.record, p.get("channel"),
+                                        force=p.get("force"), reason=p.get("reason")))
 
 
 def _dismiss_event(agent: Agent, p: Payload) -> ToolResult:
-    return dismiss.dismiss_event(agent.runtime, agent.record, p.get("event_id"),
-                                 channel=p.get("channel"), force=p.get("force"),
-                                 reason=p.get("reason"))
+    return dict(dismiss.dismiss_event(agent.runtime, agent.record, p.get("event_id"),
+                                      channel=p.get("channel"), force=p.get("force"),
+                                      reason=p.get("reason")))
 
 
 def _dismiss_ref(agent: Agent, p: Payload) -> ToolResult:
-    return dismiss.dismiss_ref(agent.runtime, agent.record, p.get("ref_id"),
-                               channel=p.get("channel"), force=p.get("force"),
-                               reason=p.get("reason"))
+    return dict(dismiss.dismiss_ref(agent.runtime, agent.record, p.get("ref_id"),
+                                    channel=p.get("channel"), force=p.get("force"),
+                                    reason=p.get("reason")))
 
 
 def _add(agent: Agent, p: Payload) -> ToolResult:

@@ -17,6 +17,9 @@ class InlineDispatcher(BrokerDispatcher):
     """The agent's own flushes and delay expiries run in the caller; messages for other
     processes (the scheduler) still go through the broker."""
 
+    #: A flush has run by the time :meth:`flush_channel` returns.
+    deferred = False
+
     def __init__(self, broker: Broker, runtime_factory: Callable[[], Runtime]) -> None:
         super().__init__(broker)
         self._runtime_factory = runtime_factory

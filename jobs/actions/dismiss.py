@@ -10,10 +10,10 @@ fingerprints to the channel's new entry, so it never wakes the agent (C36).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Literal, Required, TypedDict
 
 from tidings.jobs.channels import allowlist, names
-from tidings.jobs.channels.envelope import error
+from tidings.jobs.channels.envelope import ErrorResult, failure, raised
 from tidings.jobs.channels.flush import channel_file, settle_intent
 from tidings.jobs.channels.mirror import parse_mirror, summarise
 from tidings.jobs.channels.publish import check_channel
@@ -32,8 +32,40 @@ from tidings.store.files import ReadOutcome, atomic_write, remove_file, safe_rea
 from tidings.store.jsonfmt import compact, sha256_hex
 from tidings.store.models import AgentRecord
 
-Result = dict[str, Any]
-Version = list[Any] | str | None  # a fingerprint entry, a read problem, or no file
+#: A fingerprint entry ``[filename, byte_size, sha256]``, a read problem, or no file.
+Version = list[object] | str | None
+#: The field a targeted dismissal matches on.
+Field = Literal["event_id", "ref_id"]
+
+
+class Dismissed(TypedDict, total=False):
+    """C36: what a dismissal did (``reason``: the ack text given, C35)."""
+
+    status: Required[Literal["ok"]]
+    channel: Required[str]
+    cleared: Required[bool]
+    removed: int
+    remaining: int
+    forced: Required[bool]
+    cause: Literal["already_empty", "no_matching_event"]
+    reason: str
+    event_id: str
+    ref_id: str
+
+
+class Stale(TypedDict):
+    """C35 step 6: the channel changed since it was delivered (nothing was cleared)."""
+
+    status: Literal["error"]
+    reason: Literal["stale_channel_version"]
+    channel: str
+    forced: bool
+    delivered_version: Version
+    current_version: Version
+    message: str
+
+
+DismissResult = Dismissed | Stale | ErrorResult
 
 #: C37: the guard that applies to ``email`` while no other guard is set for it.
 DEFAULT_GUARDS = {
@@ -56,30 +88,28 @@ def guard_for(rt: Runtime, channel: str) -> str | None:
 def _pre_checks(
     rt: Runtime, agent: AgentRecord, channel: object, *, force: bool, reason: object,
     targeted: bool,
-) -> Result | None:
+) -> ErrorResult | None:
     """C35 steps 1-5."""
     problem = check_channel(rt, agent, channel)
     if problem is not None or not isinstance(channel, str):
-        if problem is not None:
-            return dict(problem)
-        return error("invalid_channel", "channel must be a string", channel=channel)
+        return problem or failure("invalid_channel", "channel must be a string", channel=channel)
     if channel in ACK_REQUIRED and (not isinstance(reason, str) or not reason.strip()):
-        return error("missing_ack_reason", f"dismissing {channel} needs a reason (the ack)",
+        return failure("missing_ack_reason", f"dismissing {channel} needs a reason (the ack)",
                      channel=channel)
     if channel in PROTECTED:
-        return error("protected_channel", f"{channel} cannot be dismissed", channel=channel)
+        return failure("protected_channel", f"{channel} cannot be dismissed", channel=channel)
     if targeted and channel not in EVENT_CHANNELS:
-        return error("atomic_dismiss_requires_system_channel",
+        return failure("atomic_dismiss_requires_system_channel",
                      "event and ref dismissal work on the system and daemon channels only",
                      channel=channel)
     verb = guard_for(rt, channel)
     if verb is not None and not force:
-        return error("guarded", f"{channel} is guarded; use {verb}, or force=true",
+        return failure("guarded", f"{channel} is guarded; use {verb}, or force=true",
                      channel=channel, suggested_verb=verb)
     return None
 
 
-def _stale(channel: str, delivered: Version, current: Version) -> Result:
+def _stale(channel: str, delivered: Version, current: Version) -> Stale:
     return {
         "status": "error", "reason": "stale_channel_version", "channel": channel,
         "forced": False, "delivered_version": delivered, "current_version": current,
@@ -88,7 +118,7 @@ def _stale(channel: str, delivered: Version, current: Version) -> Result:
     }
 
 
-def _entry_of(filename: str, outcome_data: bytes) -> list[Any]:
+def _entry_of(filename: str, outcome_data: bytes) -> list[object]:
     return [filename, len(outcome_data), sha256_hex(outcome_data)]
 
 
@@ -103,7 +133,7 @@ class _Target:
     def delivered(self) -> Version:
         return committed.read(self.rt, self.agent).delivered_entry(self.filename)
 
-    def commit(self, raw_entry: list[Any] | None) -> None:
+    def commit(self, raw_entry: list[object] | None) -> None:
         """C36: both committed fingerprints take the new entry (or lose it)."""
         root = self.agent.root
         if self.channel == names.DAEMON:
@@ -117,7 +147,7 @@ class _Target:
         committed.patch(self.rt, self.agent, self.filename, raw_entry, wake, self.delayed)
 
 
-def _read_checked(target: _Target, force: bool) -> tuple[ReadOutcome, Result | None]:
+def _read_checked(target: _Target, force: bool) -> tuple[ReadOutcome, Stale | None]:
     """C35 step 6: settle a crashed flush, read the file, compare with the delivered
     version; the second value is the ``stale_channel_version`` error, if any."""
     channel = target.channel
@@ -134,26 +164,28 @@ def _read_checked(target: _Target, force: bool) -> tuple[ReadOutcome, Result | N
     return outcome, None
 
 
-def _whole_file(target: _Target, force: bool) -> Result:
+def _whole_file(target: _Target, force: bool) -> Dismissed | Stale:
     root, channel = target.agent.root, target.channel
     outcome, stale = _read_checked(target, force)
     if stale is not None:
         return stale
     existed = outcome.kind != "absent" and remove_file(root, channel_file(channel))
     target.commit(None)
-    result: Result = {"status": "ok", "channel": channel, "cleared": existed, "forced": force}
+    result: Dismissed = {"status": "ok", "channel": channel, "cleared": existed, "forced": force}
     if not existed:
         result["cause"] = "already_empty"
     return result
 
 
-def _events_in_file(target: _Target, force: bool, match: Callable[[Any], bool]) -> Result:
+def _events_in_file(
+    target: _Target, force: bool, match: Callable[[object], bool]
+) -> DismissResult:
     root, channel = target.agent.root, target.channel
     outcome, stale = _read_checked(target, force)
     if stale is not None:
         return stale
     if outcome.kind not in ("absent", "ok"):
-        return error("clear_failed", f"{channel_file(channel)} cannot be read ({outcome.error})",
+        return failure("clear_failed", f"{channel_file(channel)} cannot be read ({outcome.error})",
                      channel=channel)
     mirror = parse_mirror(outcome.data if outcome.ok else None)
     data = mirror.get("data")
@@ -175,7 +207,9 @@ def _events_in_file(target: _Target, force: bool, match: Callable[[Any], bool]) 
             "remaining": len(kept), "forced": force}
 
 
-def _daemon(target: _Target, force: bool, match: Callable[[Any], bool] | None) -> Result:
+def _daemon(
+    target: _Target, force: bool, match: Callable[[object], bool] | None
+) -> Dismissed | Stale:
     root = target.agent.root
     control = daemon_runs.settle_pending(root, read_control(root))
     view = daemon_runs.view_of(control, daemon_runs.read_minis(root, control))
@@ -194,7 +228,7 @@ def _daemon(target: _Target, force: bool, match: Callable[[Any], bool] | None) -
     target.commit(list(after.fp_entry) if after.fp_entry else None)
     daemon_report.refresh(root, after)
     if match is None:
-        result: Result = {"status": "ok", "channel": names.DAEMON, "cleared": existed,
+        result: Dismissed = {"status": "ok", "channel": names.DAEMON, "cleared": existed,
                           "forced": force}
         if not existed:
             result["cause"] = "already_empty"
@@ -205,8 +239,8 @@ def _daemon(target: _Target, force: bool, match: Callable[[Any], bool] | None) -
 
 def _locked(
     rt: Runtime, agent: AgentRecord, channel: str, force: bool,
-    match: Callable[[Any], bool] | None,
-) -> Result:
+    match: Callable[[object], bool] | None,
+) -> DismissResult:
     """C35 step 6 and the change itself."""
     target = _Target(rt, agent, channel)
     scope = daemon_runs.CONTROL_SCOPE if channel == names.DAEMON else f"channel:{channel}"
@@ -217,12 +251,10 @@ def _locked(
             if match is None:
                 return _whole_file(target, force)
             return _events_in_file(target, force, match)
-    except DaemonControlError as exc:
-        return exc.as_result(channel=channel)
-    except LockTimeout as exc:
-        return exc.as_result(channel=channel)
+    except (DaemonControlError, LockTimeout) as exc:
+        return raised(exc, channel=channel)
     except (OSError, UnsafePathError) as exc:
-        return error("clear_failed", f"could not clear {channel}: {type(exc).__name__}: {exc}",
+        return failure("clear_failed", f"could not clear {channel}: {type(exc).__name__}: {exc}",
                      channel=channel)
 
 
@@ -233,40 +265,41 @@ def _flag(force: object) -> bool:
 def dismiss_channel(
     rt: Runtime, agent: AgentRecord, channel: object, *, force: object = None,
     reason: object = None, event_id: object = None, ref_id: object = None,
-) -> Result:
+) -> DismissResult:
     """Clear a whole channel (C36)."""
     if event_id is not None or ref_id is not None:
-        return error("channel_dismiss_rejects_event_target",
+        return failure("channel_dismiss_rejects_event_target",
                      "dismiss_channel clears a whole channel; use dismiss_event or dismiss_ref")
     if channel is None:
-        return error("missing_channel", "dismiss_channel needs a channel")
+        return failure("missing_channel", "dismiss_channel needs a channel")
     problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=False)
     if problem is not None or not isinstance(channel, str):
-        return problem or error("invalid_channel", "channel must be a string", channel=channel)
+        return problem or failure("invalid_channel", "channel must be a string", channel=channel)
     result = _locked(rt, agent, channel, _flag(force), None)
-    if result.get("status") == "ok" and isinstance(reason, str):
+    if result["status"] == "ok" and isinstance(reason, str):
         result["reason"] = reason
     return result
 
 
 def _targeted(
-    rt: Runtime, agent: AgentRecord, field: str, value: object, channel: object,
+    rt: Runtime, agent: AgentRecord, field: Field, value: object, channel: object,
     force: object, reason: object,
-) -> Result:
+) -> DismissResult:
     if not isinstance(value, str) or not value:
-        return error(f"missing_{field}", f"{field} must be a non-empty string")
+        return failure("missing_event_id" if field == "event_id" else "missing_ref_id",
+                       f"{field} must be a non-empty string")
     channel = names.SYSTEM if channel is None else channel
     problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=True)
     if problem is not None or not isinstance(channel, str):
-        return problem or error("invalid_channel", "channel must be a string", channel=channel)
+        return problem or failure("invalid_channel", "channel must be a string", channel=channel)
 
-    def match(event: Any) -> bool:
+    def match(event: object) -> bool:
         return isinstance(event, dict) and event.get(field) == value
 
     result = _locked(rt, agent, channel, _flag(force), match)
-    if result.get("status") == "ok":
+    if result["status"] == "ok":
         result[field] = value
-        if not result["removed"]:
+        if not result.get("removed"):
             result["cause"] = "no_matching_event"
     return result
 
@@ -274,7 +307,7 @@ def _targeted(
 def dismiss_event(
     rt: Runtime, agent: AgentRecord, event_id: object, *, channel: object = None,
     force: object = None, reason: object = None,
-) -> Result:
+) -> DismissResult:
     """Remove every event with ``event_id`` from ``system`` (default) or ``daemon`` (C36)."""
     return _targeted(rt, agent, "event_id", event_id, channel, force, reason)
 
@@ -282,6 +315,6 @@ def dismiss_event(
 def dismiss_ref(
     rt: Runtime, agent: AgentRecord, ref_id: object, *, channel: object = None,
     force: object = None, reason: object = None,
-) -> Result:
+) -> DismissResult:
     """Remove every event with ``ref_id`` from ``system`` (default) or ``daemon`` (C36)."""
     return _targeted(rt, agent, "ref_id", ref_id, channel, force, reason)

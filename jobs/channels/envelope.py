@@ -32,6 +32,7 @@ class ErrorFields(TypedDict, total=False):
     channel: object
     daemon_id: object
     name: object
+    suggested_verb: object
 
 
 class ErrorResult(ErrorFields):

@@ -168,8 +168,10 @@ def _settle(
     seq, flag_set = pushed.seq, pushed.flag_set
     if flag_set:
         rt.dispatch.flush_channel(agent, channel)
-    # Only an inline dispatch (or a wait) can have flushed by now; skip the read otherwise.
-    flushed = (flag_set or wait) and applied_through(rt, agent, channel) >= seq
+    # Only an inline dispatch (or a wait) can have flushed by now; skip the read otherwise
+    # (a dispatcher that enqueues for a worker says so with ``deferred``).
+    ran_here = flag_set and not getattr(rt.dispatch, "deferred", False)
+    flushed = (ran_here or wait) and applied_through(rt, agent, channel) >= seq
     if wait and not flushed:
         flushed = _wait_applied(rt, agent, channel, seq)
     result: Published = {"status": "ok"}
