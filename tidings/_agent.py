@@ -161,7 +161,7 @@ class Agent:
             return _invalid_persistent()
         from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
 
-        return delivery.render(self.runtime, self.record, persistent)
+        return dict(delivery.render(self.runtime, self.record, persistent))
 
     @answering("cap_persistent")
     def cap_persistent(self, block: dict[str, Any]) -> Result:

@@ -9,11 +9,12 @@ wake the agent for what it already has).
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TypedDict
 
 from tidings.jobs.cap import lanes as cap_lanes
 from tidings.jobs.cap import ruler as cap_ruler
-from tidings.jobs.cap.attention import cap_lane
+from tidings.jobs.cap.attention import Lane, cap_lane
+from tidings.jobs.cap.persistent import Block
 from tidings.jobs.cap.spill import Spiller
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.limits import max_chars
@@ -25,7 +26,7 @@ from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
 #: C45: the exact result of ``notification(action="check")``.
-CHECK_PLACEHOLDER: dict[str, Any] = {
+CHECK_PLACEHOLDER: dict[str, object] = {
     "_notification_placeholder": True,
     "message": (
         "Voluntary notification(action=check) read. The live notification payload is "
@@ -40,11 +41,39 @@ STAMP_INSTRUCTION = "Only the latest agent_meta is current; older copies are his
 GUIDANCE_REF = "meta_guidance.notification_handling"
 
 
-def check_placeholder() -> dict[str, Any]:
+class Notifications(TypedDict, total=False):
+    """C24: the capped lanes handed over (each only when it has content)."""
+
+    attention: Lane
+    persistent: Block
+
+
+class Transient(TypedDict, total=False):
+    ref: str
+    sources: list[str]
+
+
+class Guidance(TypedDict):
+    transient: Transient
+
+
+class AgentMeta(TypedDict):
+    """C24: ``_meta.agent_meta`` of a stamped result."""
+
+    notifications: Notifications
+    guidance: Guidance
+    instruction: str
+
+
+#: What a content key is made of (block-cap.md B20): the raw fingerprint and a ruler text.
+ContentKey = tuple[tuple[tuple[object, ...], ...], str]
+
+
+def check_placeholder() -> dict[str, object]:
     return copy.deepcopy(CHECK_PLACEHOLDER)
 
 
-def is_placeholder(result: Any) -> bool:
+def is_placeholder(result: object) -> bool:
     return isinstance(result, dict) and result.get("_notification_placeholder") is True
 
 
@@ -56,7 +85,7 @@ def commit(
     rt.redis.mset({k.delivered_fp: compact(raw_fp), k.wake_fp: compact(masked_fp)})
 
 
-def _without_guidance(payload: Any) -> Any:
+def _without_guidance(payload: object) -> object:
     if isinstance(payload, dict) and "notification_guidance" in payload:
         return {k: v for k, v in payload.items() if k != "notification_guidance"}
     return payload
@@ -66,9 +95,9 @@ def attention_lane(
     rt: Runtime,
     agent: AgentRecord,
     obs: Observation,
-    persistent: dict[str, Any] | None,
+    persistent: Block | None,
     cap_chars: int | None = None,
-) -> dict[str, Any]:
+) -> Lane:
     """The capped attention map of ``obs`` (guidance keys removed, sanitised, capped).
 
     Payloads are copied only when a guidance key must go, so the lane that is
@@ -81,7 +110,7 @@ def attention_lane(
     return cap_lanes.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
 
 
-def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) -> dict[str, Any]:
+def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) -> Lane:
     """The attention lane a delivery of ``obs`` would hand over, capped with ``spiller``
     (e.g. :func:`tidings.jobs.cap.spill.planned_attention`); commits nothing."""
     from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
@@ -90,8 +119,8 @@ def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) ->
 
 
 def _content_key(
-    obs: Observation, from_files: dict[str, Any], lane: dict[str, Any]
-) -> tuple[Any, ...] | None:
+    obs: Observation, from_files: Lane, lane: Lane
+) -> ContentKey | None:
     """What determines ``lane`` (block-cap.md B20): the raw fingerprint for channel
     files, the ruler text of the entries it does not cover (the daemon aggregate,
     sanitised pointers); ``None`` if those cannot be written."""
@@ -104,12 +133,12 @@ def _content_key(
 
 
 def notifications(
-    rt: Runtime, agent: AgentRecord, obs: Observation, persistent: dict[str, Any] | None
-) -> dict[str, Any]:
+    rt: Runtime, agent: AgentRecord, obs: Observation, persistent: Block | None
+) -> Notifications:
     """The ``notifications`` object of one stable observation (C24); one cap for both
     lanes (block-cap.md B1)."""
     cap_chars = max_chars(agent.root)
-    out: dict[str, Any] = {}
+    out: Notifications = {}
     attention = attention_lane(rt, agent, obs, persistent, cap_chars)
     if attention:
         out["attention"] = attention
@@ -118,7 +147,7 @@ def notifications(
     return out
 
 
-def _sources(attention: dict[str, Any]) -> list[str]:
+def _sources(attention: Lane) -> list[str]:
     return [name for name in attention if name not in ("overflow", "comment")]
 
 
@@ -126,9 +155,9 @@ def stamp_with(
     rt: Runtime,
     agent: AgentRecord,
     obs: Observation,
-    result: dict[str, Any],
-    persistent: dict[str, Any] | None = None,
-) -> dict[str, Any] | None:
+    result: dict[str, object],
+    persistent: Block | None = None,
+) -> dict[str, object] | None:
     """The stamped copy of ``result`` from ``obs``, or ``None`` when it stays unchanged."""
     if not obs.stable:
         return None
@@ -138,18 +167,19 @@ def stamp_with(
     # Only ``_meta`` changes: copy that path, not the caller's whole (maybe deep) result.
     stamped = dict(result)
     existing = stamped.get("_meta")
-    meta: dict[str, Any] = dict(existing) if isinstance(existing, dict) else {}
+    meta: dict[str, object] = dict(existing) if isinstance(existing, dict) else {}
     attention = notes.get("attention", {})
-    guidance = (
+    guidance: Guidance = (
         {"transient": {"ref": GUIDANCE_REF, "sources": _sources(attention)}}
         if attention
         else {"transient": {}}
     )
-    meta["agent_meta"] = {
+    agent_meta: AgentMeta = {
         "notifications": notes,
         "guidance": guidance,
         "instruction": STAMP_INSTRUCTION,
     }
+    meta["agent_meta"] = agent_meta
     stamped["_meta"] = meta
     return stamped
 
@@ -157,9 +187,9 @@ def stamp_with(
 def stamp(
     rt: Runtime,
     agent: AgentRecord,
-    result: dict[str, Any],
-    persistent: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    result: dict[str, object],
+    persistent: Block | None = None,
+) -> dict[str, object]:
     """C24: ``result`` with ``_meta.agent_meta`` stamped from one stable read."""
     obs = observe(rt, agent)
     stamped = stamp_with(rt, agent, obs, result, persistent)
@@ -170,8 +200,8 @@ def stamp(
 
 
 def render(
-    rt: Runtime, agent: AgentRecord, persistent: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    rt: Runtime, agent: AgentRecord, persistent: Block | None = None
+) -> Notifications:
     """C24: the capped ``notifications`` object (``{}`` when nothing is visible)."""
     obs = observe(rt, agent)
     if not obs.stable:
@@ -182,7 +212,7 @@ def render(
 
 
 def cap_only(
-    rt: Runtime, agent: AgentRecord, persistent: dict[str, Any] | None
-) -> dict[str, Any]:
+    rt: Runtime, agent: AgentRecord, persistent: Block | None
+) -> Notifications:
     """What an unstable read can still deliver: the persistent block alone."""
     return {"persistent": cap_lanes.cap_persistent(rt, agent, persistent)} if persistent else {}
