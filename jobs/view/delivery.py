@@ -25,8 +25,38 @@ from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
+#: A tool result: the caller's JSON object, stamped under ``_meta`` (C24).
+ToolResult = dict[str, object]
+
+
+class Notifications(TypedDict, total=False):
+    """C24: the ``notifications`` object; a lane is absent when it holds nothing."""
+
+    attention: Lane
+    persistent: Block
+
+
+class Transient(TypedDict, total=False):
+    """C24: the transient guidance; empty when the attention lane is."""
+
+    ref: str
+    sources: list[str]
+
+
+class Guidance(TypedDict):
+    transient: Transient
+
+
+class AgentMeta(TypedDict):
+    """C24: what a stamp puts under ``_meta.agent_meta``."""
+
+    notifications: Notifications
+    guidance: Guidance
+    instruction: str
+
+
 #: C45: the exact result of ``notification(action="check")``.
-CHECK_PLACEHOLDER: dict[str, object] = {
+CHECK_PLACEHOLDER: ToolResult = {
     "_notification_placeholder": True,
     "message": (
         "Voluntary notification(action=check) read. The live notification payload is "
@@ -41,35 +71,7 @@ STAMP_INSTRUCTION = "Only the latest agent_meta is current; older copies are his
 GUIDANCE_REF = "meta_guidance.notification_handling"
 
 
-class Notifications(TypedDict, total=False):
-    """C24: the capped lanes handed over (each only when it has content)."""
-
-    attention: Lane
-    persistent: Block
-
-
-class Transient(TypedDict, total=False):
-    ref: str
-    sources: list[str]
-
-
-class Guidance(TypedDict):
-    transient: Transient
-
-
-class AgentMeta(TypedDict):
-    """C24: ``_meta.agent_meta`` of a stamped result."""
-
-    notifications: Notifications
-    guidance: Guidance
-    instruction: str
-
-
-#: What a content key is made of (block-cap.md B20): the raw fingerprint and a ruler text.
-ContentKey = tuple[tuple[tuple[object, ...], ...], str]
-
-
-def check_placeholder() -> dict[str, object]:
+def check_placeholder() -> ToolResult:
     return copy.deepcopy(CHECK_PLACEHOLDER)
 
 
@@ -120,7 +122,7 @@ def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) ->
 
 def _content_key(
     obs: Observation, from_files: Lane, lane: Lane
-) -> ContentKey | None:
+) -> tuple[object, ...] | None:
     """What determines ``lane`` (block-cap.md B20): the raw fingerprint for channel
     files, the ruler text of the entries it does not cover (the daemon aggregate,
     sanitised pointers); ``None`` if those cannot be written."""
@@ -155,9 +157,9 @@ def stamp_with(
     rt: Runtime,
     agent: AgentRecord,
     obs: Observation,
-    result: dict[str, object],
+    result: ToolResult,
     persistent: Block | None = None,
-) -> dict[str, object] | None:
+) -> ToolResult | None:
     """The stamped copy of ``result`` from ``obs``, or ``None`` when it stays unchanged."""
     if not obs.stable:
         return None
@@ -168,7 +170,7 @@ def stamp_with(
     stamped = dict(result)
     existing = stamped.get("_meta")
     meta: dict[str, object] = dict(existing) if isinstance(existing, dict) else {}
-    attention = notes.get("attention", {})
+    attention: Lane = notes.get("attention", {})
     guidance: Guidance = (
         {"transient": {"ref": GUIDANCE_REF, "sources": _sources(attention)}}
         if attention
@@ -187,9 +189,9 @@ def stamp_with(
 def stamp(
     rt: Runtime,
     agent: AgentRecord,
-    result: dict[str, object],
+    result: ToolResult,
     persistent: Block | None = None,
-) -> dict[str, object]:
+) -> ToolResult:
     """C24: ``result`` with ``_meta.agent_meta`` stamped from one stable read."""
     obs = observe(rt, agent)
     stamped = stamp_with(rt, agent, obs, result, persistent)
@@ -215,4 +217,6 @@ def cap_only(
     rt: Runtime, agent: AgentRecord, persistent: Block | None
 ) -> Notifications:
     """What an unstable read can still deliver: the persistent block alone."""
-    return {"persistent": cap_lanes.cap_persistent(rt, agent, persistent)} if persistent else {}
+    if not persistent:
+        return {}
+    return {"persistent": cap_lanes.cap_persistent(rt, agent, persistent)}
