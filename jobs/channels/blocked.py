@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 from tidings.jobs import log
 from tidings.jobs.channels import blocked_overflow, names, system_events
@@ -101,7 +100,7 @@ class KnownSets:
 
     blocked: frozenset[str]
     #: The overflow notice's last count, as read (C50).
-    blocked_overflow: Any
+    blocked_overflow: object
     oversized: frozenset[str]
 
 

@@ -19,7 +19,7 @@ NOTIFICATION_DIR = ".notification"
 FpEntry = list[Any]  # [filename, byte_size, sha256_hex]
 
 
-def parse_payload(data: bytes) -> Any | None:
+def parse_payload(data: bytes) -> dict[str, object] | None:
     """C8/C21: an object as is, another JSON value as ``{"data": value}``, else ``None``
     (malformed, C47 too deep included; lone surrogates read as U+FFFD, C48)."""
     parsed = parse(data)
@@ -29,7 +29,9 @@ def parse_payload(data: bytes) -> Any | None:
     return value if isinstance(value, dict) else {"data": value}
 
 
-def channel_file_stat(root: Path, channel: str) -> tuple[FpEntry | None, Any | None, str | None]:
+def channel_file_stat(
+    root: Path, channel: str
+) -> tuple[FpEntry | None, dict[str, object] | None, str | None]:
     """One channel file's fingerprint entry, payload and read problem (``None`` each if absent)."""
     outcome = safe_read(root, f"{NOTIFICATION_DIR}/{channel}.json")
     if outcome.kind == "absent":
