@@ -205,7 +205,7 @@ class Agent:
         """
         from tidings.jobs.turns import prepare as turn_prepare  # noqa: PLC0415 - pygit2, see module doc
 
-        return turn_prepare.startup(self.runtime, self.record)
+        return dict(turn_prepare.startup(self.runtime, self.record))
 
     @answering("prepare_turn")
     def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
@@ -219,7 +219,7 @@ class Agent:
 
         pre_turn = turn_prepare.inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
         result = turn_prepare.prepare_turn(self.runtime, self.record, kind, pre_turn)
-        return Turn.from_result(result) if result["status"] == "ok" else result
+        return Turn.from_result(result) if result["status"] == "ok" else dict(result)
 
     @answering("mark_side_effect")
     def mark_side_effect(self, turn: Turn | str) -> Result:
@@ -231,7 +231,7 @@ class Agent:
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
-        return turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
+        return dict(turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn)))
 
     @answering("finish_turn")
     def finish_turn(
@@ -252,8 +252,8 @@ class Agent:
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
-        return turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
-                                       side_effects, ignored, owned)
+        return dict(turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
+                                            side_effects, ignored, owned))
 
     @raising("inbox")
     def inbox(

@@ -32,6 +32,7 @@ from tidings.workers.routing import host_queue
 if TYPE_CHECKING:
     from dramatiq import Worker
 
+    from tidings.jobs.turns.prepare import Startup, TurnError
     from tidings.scheduler.service import EventSink, SchedulerService
 
 #: Worker threads of an in-process worker (embedded hubs, ``tidings up``).
@@ -215,7 +216,7 @@ class Hub:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
         return [record.public for record in self.registry.all()]
 
-    def startup(self, host: str | None = None) -> dict[str, dict[str, Any]]:
+    def startup(self, host: str | None = None) -> dict[str, Startup | TurnError]:
         """``Agent.startup()`` for every agent registered on ``host`` (default: this host),
         by agent id; a failing agent is logged and reported, the others go on (M51)."""
         from tidings.jobs.turns.prepare import startup_all  # noqa: PLC0415 - loads pygit2

@@ -10,16 +10,17 @@ observation still commits under its compare-and-set and the next turn claims it.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from dramatiq import Broker, Message
 from dramatiq import group as _untyped_group
 from dramatiq.results import ResultError, ResultTimeout
 
 from tidings.jobs import log
-from tidings.jobs.memory.admission import result
+from tidings.jobs.cap.attention import Lane
+from tidings.jobs.memory.admission import ObservationResult, result
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns.prepare import skipped
+from tidings.jobs.turns.prepare import TurnMemory, skipped
 from tidings.store.models import AgentRecord
 from tidings.workers import actor_names
 from tidings.workers.dispatch import route
@@ -32,6 +33,12 @@ _MIN_SLICE_MS = 1000
 
 #: dramatiq's composition API carries no annotations.
 group: Any = _untyped_group
+
+
+def observation_of(value: dict[str, object]) -> ObservationResult:
+    """The ``observe_memory`` actor's answer as the results backend hands it back: the
+    JSON of :func:`tidings.jobs.memory.admission.observe_memory`'s M12 result."""
+    return cast("ObservationResult", value)
 
 
 class GroupPreTurn:
@@ -53,19 +60,20 @@ class GroupPreTurn:
 
     def __call__(
         self, rt: Runtime, agent: AgentRecord, observe: bool
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[TurnMemory, Lane]:
         observation, render = self.send(agent, observe)
         deadline = time.monotonic() + rt.settings.turn_wait_seconds
-        memory: dict[str, Any] = skipped()
+        memory: TurnMemory = skipped()
         if observation is not None:
-            memory = self._wait(observation, deadline, agent) or dict(result(
-                "error", "pre_turn", reason="worker_timeout"))
+            answer = self._wait(observation, deadline, agent)
+            memory = (observation_of(answer) if answer
+                      else result("error", "pre_turn", reason="worker_timeout"))
         attention = self._wait(render, deadline, agent) or {}
         return memory, attention
 
     def _wait(
         self, message: Message[Any], deadline: float, agent: AgentRecord
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         backend = self.broker.get_results_backend()
         while True:
             left = deadline - time.monotonic()

@@ -15,10 +15,11 @@ from dramatiq.results import ResultError
 from redis.asyncio import Redis as AsyncRedis
 
 from tidings.jobs import log
+from tidings.jobs.cap.attention import Lane
 from tidings.jobs.memory.admission import result
-from tidings.jobs.turns.prepare import Result, skipped
+from tidings.jobs.turns.prepare import TurnMemory, skipped
 from tidings.store.models import AgentRecord
-from tidings.workers.turn_group import _WAIT_SLICE_SECONDS, GroupPreTurn
+from tidings.workers.turn_group import _WAIT_SLICE_SECONDS, GroupPreTurn, observation_of
 
 #: Shortest blocking pop (seconds; Redis takes fractional timeouts).
 _MIN_SLICE_SECONDS = 0.01
@@ -32,19 +33,20 @@ class AsyncGroupPreTurn:
         self.aredis = aredis
         self.wait_seconds = wait_seconds
 
-    async def __call__(self, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
+    async def __call__(self, agent: AgentRecord, observe: bool) -> tuple[TurnMemory, Lane]:
         observation, render = await asyncio.to_thread(self.group.send, agent, observe)
         deadline = asyncio.get_running_loop().time() + self.wait_seconds
-        memory: dict[str, Any] = skipped()
+        memory: TurnMemory = skipped()
         if observation is not None:
-            memory = await self._wait(observation, deadline, agent) or dict(result(
-                "error", "pre_turn", reason="worker_timeout"))
+            answer = await self._wait(observation, deadline, agent)
+            memory = (observation_of(answer) if answer
+                      else result("error", "pre_turn", reason="worker_timeout"))
         attention = await self._wait(render, deadline, agent) or {}
         return memory, attention
 
     async def _wait(
         self, message: Message[Any], deadline: float, agent: AgentRecord
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         backend = self.group.broker.get_results_backend()
         key = backend.build_message_key(message)
         loop = asyncio.get_running_loop()

@@ -9,14 +9,19 @@ in between leaves items running (recovered later) and own changes absorbed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Literal, TypedDict
 
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id
 from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.memory.admission import RECORDED, observe_at_finish, result
+from tidings.jobs.memory.admission import (
+    RECORDED,
+    ObservationResult,
+    observe_at_finish,
+    result,
+)
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns.prepare import OBSERVING_KINDS, error
+from tidings.jobs.turns.prepare import OBSERVING_KINDS, TurnError, error
 from tidings.store import faults, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
@@ -31,7 +36,15 @@ MAX_IGNORED = 1_000
 SETTLED_STATES = (("handled", "handled"), ("ignored", "ignored"), ("deferred", "retryable"),
                   ("needs-repair", "needs_repair"))
 
-Result = dict[str, Any]
+
+
+class SideEffectMarked(TypedDict):
+    """M47: the turn stamped, with the items still running under it."""
+
+    status: Literal["ok"]
+    turn_id: str
+    marked: list[str]
+
 
 
 def owned_problem(owned: object) -> str | None:
@@ -68,8 +81,11 @@ def _turn(rt: Runtime, agent_id: str, turn_id: str) -> dict[str, str | None]:
     return {n: replies.text_or_none(v) for n, v in zip(names, values, strict=True)}
 
 
-def _gone(rt: Runtime, record: dict[str, str | None], turn_id: str) -> Result | None:
-    """M46 step 1: unknown, expired or already finished turns."""
+def _gone(
+    rt: Runtime, record: dict[str, str | None], turn_id: str
+) -> TurnError | dict[str, object] | None:
+    """M46 step 1: unknown, expired or already finished turns (a finished one answers
+    its stored result again)."""
     if record["state"] is None:
         return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
     if record["state"] == "done" and record["result"]:
@@ -85,8 +101,11 @@ def _gone(rt: Runtime, record: dict[str, str | None], turn_id: str) -> Result | 
 def finish_turn(
     rt: Runtime, agent: AgentRecord, turn_id: object, ok: object = True,
     side_effects: object = False, ignored: object = (), owned: object = None,
-) -> Result:
-    """M46: validate, reconcile (M48-M50), mark the claimed items, release the slot."""
+) -> TurnError | dict[str, object]:
+    """M46: validate, reconcile (M48-M50), mark the claimed items, release the slot.
+
+    The settled turn is the JSON object the finish script records (and a repeated
+    finish answers again), read back as it was written."""
     # The checks in order; the first problem answers.
     if not is_event_id(turn_id):
         return error("invalid_input", "turn must be a Turn or its turn_id")
@@ -108,13 +127,13 @@ def finish_turn(
         memory = result("skipped", "finish_turn")  # M50: the checkpoint is not touched
     faults.reach("finish.after_reconcile")
     return _settle(rt, agent.agent_id, turn_id, record, ok, side_effects,
-                   ignored_ids, dict(memory))
+                   ignored_ids, memory)
 
 
 def _settle(
     rt: Runtime, agent_id: str, turn_id: str, record: dict[str, str | None], ok: bool,
-    side_effects: bool, ignored: list[str], memory: Result,
-) -> Result:
+    side_effects: bool, ignored: list[str], memory: ObservationResult,
+) -> TurnError | dict[str, object]:
     claimed = set((record["claimed"] or "").split())
     not_claimed = [i for i in ignored if i not in claimed]
     now = rt.clock.now()
@@ -129,15 +148,17 @@ def _settle(
     if finished.outcome == "turn_expired":
         return error("turn_expired", "the turn's lease passed; its items were recovered",
                      turn_id=turn_id)
-    settled = loads_or(finished.result_json or None, {})
-    if not isinstance(settled, dict):
-        settled = {}
+    loaded = loads_or(finished.result_json or None, {})
+    settled: dict[str, object] = loaded if isinstance(loaded, dict) else {}
     for state, field in SETTLED_STATES:
-        metrics.items_entered(state, len(settled.get(field) or ()))
+        ids = settled.get(field)
+        metrics.items_entered(state, len(ids) if isinstance(ids, list) else 0)
     return settled
 
 
-def mark_side_effect(rt: Runtime, agent: AgentRecord, turn_id: object) -> Result:
+def mark_side_effect(
+    rt: Runtime, agent: AgentRecord, turn_id: object
+) -> SideEffectMarked | TurnError:
     """M47: stamp ``side_effect_started_at`` on the turn and its running items."""
     if not is_event_id(turn_id):
         return error("invalid_input", "turn must be a Turn or its turn_id")

@@ -12,15 +12,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Literal, Protocol, TypedDict, Unpack
 
 from tidings.jobs import log, metrics
+from tidings.jobs.cap.attention import Lane
 from tidings.jobs.ids import new_uuid7
 from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox.items import read_items
+from tidings.jobs.inbox.items import Item, read_items
 from tidings.jobs.inbox.text import render_inbox_text
 from tidings.jobs.memory import render_memory_entry
-from tidings.jobs.memory.admission import observe_memory
+from tidings.jobs.memory.admission import ObservationResult, observe_memory
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.render import render_attention
 from tidings.store.jsonfmt import utc_stamp_ms
@@ -38,23 +39,75 @@ KEPT_TURNS = 100
 #: Attempts at the slot when an expired turn is recovered in between.
 _SLOT_ATTEMPTS = 3
 
-Result = dict[str, Any]
+
+
+class Skipped(TypedDict):
+    """M11, M50: the memory of a turn that does not observe."""
+
+    status: Literal["skipped"]
+
+
+#: A turn's pre-turn memory: the M12 observation, or skipped (M11).
+TurnMemory = ObservationResult | Skipped
+
+
+class ErrorFields(TypedDict, total=False):
+    """What a turn refusal names besides its reason."""
+
+    turn_id: str | None
+    kind: str
+
+
+class TurnError(ErrorFields):
+    """M43-M51: a refused turn call; changes nothing."""
+
+    status: Literal["error"]
+    reason: str
+    message: str
+
+
+class PreparedTurn(TypedDict):
+    """M43: a started turn (what :class:`tidings.Turn` is built from)."""
+
+    status: Literal["ok"]
+    turn_id: str
+    kind: str
+    inbox: list[Item]
+    inbox_text: str
+    attention: Lane
+    memory: TurnMemory
+    lease_expires_at: str
+
+
+class Recovered(TypedDict):
+    retryable: list[str]
+    needs_repair: list[str]
+
+
+class Startup(TypedDict):
+    """M51: a host start-up's recovery and its ``startup`` observation."""
+
+    status: Literal["ok"]
+    recovered: Recovered
+    memory: ObservationResult
 
 
 class PreTurn(Protocol):
     """Runs a turn's pre-turn observation (when ``observe``) and attention render."""
 
-    def __call__(self, rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
+    def __call__(
+        self, rt: Runtime, agent: AgentRecord, observe: bool
+    ) -> tuple[TurnMemory, Lane]:
         """``(memory result, attention lane)``; never raises."""
 
 
-def skipped() -> Result:
+def skipped() -> Skipped:
     """M11/M50, memory-inbox.md §9: ``Turn.memory`` of a turn that does not observe is
     exactly ``{"status": "skipped"}``."""
     return {"status": "skipped"}
 
 
-def safe_attention(rt: Runtime, agent: AgentRecord) -> Result:
+def safe_attention(rt: Runtime, agent: AgentRecord) -> Lane:
     """The attention lane; a failing render leaves the lane empty, never the turn."""
     try:
         return render_attention(rt, agent)
@@ -63,26 +116,30 @@ def safe_attention(rt: Runtime, agent: AgentRecord) -> Result:
         return {}
 
 
-def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[Result, Result]:
+def inline_pre_turn(
+    rt: Runtime, agent: AgentRecord, observe: bool
+) -> tuple[TurnMemory, Lane]:
     """The in-process :class:`PreTurn` (``inline=True`` agents and unit tests): the
     attention render runs on a thread of its own while this one observes, so the turn
     waits for the longer of the two, not their sum (as the worker group does)."""
     if not observe:
         return skipped(), safe_attention(rt, agent)
-    attention: list[Result] = []
+    attention: list[Lane] = []
     render = threading.Thread(target=lambda: attention.append(safe_attention(rt, agent)),
                               name=f"pre-turn-render {agent.agent_id}", daemon=True)
     render.start()
     memory = observe_memory(rt, agent, "pre_turn")
     render.join()
-    return dict(memory), attention[0] if attention else {}
+    return memory, attention[0] if attention else {}
 
 
-def error(reason: str, message: str, **fields: Any) -> Result:
+def error(reason: str, message: str, **fields: Unpack[ErrorFields]) -> TurnError:
     return {"status": "error", "reason": reason, "message": message, **fields}
 
 
-def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[Result | None, int]:
+def _take_slot(
+    rt: Runtime, agent_id: str, turn_id: str, kind: str
+) -> tuple[TurnError | None, int]:
     """M43 step 1; an expired holder is recovered first (M51). Returns (error, lease ms)."""
     for _ in range(_SLOT_ATTEMPTS):
         now = rt.clock.now()
@@ -115,7 +172,7 @@ class Begun:
         return self.kind in OBSERVING_KINDS
 
 
-def begin_turn(rt: Runtime, agent: AgentRecord, kind: str) -> Begun | Result:
+def begin_turn(rt: Runtime, agent: AgentRecord, kind: str) -> Begun | TurnError:
     """M43 step 1: check the kind and take the slot; an error dict when refused."""
     if kind not in KINDS:
         return error("invalid_kind", f"kind must be one of {', '.join(KINDS)}", kind=kind)
@@ -127,8 +184,8 @@ def begin_turn(rt: Runtime, agent: AgentRecord, kind: str) -> Begun | Result:
 
 
 def claim_turn(
-    rt: Runtime, agent: AgentRecord, begun: Begun, memory: Result, attention: Result
-) -> Result:
+    rt: Runtime, agent: AgentRecord, begun: Begun, memory: TurnMemory, attention: Lane
+) -> PreparedTurn | TurnError:
     """M43 after the pre-turn work: claim ≤ 20 items and render the turn."""
     version = memory.get("checkpoint_version")
     claimed = inbox_scripts.claim(
@@ -156,7 +213,7 @@ def claim_turn(
 def prepare_turn(
     rt: Runtime, agent: AgentRecord, kind: str = "ordinary",
     pre_turn: PreTurn = inline_pre_turn,
-) -> Result:
+) -> PreparedTurn | TurnError:
     """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
     begun = begin_turn(rt, agent, kind)
     if not isinstance(begun, Begun):
@@ -165,7 +222,7 @@ def prepare_turn(
     return claim_turn(rt, agent, begun, memory, attention)
 
 
-def inbox_text(items: list[Result]) -> str:
+def inbox_text(items: list[Item]) -> str:
     """M45: one coalesced memory entry (oldest event first), then the other items."""
     memory = [i for i in items if i["source_kind"] == inbox_admission.MEMORY_SOURCE_KIND]
     others = [i for i in items if i["source_kind"] != inbox_admission.MEMORY_SOURCE_KIND]
@@ -173,7 +230,7 @@ def inbox_text(items: list[Result]) -> str:
     return render_inbox_text(others, entry, len(memory))
 
 
-def startup(rt: Runtime, agent: AgentRecord) -> Result:
+def startup(rt: Runtime, agent: AgentRecord) -> Startup:
     """M51: recover (idempotently), then the ``startup`` observation. Never wakes."""
     recovered = inbox_admission.recover(rt, agent.agent_id)
     if recovered["closed_turn"]:
@@ -187,9 +244,11 @@ def startup(rt: Runtime, agent: AgentRecord) -> Result:
     }
 
 
-def startup_all(rt: Runtime, agents: Iterable[AgentRecord]) -> dict[str, Result]:
+def startup_all(
+    rt: Runtime, agents: Iterable[AgentRecord]
+) -> dict[str, Startup | TurnError]:
     """M51: start-up for several agents; a failing one is logged and skipped."""
-    results: dict[str, Result] = {}
+    results: dict[str, Startup | TurnError] = {}
     for agent in agents:
         try:
             results[agent.agent_id] = startup(rt, agent)

@@ -6,18 +6,16 @@ the memory observation; the same function runs inline.
 
 from __future__ import annotations
 
-from typing import Any
-
+from tidings.jobs.cap.attention import Lane
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
 from tidings.store.models import AgentRecord
 
 
-def render_attention(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
+def render_attention(rt: Runtime, agent: AgentRecord) -> Lane:
     """The capped attention lane of one stable read, its delivered version committed.
 
     ``{}`` when nothing is visible; an unstable read delivers and commits nothing
     (channels.md C22). The result is plain JSON: lanes come from JSON files.
     """
-    attention: dict[str, Any] = delivery.render(rt, agent).get("attention", {})
-    return attention
+    return delivery.render(rt, agent).get("attention", {})

@@ -18,6 +18,7 @@ from redis.asyncio import Redis as AsyncRedis
 from tidings._agent import Agent
 from tidings._turn import Turn
 from tidings.aio._guard import answering, raising
+from tidings.jobs.cap.attention import Lane
 from tidings.jobs.channels import applied
 from tidings.jobs.turns import prepare as turn_prepare
 from tidings.jobs.wake import waiting
@@ -34,7 +35,9 @@ class Waits(Protocol):
     aredis: AsyncRedis
     scripts: AsyncScripts
 
-    async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]: ...
+    async def pre_turn(
+        self, record: AgentRecord, observe: bool
+    ) -> tuple[turn_prepare.TurnMemory, Lane]: ...
 
 
 class AsyncAgent:
@@ -131,7 +134,7 @@ class AsyncAgent:
         rt, record = self.sync.runtime, self.record
         begun = await asyncio.to_thread(turn_prepare.begin_turn, rt, record, kind)
         if not isinstance(begun, turn_prepare.Begun):
-            return begun
+            return dict(begun)
         if self.inline:
             memory, attention = await asyncio.to_thread(turn_prepare.inline_pre_turn, rt, record,
                                                         begun.observing)
@@ -139,7 +142,7 @@ class AsyncAgent:
             memory, attention = await self.hub.pre_turn(record, begun.observing)
         result = await asyncio.to_thread(turn_prepare.claim_turn, rt, record, begun, memory,
                                          attention)
-        return Turn.from_result(result) if result["status"] == "ok" else result
+        return Turn.from_result(result) if result["status"] == "ok" else dict(result)
 
     async def mark_side_effect(self, turn: Turn | str) -> Result:
         return await asyncio.to_thread(self.sync.mark_side_effect, turn)

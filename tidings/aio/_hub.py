@@ -21,9 +21,9 @@ from tidings.store.settings import Settings
 from tidings.workers.turn_group_async import AsyncGroupPreTurn
 
 if TYPE_CHECKING:
+    from tidings.jobs.cap.attention import Lane
+    from tidings.jobs.turns.prepare import Startup, TurnError, TurnMemory
     from tidings.scheduler.service import EventSink, SchedulerService
-
-Result = dict[str, Any]
 
 
 class AsyncHub:
@@ -44,7 +44,7 @@ class AsyncHub:
         self._pre_turn = AsyncGroupPreTurn(hub.broker, self.acontrol,
                                            hub.settings.turn_wait_seconds)
 
-    async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[Result, Result]:
+    async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[TurnMemory, Lane]:
         """``prepare_turn``'s worker group, awaited (observation, attention)."""
         return await self._pre_turn(record, observe)
 
@@ -72,12 +72,12 @@ class AsyncHub:
     async def agents(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.agents)
 
-    async def startup(self, host: str | None = None) -> dict[str, dict[str, Any]]:
+    async def startup(self, host: str | None = None) -> dict[str, Startup | TurnError]:
         return await asyncio.to_thread(self.sync.startup, host)
 
     async def move_agent(
         self, agent_id: str, host: str, settle_seconds: float = MOVE_SETTLE_SECONDS
-    ) -> Result:
+    ) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.move_agent, agent_id, host, settle_seconds)
 
     async def status(self) -> dict[str, Any]:
@@ -86,7 +86,7 @@ class AsyncHub:
     async def dead_letters(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.dead_letters)
 
-    async def requeue_dead(self, message_id: str) -> Result:
+    async def requeue_dead(self, message_id: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.requeue_dead, message_id)
 
     async def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
