@@ -12,8 +12,9 @@ import math
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import NoReturn, TypeGuard
 
 from tidings.jobs import log
 from tidings.store.files import safe_read
@@ -90,27 +91,27 @@ class _Invalid(Exception):
     pass
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
     keys = [k for k, _ in pairs]
     if len(keys) != len(set(keys)):
         raise _Invalid("duplicate key")
     return dict(pairs)
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     raise _Invalid(f"non-finite literal {name}")
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> TypeGuard[float]:
     return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
 
 
 #: B2: every key a System-v2 document may hold, and its validity test.
-SYSTEM_V2_FIELDS: dict[str, Any] = {
+SYSTEM_V2_FIELDS: dict[str, Callable[[object], bool]] = {
     "schema_version": lambda v: _is_int(v) and v == 2,
     "context_limit": lambda v: v is None or (_is_int(v) and v > 0),
     "max_rpm": lambda v: _is_int(v) and v >= 0,

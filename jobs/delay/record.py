@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, TypeGuard, TypeVar
+from typing import TypeGuard, TypeVar
 
 T = TypeVar("T")
 
@@ -31,11 +31,13 @@ def _is_str(value: object) -> TypeGuard[str]:
     return isinstance(value, str)
 
 
-def _is_object(value: object) -> TypeGuard[dict[str, Any]]:
+def _is_object(value: object) -> TypeGuard[Mapping[str, object]]:
     return isinstance(value, dict)
 
 
-def _typed(value: Mapping[str, Any], key: str, test: Callable[[object], TypeGuard[T]]) -> T | None:
+def _typed(
+    value: Mapping[str, object], key: str, test: Callable[[object], TypeGuard[T]]
+) -> T | None:
     item = value.get(key)
     return item if test(item) else None
 
@@ -44,7 +46,7 @@ def _typed(value: Mapping[str, Any], key: str, test: Callable[[object], TypeGuar
 class DelayState:
     """One delay state object, each known field typed or ``None``."""
 
-    raw: Mapping[str, Any]
+    raw: Mapping[str, object]
     version: int | None = None
     status: str | None = None
     request_id: str | None = None
@@ -53,11 +55,11 @@ class DelayState:
     max_seconds: int | None = None
     started_epoch: float | None = None
     deadline_epoch: float | None = None
-    initial: dict[str, Any] | None = None
-    completion: dict[str, Any] | None = None
+    initial: Mapping[str, object] | None = None
+    completion: Mapping[str, object] | None = None
 
     @classmethod
-    def parse(cls, value: Mapping[str, Any]) -> DelayState:
+    def parse(cls, value: Mapping[str, object]) -> DelayState:
         return cls(
             raw=MappingProxyType(dict(value)),
             version=_typed(value, "version", is_int),
