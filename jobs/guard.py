@@ -14,14 +14,22 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypedDict, TypeVar
 
 from tidings.jobs import log
 from tidings.store.errors import TidingsError
 
 P = ParamSpec("P")
 R = TypeVar("R")
-Result = dict[str, Any]
+
+
+class ErrorAnswer(TypedDict):
+    """C52: what a guarded call answers instead of raising (api.md, Errors in Python)."""
+
+    status: Literal["error"]
+    #: The failure's machine-readable reason (docs/reference/reasons.md).
+    reason: str
+    message: str
 
 #: C52: the reason of an unexpected internal failure.
 INTERNAL_ERROR = "internal_error"
@@ -31,7 +39,7 @@ FAILED_EVENT = "notification_internal_error"
 REFUSED_EVENT = "notification_call_refused"
 
 
-def _agent_id(args: tuple[Any, ...]) -> str | None:
+def _agent_id(args: tuple[object, ...]) -> str | None:
     """The agent a call is about, when one of its arguments names one (for the log)."""
     for arg in args:
         found = getattr(arg, "agent_id", None)
@@ -40,7 +48,9 @@ def _agent_id(args: tuple[Any, ...]) -> str | None:
     return None
 
 
-def internal_error(call: str, exc: Exception, args: tuple[Any, ...] = ()) -> Result:
+def internal_error(
+    call: str, exc: Exception, args: tuple[object, ...] = ()
+) -> ErrorAnswer:
     """Log ``exc`` with its traceback and answer C52's ``internal_error``."""
     log.event(FAILED_EVENT, logging.ERROR, exc_info=exc, call=call, agent_id=_agent_id(args),
               error=f"{type(exc).__name__}: {exc}"[:300])
@@ -49,26 +59,27 @@ def internal_error(call: str, exc: Exception, args: tuple[Any, ...] = ()) -> Res
                        "the failure is logged"}
 
 
-def unexpected(call: str, exc: Exception, args: tuple[Any, ...] = ()) -> TidingsError:
+def unexpected(call: str, exc: Exception, args: tuple[object, ...] = ()) -> TidingsError:
     """Log ``exc`` as :func:`internal_error` does; the :class:`TidingsError` to raise."""
     answer = internal_error(call, exc, args)
     return TidingsError(answer["message"], reason=INTERNAL_ERROR)
 
 
-def refused(call: str, exc: TidingsError, args: tuple[Any, ...] = ()) -> Result:
+def refused(call: str, exc: TidingsError, args: tuple[object, ...] = ()) -> ErrorAnswer:
+    """Log a refusal that surfaced as ``exc``; its error dict (``exc.as_result()``)."""
     log.event(REFUSED_EVENT, call=call, agent_id=_agent_id(args), reason=exc.reason,
               error=exc.message[:300])
-    return dict(exc.as_result())
+    return {"status": "error", "reason": exc.reason, "message": exc.message}
 
 
 def answering(
     call: str, *, fail_open: Callable[..., Any] | None = None
-) -> Callable[[Callable[P, R]], Callable[P, R | Result]]:
+) -> Callable[[Callable[P, R]], Callable[P, R | ErrorAnswer]]:
     """Decorate a dict-answering public call (``fail_open``: its own answer instead)."""
 
-    def wrap(fn: Callable[P, R]) -> Callable[P, R | Result]:
+    def wrap(fn: Callable[P, R]) -> Callable[P, R | ErrorAnswer]:
         @functools.wraps(fn)
-        def guarded(*args: P.args, **kwargs: P.kwargs) -> R | Result:
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R | ErrorAnswer:
             try:
                 return fn(*args, **kwargs)
             except TidingsError as exc:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tidings.jobs.actions import publish as producer
 from tidings.jobs.channels import publish as publishing
-from tidings.jobs.guard import answering, raising
+from tidings.jobs.channels.envelope import PublishResult
+from tidings.jobs.guard import ErrorAnswer, answering, raising
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
@@ -26,8 +27,12 @@ if TYPE_CHECKING:
     from dramatiq import Broker
 
     from tidings._turn import Turn
-
-Result = dict[str, Any]
+    from tidings.jobs.cap.persistent import Block
+    from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
+    from tidings.jobs.memory.admission import ObservationResult
+    from tidings.jobs.turns.finish import SideEffectMarked
+    from tidings.jobs.turns.prepare import Startup, TurnError
+    from tidings.jobs.view.delivery import Notifications, ToolResult
 
 
 def _unstamped(agent: Agent, result: Any, persistent: Any = None) -> Any:
@@ -35,7 +40,7 @@ def _unstamped(agent: Agent, result: Any, persistent: Any = None) -> Any:
     return dict(result) if isinstance(result, dict) else result
 
 
-def _invalid_persistent() -> Result:
+def _invalid_persistent() -> ErrorAnswer:
     return {"status": "error", "reason": "invalid_persistent",
             "message": "persistent block must be an object"}
 
@@ -76,7 +81,9 @@ class Agent:
     # -- producers (channels.md C10, C11, C30) ----------------------------------
 
     @answering("publish")
-    def publish(self, channel: str, envelope: dict[str, Any], wait: bool = False) -> Result:
+    def publish(
+        self, channel: str, envelope: dict[str, Any], wait: bool = False
+    ) -> PublishResult:
         """Replace the whole mirror of ``channel`` (C10).
 
         ``channel``: an allowed channel name; ``envelope``: the whole envelope object;
@@ -84,7 +91,7 @@ class Agent:
         "flushed": bool}`` or an error dict whose ``reason`` is listed in
         ``docs/reference/reasons.md`` (``invalid_channel``, ``invalid_envelope``, ...).
         """
-        return dict(publishing.publish(self.runtime, self.record, channel, envelope, wait=wait))
+        return publishing.publish(self.runtime, self.record, channel, envelope, wait=wait)
 
     @answering("publish_event")
     def publish_event(
@@ -94,7 +101,7 @@ class Agent:
         priority: str | None = None,
         idempotency_key: str | None = None,
         wait: bool = False,
-    ) -> Result:
+    ) -> PublishResult:
         """Append ``event`` to ``channel``'s ``data.events`` with coalescing (C11).
 
         ``priority``: ``None``, ``"low"``, ``"normal"`` or ``"high"``; ``idempotency_key``:
@@ -102,10 +109,10 @@ class Agent:
         return once a flush applied it. Returns ``{"status": "ok", "event_id", ...}`` or
         an error dict (``invalid_event``, ``event_too_large``, ``reserved_channel``, ...).
         """
-        return dict(producer.publish_event(
+        return producer.publish_event(
             self.runtime, self.record, channel, event, priority=priority,
             idempotency_key=idempotency_key, wait=wait,
-        ))
+        )
 
     @answering("publish_daemon_event")
     def publish_daemon_event(
@@ -114,7 +121,7 @@ class Agent:
         event: dict[str, Any],
         priority: str | None = None,
         wait: bool = False,
-    ) -> Result:
+    ) -> PublishResult:
         """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30).
 
         Runs in the caller under the daemon locks, so the result is final whatever
@@ -123,9 +130,9 @@ class Agent:
         """
         from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415 - see module doc
 
-        return dict(daemon_runs.publish_daemon_event(
+        return daemon_runs.publish_daemon_event(
             self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
-        ))
+        )
 
     # -- consumer reads (channels.md C21-C24) ------------------------------------
 
@@ -140,7 +147,8 @@ class Agent:
         return coherent.observe(self.runtime, self.record).payloads
 
     @answering("stamp", fail_open=_unstamped)
-    def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None) -> Result:
+    def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None
+    ) -> ToolResult | ErrorAnswer:
         """``result`` (a tool result dict) with ``_meta.agent_meta`` stamped from one
         stable read (C24); ``persistent``: the caller's email/IM block, capped beside the
         lane. A stamp that cannot be made returns ``result`` unchanged (C52)."""
@@ -151,7 +159,7 @@ class Agent:
         return delivery.stamp(self.runtime, self.record, result, persistent)
 
     @answering("render")
-    def render(self, persistent: dict[str, Any] | None = None) -> Result:
+    def render(self, persistent: dict[str, Any] | None = None) -> Notifications | ErrorAnswer:
         """The capped ``notifications`` object; commits the delivered version (C24).
 
         ``persistent``: the caller's email/IM block (an object), capped with the lane;
@@ -161,10 +169,10 @@ class Agent:
             return _invalid_persistent()
         from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
 
-        return dict(delivery.render(self.runtime, self.record, persistent))
+        return delivery.render(self.runtime, self.record, persistent)
 
     @answering("cap_persistent")
-    def cap_persistent(self, block: dict[str, Any]) -> Result:
+    def cap_persistent(self, block: dict[str, Any]) -> Block | ErrorAnswer:
         """A caller's email/IM block within the block cap, spilled to ``logs/`` if cut
         (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
         if not isinstance(block, dict):
@@ -176,7 +184,7 @@ class Agent:
     # -- the agent-facing tool (channels.md C44) ----------------------------------
 
     @answering("notification")
-    def notification(self, action: str, input: dict[str, Any] | None = None) -> Result:
+    def notification(self, action: str, input: dict[str, Any] | None = None) -> ToolResult:
         """Run one action of the ``notification`` tool; ``None`` input means ``{}``.
 
         ``action``: ``check``, ``dismiss_channel``, ``dismiss_event``, ``dismiss_ref``,
@@ -188,7 +196,7 @@ class Agent:
         return notification_tool.notification(self, action, input)
 
     @answering("call_tool")
-    def call_tool(self, arguments: dict[str, Any]) -> Result:
+    def call_tool(self, arguments: dict[str, Any]) -> ToolResult:
         """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
         from tidings import _tool as notification_tool  # noqa: PLC0415 - see module doc
 
@@ -197,7 +205,7 @@ class Agent:
     # -- the orchestrator's turn loop (memory-inbox.md M3-M7, M43-M51) -------------
 
     @answering("startup")
-    def startup(self) -> Result:
+    def startup(self) -> Startup:
         """Inbox recovery, then the ``startup`` memory observation (M51); never wakes.
 
         Returns ``{"status": "ok", "recovered": {"retryable", "needs_repair"}, "memory"}``,
@@ -205,10 +213,10 @@ class Agent:
         """
         from tidings.jobs.turns import prepare as turn_prepare  # noqa: PLC0415 - pygit2, see module doc
 
-        return dict(turn_prepare.startup(self.runtime, self.record))
+        return turn_prepare.startup(self.runtime, self.record)
 
     @answering("prepare_turn")
-    def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
+    def prepare_turn(self, kind: str = "ordinary") -> Turn | TurnError:
         """Take the turn slot, observe (ordinary/scheduled), claim and render (M43).
 
         Returns a :class:`Turn`, or an error dict (``turn_in_progress``, ``invalid_kind``).
@@ -219,10 +227,10 @@ class Agent:
 
         pre_turn = turn_prepare.inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
         result = turn_prepare.prepare_turn(self.runtime, self.record, kind, pre_turn)
-        return Turn.from_result(result) if result["status"] == "ok" else dict(result)
+        return Turn.from_result(result) if result["status"] == "ok" else result
 
     @answering("mark_side_effect")
-    def mark_side_effect(self, turn: Turn | str) -> Result:
+    def mark_side_effect(self, turn: Turn | str) -> SideEffectMarked | TurnError:
         """Call before the turn's first externally visible action (M47).
 
         ``turn``: the :class:`Turn` or its ``turn_id``. Returns ``{"status": "ok", ...}``
@@ -231,7 +239,7 @@ class Agent:
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
-        return dict(turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn)))
+        return turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
 
     @answering("finish_turn")
     def finish_turn(
@@ -241,7 +249,7 @@ class Agent:
         side_effects: bool = False,
         ignored: Iterable[str] = (),
         owned: dict[str, Any] | None = None,
-    ) -> Result:
+    ) -> TurnError | dict[str, object]:
         """Reconcile the memory checkpoint and settle the turn's items (M46-M50).
 
         ``ok``: the turn succeeded; ``side_effects``: it acted outside (M47); ``ignored``:
@@ -252,8 +260,8 @@ class Agent:
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
 
-        return dict(turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
-                                            side_effects, ignored, owned))
+        return turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
+                                       side_effects, ignored, owned)
 
     @raising("inbox")
     def inbox(
@@ -270,7 +278,7 @@ class Agent:
         return inbox_items.projection(self.runtime, self.agent_id, limit, state, before)
 
     @answering("ignore")
-    def ignore(self, event_id: str) -> Result:
+    def ignore(self, event_id: str) -> Ignored | InboxError:
         """Move the pending, deferred or processing item ``event_id`` to ``ignored`` (M6).
 
         Returns ``{"status": "ok", ...}`` or an error dict (``not_found``,
@@ -278,7 +286,7 @@ class Agent:
         """
         from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
-        return dict(inbox_admission.ignore(self.runtime, self.agent_id, event_id))
+        return inbox_admission.ignore(self.runtime, self.agent_id, event_id)
 
     @answering("admit")
     def admit(
@@ -288,7 +296,7 @@ class Agent:
         payload: dict[str, Any] | None = None,
         wake: bool = False,
         key: str | None = None,
-    ) -> Result:
+    ) -> Admitted | InboxError:
         """Admit an application-defined source event into the inbox (M3, M4).
 
         ``source_kind``: ``^[a-z][a-z0-9._-]{0,63}$`` (not ``memory-change``); ``summary``:
@@ -298,11 +306,11 @@ class Agent:
         """
         from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
 
-        return dict(inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary,
-                                          payload, wake, key))
+        return inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary,
+                                     payload, wake, key)
 
     @answering("observe_memory")
-    def observe_memory(self, reason: str = "manual") -> Result:
+    def observe_memory(self, reason: str = "manual") -> ObservationResult | ErrorAnswer:
         """Observe the memory repository now (M10); the result's trigger is ``reason``
         (1 to 64 characters). Returns the M12 result: ``status`` (``baseline``,
         ``unchanged``, ``changed``, ``absorbed``, ``unavailable``, ``unstable`` or
@@ -313,7 +321,7 @@ class Agent:
                     "message": "reason must be a string of 1 to 64 characters"}
         from tidings.jobs.memory import admission as memory_admission  # noqa: PLC0415 - pygit2, see module doc
 
-        return dict(memory_admission.observe_memory(self.runtime, self.record, reason))
+        return memory_admission.observe_memory(self.runtime, self.record, reason)
 
     # -- wake signals (channels.md C26) -------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from redis.asyncio import Redis as AsyncRedis
 
@@ -20,12 +20,22 @@ from tidings._turn import Turn
 from tidings.aio._guard import answering, raising
 from tidings.jobs.cap.attention import Lane
 from tidings.jobs.channels import applied
+from tidings.jobs.channels.envelope import PublishResult
+from tidings.jobs.guard import ErrorAnswer
 from tidings.jobs.turns import prepare as turn_prepare
 from tidings.jobs.wake import waiting
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import AsyncScripts
 
-Result = dict[str, Any]
+if TYPE_CHECKING:
+    from tidings.jobs.cap.persistent import Block
+    from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
+    from tidings.jobs.memory.admission import ObservationResult
+    from tidings.jobs.turns.finish import SideEffectMarked
+    from tidings.jobs.view.delivery import Notifications, ToolResult
+
+#: What a producer call answers through the sync agent's guard.
+Pushed = PublishResult | ErrorAnswer
 
 
 class Waits(Protocol):
@@ -67,10 +77,10 @@ class AsyncAgent:
 
     # -- producers -----------------------------------------------------------------
 
-    async def _settled(self, channel: str, push: Callable[[], Result], wait: bool) -> Result:
+    async def _settled(self, channel: str, push: Callable[[], Pushed], wait: bool) -> Pushed:
         """Run a producer call without its wait, then await the flush with no thread."""
 
-        def pushed() -> tuple[Result, int]:
+        def pushed() -> tuple[Pushed, int]:
             result = push()
             pending = wait and result.get("status") == "ok" and result.get("flushed") is False
             if not pending:
@@ -78,27 +88,29 @@ class AsyncAgent:
             return result, applied.pushed_through(self.sync.runtime.redis, self.agent_id, channel)
 
         result, seq = await asyncio.to_thread(pushed)
-        if seq:
+        if seq and result["status"] == "ok":
             result["flushed"] = await applied.wait_applied(self.hub.aredis, self.agent_id,
                                                            channel, seq)
         return result
 
     @answering("publish")
-    async def publish(self, channel: str, envelope: dict[str, Any], wait: bool = False) -> Result:
+    async def publish(
+        self, channel: str, envelope: dict[str, Any], wait: bool = False
+    ) -> Pushed:
         return await self._settled(channel, lambda: self.sync.publish(channel, envelope), wait)
 
     @answering("publish_event")
     async def publish_event(
         self, channel: str, event: dict[str, Any], priority: str | None = None,
         idempotency_key: str | None = None, wait: bool = False,
-    ) -> Result:
+    ) -> Pushed:
         return await self._settled(channel, lambda: self.sync.publish_event(
             channel, event, priority=priority, idempotency_key=idempotency_key), wait)
 
     async def publish_daemon_event(
         self, daemon_id: str, event: dict[str, Any], priority: str | None = None,
         wait: bool = False,
-    ) -> Result:
+    ) -> Pushed:
         # Runs in the caller under the daemon locks: final whatever ``wait`` says (C30).
         return await asyncio.to_thread(self.sync.publish_daemon_event, daemon_id, event,
                                        priority, wait)
@@ -109,32 +121,36 @@ class AsyncAgent:
         return await asyncio.to_thread(self.sync.snapshot)
 
     async def stamp(self, result: dict[str, Any],
-                    persistent: dict[str, Any] | None = None) -> Result:
+                    persistent: dict[str, Any] | None = None) -> ToolResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.stamp, result, persistent)
 
-    async def render(self, persistent: dict[str, Any] | None = None) -> Result:
+    async def render(
+        self, persistent: dict[str, Any] | None = None
+    ) -> Notifications | ErrorAnswer:
         return await asyncio.to_thread(self.sync.render, persistent)
 
-    async def cap_persistent(self, block: dict[str, Any]) -> Result:
+    async def cap_persistent(self, block: dict[str, Any]) -> Block | ErrorAnswer:
         return await asyncio.to_thread(self.sync.cap_persistent, block)
 
-    async def notification(self, action: str, input: dict[str, Any] | None = None) -> Result:
+    async def notification(
+        self, action: str, input: dict[str, Any] | None = None
+    ) -> ToolResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.notification, action, input)
 
-    async def call_tool(self, arguments: dict[str, Any]) -> Result:
+    async def call_tool(self, arguments: dict[str, Any]) -> ToolResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.call_tool, arguments)
 
     # -- the orchestrator's turn loop ------------------------------------------------
 
-    async def startup(self) -> Result:
+    async def startup(self) -> turn_prepare.Startup | ErrorAnswer:
         return await asyncio.to_thread(self.sync.startup)
 
     @answering("prepare_turn")
-    async def prepare_turn(self, kind: str = "ordinary") -> Turn | Result:
+    async def prepare_turn(self, kind: str = "ordinary") -> Turn | turn_prepare.TurnError:
         rt, record = self.sync.runtime, self.record
         begun = await asyncio.to_thread(turn_prepare.begin_turn, rt, record, kind)
         if not isinstance(begun, turn_prepare.Begun):
-            return dict(begun)
+            return begun
         if self.inline:
             memory, attention = await asyncio.to_thread(turn_prepare.inline_pre_turn, rt, record,
                                                         begun.observing)
@@ -142,15 +158,17 @@ class AsyncAgent:
             memory, attention = await self.hub.pre_turn(record, begun.observing)
         result = await asyncio.to_thread(turn_prepare.claim_turn, rt, record, begun, memory,
                                          attention)
-        return Turn.from_result(result) if result["status"] == "ok" else dict(result)
+        return Turn.from_result(result) if result["status"] == "ok" else result
 
-    async def mark_side_effect(self, turn: Turn | str) -> Result:
+    async def mark_side_effect(
+        self, turn: Turn | str
+    ) -> SideEffectMarked | turn_prepare.TurnError | ErrorAnswer:
         return await asyncio.to_thread(self.sync.mark_side_effect, turn)
 
     async def finish_turn(
         self, turn: Turn | str, ok: bool = True, side_effects: bool = False,
         ignored: Iterable[str] = (), owned: dict[str, Any] | None = None,
-    ) -> Result:
+    ) -> turn_prepare.TurnError | dict[str, object] | ErrorAnswer:
         return await asyncio.to_thread(self.sync.finish_turn, turn, ok, side_effects,
                                        tuple(ignored), owned)
 
@@ -158,16 +176,16 @@ class AsyncAgent:
                     before: str | None = None) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.inbox, limit, state, before)
 
-    async def ignore(self, event_id: str) -> Result:
+    async def ignore(self, event_id: str) -> Ignored | InboxError | ErrorAnswer:
         return await asyncio.to_thread(self.sync.ignore, event_id)
 
     async def admit(
         self, source_kind: str, summary: str, payload: dict[str, Any] | None = None,
         wake: bool = False, key: str | None = None,
-    ) -> Result:
+    ) -> Admitted | InboxError | ErrorAnswer:
         return await asyncio.to_thread(self.sync.admit, source_kind, summary, payload, wake, key)
 
-    async def observe_memory(self, reason: str = "manual") -> Result:
+    async def observe_memory(self, reason: str = "manual") -> ObservationResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.observe_memory, reason)
 
     # -- wake signals ----------------------------------------------------------------

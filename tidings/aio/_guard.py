@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
-from tidings.jobs.guard import internal_error, refused, unexpected
+from tidings.jobs.guard import ErrorAnswer, internal_error, refused, unexpected
 from tidings.store.errors import TidingsError
 
 P = ParamSpec("P")
 R = TypeVar("R")
-Result = dict[str, Any]
 
 
 def answering(
     call: str,
-) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R | Result]]]:
+) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R | ErrorAnswer]]]:
     """An unexpected failure of a dict-answering coroutine becomes ``internal_error``."""
 
-    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R | Result]]:
+    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R | ErrorAnswer]]:
         @functools.wraps(fn)
-        async def guarded(*args: P.args, **kwargs: P.kwargs) -> R | Result:
+        async def guarded(*args: P.args, **kwargs: P.kwargs) -> R | ErrorAnswer:
             try:
                 return await fn(*args, **kwargs)
             except TidingsError as exc:

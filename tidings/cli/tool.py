@@ -41,4 +41,4 @@ def notification(args: argparse.Namespace) -> int:
 def check(args: argparse.Namespace) -> int:
     with open_hub(args) as hub:
         agent = open_agent(args, hub)
-        return emit(args, agent.stamp(agent.notification("check")))
+        return emit(args, agent.stamp(dict(agent.notification("check"))))

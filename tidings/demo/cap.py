@@ -26,13 +26,17 @@ def oversized_lane(tour: Tour) -> None:
     }
     result = tour.agent.publish("mcp.telegram", envelope, wait=True)
     tour.expect(result["status"] == "ok", "the mirror was written")
-    attention = tour.agent.render()["attention"]
-    overflow = attention["overflow"]
+    attention = tour.agent.render().get("attention")
+    if not isinstance(attention, dict):
+        raise AssertionError("the lane is delivered")
+    overflow, telegram = attention["overflow"], attention["mcp.telegram"]
+    if not isinstance(overflow, dict) or not isinstance(telegram, dict):
+        raise AssertionError("the lane carries its marker and the channel")
     tour.expect(measure(attention) <= cap, "the delivered lane fits the cap")
     spill = Path(overflow["path"])
     tour.expect(json.loads(spill.read_text())["mcp.telegram"]["data"] == envelope["data"],
                 "the spill file holds the full original")
-    first = attention["mcp.telegram"]["data"]["messages"][0]
+    first = telegram["data"]["messages"][0]
     tour.say(f"The lane measured {overflow['full_chars']:,} characters; what reaches the model "
              f"measures {measure(attention):,}. Each text keeps its first 200 characters, ids "
              "and counts stay, and the lane says where the rest went:")
@@ -41,8 +45,8 @@ def oversized_lane(tour: Tour) -> None:
         "overflow": overflow,
         "comment": attention["comment"],
     })
-    again = tour.agent.render()["attention"]
-    tour.expect(again == attention, "rendering again gives the same lane")
+    again = tour.agent.render()
+    tour.expect(again.get("attention") == attention, "rendering again gives the same lane")
     logs = sorted(p.name for p in (tour.workdir / "logs").iterdir())
     tour.expect(logs == [spill.name], "one spill file, reused")
     tour.say(f"Rendering again reuses the content-addressed spill: logs/ holds {logs} "

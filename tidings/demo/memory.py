@@ -45,6 +45,8 @@ def memory_inbox(tour: Tour) -> None:
     _memory_repo(repo)
     agent = tour.hub.agent(tour.workdir, memory_repo=repo)
     started = agent.startup()
+    if started["status"] != "ok":
+        raise AssertionError("start-up answers ok")
     tour.expect(started["memory"]["status"] == "baseline", "start-up writes the baseline")
     tour.say("The agent's memory is a Git work tree. [bold]startup()[/] recorded a baseline "
              "checkpoint of it in Redis.")
@@ -63,6 +65,8 @@ def memory_inbox(tour: Tour) -> None:
         restarted.start_scheduler()
         again = restarted.agent(tour.workdir)
         recovered = again.startup()
+        if recovered["status"] != "ok":
+            raise AssertionError("start-up answers ok")
         tour.show("startup() after the restart", recovered)
         tour.expect(recovered["memory"]["status"] == "changed", "the edit becomes one event")
         tour.expect(not _inbox_wakes_after(tour, wake_stream, last_wake),
@@ -76,7 +80,7 @@ def memory_inbox(tour: Tour) -> None:
         tour.show(f"the orchestrator reads {entry['path']} from disk",
                   (repo / entry["path"]).read_text())
         done = again.finish_turn(turn)
-        tour.expect(done["handled"] == [recovered["memory"]["event_id"]], "handled")
+        tour.expect(done.get("handled") == [recovered["memory"]["event_id"]], "handled")
         tour.say("finish_turn() reconciles the checkpoint and settles the item:")
         tour.show("agent.inbox()", [{k: i[k] for k in ("event_id", "source_kind", "state")}
                                     for i in again.inbox()])

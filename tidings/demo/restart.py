@@ -73,7 +73,10 @@ def host_restart(tour: Tour) -> None:
         tour.show("tidings up's ready line", {k: ready[k] for k in ("engine", "durable", "url")})
         with connect(settings=settings) as hub:  # no URL: found through store.json
             agent = hub.agent(workdir, memory_repo=memory)
-            tour.expect(agent.startup()["memory"]["status"] == "baseline", "a baseline")
+            first = agent.startup()
+            if first["status"] != "ok":
+                raise AssertionError("start-up answers ok")
+            tour.expect(first["memory"]["status"] == "baseline", "a baseline")
             turn = agent.prepare_turn()
             if not isinstance(turn, Turn):
                 raise AssertionError("a first turn")
@@ -85,6 +88,8 @@ def host_restart(tour: Tour) -> None:
     with _host(env, workdir), connect(settings=settings) as hub:
         agent = hub.agent(workdir, memory_repo=memory)
         started = agent.startup()
+        if started["status"] != "ok":
+            raise AssertionError("start-up answers ok")
         tour.show("startup() after the restart", started["memory"])
         tour.expect(started["memory"]["status"] == "changed", "the edit made while down is seen")
         turn = agent.prepare_turn()

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
 
 from mcp_types import CallToolResult, TextContent, Tool
 
+from tidings._tool import InvalidArgument, ToolResult
 from tidings._tool_dialects import notification_tool_schema
 from tidings.aio import AsyncAgent
-from tidings.jobs.guard import internal_error
+from tidings.jobs.guard import ErrorAnswer, internal_error
 from tidings.jobs.view.delivery import is_placeholder
 from tidings.store.errors import TidingsError
 
-Result = dict[str, Any]
+
+class InboxPage(TypedDict):
+    """The ``inbox`` tool's answer (M7): a page of items, newest first."""
+
+    status: Literal["ok"]
+    items: list[dict[str, Any]]
 
 #: Largest page of inbox items one ``inbox`` call returns (the projection's own bound).
 INBOX_LIMIT_MAX = 200
@@ -50,14 +57,14 @@ def tools() -> list[Tool]:
     ]
 
 
-def as_result(result: Result) -> CallToolResult:
+def as_result(result: Mapping[str, object]) -> CallToolResult:
     """The result JSON as text and as structured content; ``isError`` on error or failed."""
     failed = result.get("status") in ("error", "failed")
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(result))],
-                          structured_content=result, is_error=failed)
+                          structured_content=dict(result), is_error=failed)
 
 
-async def _inbox(agent: AsyncAgent, arguments: Result) -> Result:
+async def _inbox(agent: AsyncAgent, arguments: dict[str, Any]) -> InboxPage | InvalidArgument:
     extra = set(arguments) - {"limit", "state"}
     if extra:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
@@ -67,23 +74,26 @@ async def _inbox(agent: AsyncAgent, arguments: Result) -> Result:
     return {"status": "ok", "items": items}
 
 
-async def _ignore(agent: AsyncAgent, arguments: Result) -> Result:
+async def _ignore(agent: AsyncAgent, arguments: dict[str, Any]) -> Mapping[str, object]:
     if set(arguments) != {"event_id"}:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
                 "message": "inbox_ignore takes exactly one argument, event_id"}
     return await agent.ignore(arguments["event_id"])
 
 
-async def _notification(agent: AsyncAgent, arguments: Result) -> Result:
+async def _notification(agent: AsyncAgent, arguments: dict[str, Any]) -> ToolResult | ErrorAnswer:
     """The tool's result; ``check`` comes stamped (C24, C45). An MCP client does not stamp
     tool results, so the server does it for the one result whose text promises the live
     payload "on this same result", as ``tidings check`` and ``tidings://attention`` do."""
     result = await agent.call_tool(arguments)
-    return await agent.stamp(result) if is_placeholder(result) else result
+    return await agent.stamp(dict(result)) if is_placeholder(result) else result
 
 
-async def call(agent: AsyncAgent, name: str, arguments: Result | None) -> CallToolResult:
-    """Run tool ``name``; nothing raises out of here (C52)."""
+async def call(
+    agent: AsyncAgent, name: str, arguments: dict[str, Any] | None
+) -> CallToolResult:
+    """Run tool ``name`` with the client's ``arguments`` (its open JSON, checked by the
+    agent call); nothing raises out of here (C52)."""
     given = arguments or {}
     try:
         if name == "notification":
@@ -95,6 +105,6 @@ async def call(agent: AsyncAgent, name: str, arguments: Result | None) -> CallTo
         return as_result({"status": "error", "reason": "unknown_tool",
                           "message": f"no tool named {name!r}"})
     except TidingsError as exc:
-        return as_result(dict(exc.as_result()))
+        return as_result(exc.as_result())
     except Exception as exc:
         return as_result(internal_error(f"mcp tool {name}", exc))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -26,7 +26,7 @@ def foreign() -> Response:
     return PlainTextResponse("403: a post from another site", status_code=403)
 
 
-async def act(request: Request, what: str, run: Callable[[], dict[str, Any]],
+async def act(request: Request, what: str, run: Callable[[], Mapping[str, object]],
               **fields: Any) -> Response:
     console = console_of(request)
     if not console.allow_actions:
