@@ -85,13 +85,13 @@ def observe_memory(rt: Runtime, agent: AgentRecord, trigger: str = "manual") -> 
 
 
 def observe_at_finish(rt: Runtime, agent: AgentRecord,
-              owned: Mapping[str, Any] | None) -> ObservationResult:
+              owned: Mapping[str, object] | None) -> ObservationResult:
     """M48: the finish-turn observation; own changes are absorbed, others admitted."""
     return _guarded(rt, agent, "finish_turn", owned=owned, reconcile=True)
 
 
 def _guarded(
-    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, Any] | None,
+    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, object] | None,
     reconcile: bool,
 ) -> ObservationResult:
     if agent.memory_repo is None:
@@ -105,7 +105,7 @@ def _guarded(
 
 
 def _locked(
-    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, Any] | None,
+    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, object] | None,
     reconcile: bool,
 ) -> ObservationResult:
     try:
@@ -124,7 +124,7 @@ def _locked(
 
 
 def _attempt(
-    rt: Runtime, agent: AgentRecord, trigger: str, owned: Mapping[str, Any] | None,
+    rt: Runtime, agent: AgentRecord, trigger: str, owned: Mapping[str, object] | None,
     reconcile: bool,
 ) -> ObservationResult | None:
     """One read-observe-commit round; ``None`` on a checkpoint conflict."""
@@ -157,7 +157,7 @@ def _attempt(
 
 
 def _content(
-    rt: Runtime, comparison: Comparison, trigger: str, owned: Mapping[str, Any] | None,
+    rt: Runtime, comparison: Comparison, trigger: str, owned: Mapping[str, object] | None,
     reconcile: bool, repo: str,
 ) -> tuple[str, dict[str, Any]] | None:
     """The event due for a changed comparison, or ``None`` when it is absorbed (M48)."""

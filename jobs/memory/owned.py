@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pygit2
 from pygit2.enums import SortMode
@@ -29,7 +28,7 @@ class Owned:
     branch: str | None
 
 
-def parse_owned(owned: Mapping[str, Any]) -> Owned:
+def parse_owned(owned: Mapping[str, object]) -> Owned:
     """Validate ``{"paths": {display path: blob id | None}, "commits": [ids], "branch":
     name | None}`` (every key optional); raise ValueError on anything else."""
     if not isinstance(owned, Mapping) or set(owned) - {"paths", "commits", "branch"}:
@@ -53,7 +52,7 @@ def parse_owned(owned: Mapping[str, Any]) -> Owned:
     )
 
 
-def split_owned(comparison: Comparison, owned: Mapping[str, Any], repo_path: str) -> Comparison:
+def split_owned(comparison: Comparison, owned: Mapping[str, object], repo_path: str) -> Comparison:
     """M49: ``comparison`` without the changes ``owned`` claims; ``kind`` becomes
     ``refresh`` when nothing is left. Replacement, reobserved and overflow are never owned."""
     if not comparison.changed or comparison.category != "changes":

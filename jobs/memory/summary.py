@@ -70,7 +70,7 @@ def header(since: str | None, observed_at: str | None, event_ids: Sequence[str] 
     return f"Memory repository changes observed at {observed_at}{ids}:"
 
 
-def list_line(label: str, entries: Sequence[Mapping[str, Any]], more: int) -> str | None:
+def list_line(label: str, entries: Sequence[Mapping[str, object]], more: int) -> str | None:
     """``Label: entry; entry (+N more)`` with at most LIST_LIMIT entries."""
     shown = list(entries)[:LIST_LIMIT]
     hidden = len(entries) - len(shown) + more
@@ -82,7 +82,7 @@ def list_line(label: str, entries: Sequence[Mapping[str, Any]], more: int) -> st
     return f"{label}: {text}"
 
 
-def entry_text(entry: Mapping[str, Any]) -> str:
+def entry_text(entry: Mapping[str, object]) -> str:
     if entry.get("change") == "renamed" and entry.get("from_path") is not None:
         return f"renamed {quoted(entry['from_path'])} → {quoted(entry['path'])}"
     return f"{entry.get('change')} {quoted(entry.get('path'))}"
