@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 logger = logging.getLogger("tidings")
 
 
 def event(
     name: str, level: int = logging.WARNING, *, exc_info: BaseException | None = None,
-    **fields: Any,
+    **fields: object,
 ) -> None:
     """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``);
     ``exc_info`` adds that exception's traceback.

@@ -14,7 +14,7 @@ import os
 import socket
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -89,7 +89,14 @@ class LeaderLease:
             scheduler_scripts.release_lease(self._scripts, self.host, value=value)
 
 
-def leaders(redis: Redis, hosts: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+class Leader(TypedDict):
+    """The host's active scheduler as its lease record says (values as stored)."""
+
+    leader: object
+    since: object
+
+
+def leaders(redis: Redis, hosts: Sequence[str]) -> dict[str, Leader | None]:
     """``{"leader", "since"}`` of each of ``hosts``' active scheduler, or ``None`` (``tidings
     status``): one pipelined ``GET`` per host, never a keyspace scan (issue 25)."""
     with redis.pipeline(transaction=False) as pipe:
@@ -99,12 +106,12 @@ def leaders(redis: Redis, hosts: Sequence[str]) -> dict[str, dict[str, Any] | No
     return {host: _leader(raw) for host, raw in zip(hosts, raws, strict=True)}
 
 
-def current_leader(redis: Redis, host: str) -> dict[str, Any] | None:
+def current_leader(redis: Redis, host: str) -> Leader | None:
     """``{"leader", "since"}`` of the host's active scheduler, or ``None`` (``tidings status``)."""
     return _leader(redis.get(keys.scheduler_leader(host)))
 
 
-def _leader(raw: Any) -> dict[str, Any] | None:
+def _leader(raw: bytes | str | None) -> Leader | None:
     if raw is None:
         return None
     try:

@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
 from dramatiq.middleware import CurrentMessage
 
@@ -28,21 +28,36 @@ ROUTINE_LOGGERS = ("apscheduler.executors", "apscheduler.scheduler")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
-def message_context() -> dict[str, Any]:
+class MessageContext(TypedDict, total=False):
+    """The dramatiq message a record was logged under."""
+
+    actor: str
+    message_id: str
+    agent_id: str
+
+
+class RecordContext(MessageContext, total=False):
+    """What a record carries beyond its message (``fields``: the event's own, open)."""
+
+    event: str
+    fields: dict[str, object]
+
+
+def message_context() -> MessageContext:
     """``actor``, ``message_id`` and ``agent_id`` of the message this thread processes."""
     message = CurrentMessage.get_current_message()
     if message is None:
         return {}
-    context: dict[str, Any] = {"actor": message.actor_name, "message_id": message.message_id}
+    context: MessageContext = {"actor": message.actor_name, "message_id": message.message_id}
     # Agent actors take the agent id first (workers/actors.py).
     if message.args and isinstance(message.args[0], str):
         context["agent_id"] = message.args[0]
     return context
 
 
-def record_context(record: logging.LogRecord) -> dict[str, Any]:
+def record_context(record: logging.LogRecord) -> RecordContext:
     """What a record carries beyond its message: event, fields and message context."""
-    context: dict[str, Any] = {}
+    context: RecordContext = {}
     event = getattr(record, "event", None)
     fields = getattr(record, "fields", None)
     if event:
@@ -51,8 +66,7 @@ def record_context(record: logging.LogRecord) -> dict[str, Any]:
         context["fields"] = fields
         if isinstance(fields.get("agent_id"), str):
             context["agent_id"] = fields["agent_id"]
-    context.update(message_context())
-    return context
+    return {**context, **message_context()}
 
 
 class JsonFormatter(logging.Formatter):
@@ -63,7 +77,7 @@ class JsonFormatter(logging.Formatter):
         self.host = host
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
@@ -77,7 +91,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def _text_value(value: Any) -> str:
+def _text_value(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
@@ -92,7 +106,7 @@ class TextFormatter(logging.Formatter):
         context = record_context(record)
         fields = context.pop("fields", {})
         event = {"event": context.pop("event")} if "event" in context else {}
-        pairs = {**event, **fields, **context}
+        pairs: dict[str, object] = {**event, **fields, **context}
         return " ".join([line, *(f"{k}={_text_value(v)}" for k, v in pairs.items())])
 
 

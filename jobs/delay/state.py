@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
@@ -58,7 +58,7 @@ class StateRead:
     """One lock-free read of the state file."""
 
     kind: ReadKind
-    value: Any = None
+    value: object = None
     digest: str = ""
 
     @property
@@ -69,7 +69,7 @@ class StateRead:
         return None
 
     @property
-    def document(self) -> dict[str, Any] | None:
+    def document(self) -> dict[str, object] | None:
         """The file's JSON object as read (for views that show it whole)."""
         return self.value if self.kind == "ok" and isinstance(self.value, dict) else None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from redis import Redis
 
@@ -23,8 +23,39 @@ from tidings.store.models import AgentRecord
 REMAINING_DIGITS = 3
 
 
+class LiveDelay(TypedDict):
+    """``live_delay`` of ``tidings status``: what is delayed, until when, who said so."""
+
+    target: str | None
+    request_id: str
+    deadline_epoch: float
+    deadline_at: str
+    remaining_seconds: float
+    source: Literal["state_file", "scheduler"]
+
+
+class InboxCounts(TypedDict):
+    pending: int
+    processing: int
+    open: int
+
+
+class AgentFigure(TypedDict):
+    """One agent's row of ``tidings status --json`` (api.md)."""
+
+    agent_id: str
+    host: str
+    workdir: str
+    pending: int
+    processing: int
+    open: int
+    live_delay: LiveDelay | None
+    alarm_overdue: bool
+    files_here: bool
+
+
 def delay_figure(request_id: str, deadline_epoch: float, now: float, *,
-                 target: str | None, source: str) -> dict[str, Any]:
+                 target: str | None, source: Literal["state_file", "scheduler"]) -> LiveDelay:
     """The ``live_delay`` object: what is delayed, until when, and who said so."""
     return {"target": target, "request_id": request_id, "deadline_epoch": deadline_epoch,
             "deadline_at": utc_stamp(deadline_epoch),
@@ -32,7 +63,7 @@ def delay_figure(request_id: str, deadline_epoch: float, now: float, *,
             "source": source}
 
 
-def delay_from_state(root: Path, now: float) -> tuple[dict[str, Any] | None, bool]:
+def delay_from_state(root: Path, now: float) -> tuple[LiveDelay | None, bool]:
     """``(live_delay or None, alarm_overdue)`` from the workdir's delay state (D5, D8)."""
     state = read_state(root).state
     if state is None:
@@ -45,7 +76,7 @@ def delay_from_state(root: Path, now: float) -> tuple[dict[str, Any] | None, boo
     return live, False
 
 
-def inbox_counts(redis: Redis, agent_ids: Sequence[str]) -> list[dict[str, int]]:
+def inbox_counts(redis: Redis, agent_ids: Sequence[str]) -> list[InboxCounts]:
     """Per agent (one round trip for all): ``pending`` (selectable: pending and deferred,
     M44), ``processing`` (claimed by a turn) and ``open`` (every non-terminal item, M8)."""
     with redis.pipeline(transaction=False) as pipe:
@@ -59,16 +90,17 @@ def inbox_counts(redis: Redis, agent_ids: Sequence[str]) -> list[dict[str, int]]
             for i in range(0, len(replies), 3)]
 
 
-def agent_figures(redis: Redis, agents: Sequence[AgentRecord], now: float) -> list[dict[str, Any]]:
+def agent_figures(redis: Redis, agents: Sequence[AgentRecord], now: float) -> list[AgentFigure]:
     """Per agent: ``agent_id``, ``host``, the inbox counts, ``live_delay`` and
     ``alarm_overdue``; ``files_here`` says whether the workdir is on this machine (else
     the delay is unknown here and the caller may ask the host's scheduler)."""
-    figures = []
+    figures: list[AgentFigure] = []
     counts = inbox_counts(redis, [agent.agent_id for agent in agents])
     for agent, inbox in zip(agents, counts, strict=True):
         here = agent.root.is_dir()
         live, overdue = delay_from_state(agent.root, now) if here else (None, False)
         figures.append({"agent_id": agent.agent_id, "host": agent.host,
-                        "workdir": agent.workdir, **inbox, "live_delay": live,
-                        "alarm_overdue": overdue, "files_here": here})
+                        "workdir": agent.workdir, "pending": inbox["pending"],
+                        "processing": inbox["processing"], "open": inbox["open"],
+                        "live_delay": live, "alarm_overdue": overdue, "files_here": here})
     return figures

@@ -19,7 +19,7 @@ from typing import Any
 
 from redis import Redis
 
-from tidings.jobs.view.status import agent_figures, delay_figure
+from tidings.jobs.view.status import AgentFigure, agent_figures, delay_figure
 from tidings.scheduler.jobstore import stored_alarms
 from tidings.scheduler.lease import leaders
 from tidings.store.clock import Clock
@@ -30,7 +30,7 @@ from tidings.workers.routing import host_queue, scheduler_queue
 NO_LEADER: dict[str, Any] = {"leader": None, "since": None}
 
 
-def _scheduled_delays(redis: Redis, figures: list[dict[str, Any]], now: float) -> None:
+def _scheduled_delays(redis: Redis, figures: list[AgentFigure], now: float) -> None:
     """Fill ``live_delay`` of agents whose files are elsewhere from their host's jobs."""
     by_host: dict[str, dict[str, tuple[str, float]]] = {}
     for figure in figures:
