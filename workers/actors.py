@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import dramatiq
 from dramatiq import Broker
@@ -35,12 +35,29 @@ from tidings.workers import actor_names
 from tidings.workers.dispatch import send
 from tidings.workers.routing import UNROUTED_QUEUE, host_queue
 
-AgentJob = Callable[..., Any]
+#: A job run for one agent: ``job(rt, agent, *args)``; its answer is kept as JSON when the
+#: actor stores results.
+AgentJob = Callable[..., object]
 
 #: C52: retries of a failing flush before it is dead-lettered (about 2 minutes with the
 #: broker's back-off, workers/broker.py).
 FLUSH_MAX_RETRIES = 8
 #: The actor that dead-letters a flush whose retries ran out.
+
+
+class UnknownAgent(TypedDict):
+    """The agent a message names is not registered (the message is dropped)."""
+
+    status: Literal["error"]
+    reason: Literal["unknown_agent"]
+    agent_id: str
+
+
+class Forwarded(TypedDict):
+    """The agent is served from another host: the message went to its queue."""
+
+    status: Literal["forwarded"]
+    host: str
 
 
 class WorkdirMissing(StoreError):
@@ -50,26 +67,27 @@ class WorkdirMissing(StoreError):
 
 
 def agent_actor(
-    broker: Broker, rt: Runtime, name: str, job: AgentJob, **options: Any
-) -> dramatiq.Actor[..., Any]:
+    broker: Broker, rt: Runtime, name: str, job: AgentJob, **options: object
+) -> dramatiq.Actor[..., object]:
     """Declare actor ``name`` that runs ``job(rt, agent, *args)`` for a registered agent."""
     fence = RunFence(rt.redis, rt.clock)
     keep_result = bool(options.get("store_results"))
 
-    def run(agent_id: str, *args: Any) -> Any:
+    def run(agent_id: str, *args: object) -> object:
         # Enter the fence before reading the host: a move waits for this run (placement.py);
         # one round trip for both.
         token, raw = fence.enter_reading(agent_id, rt.settings.host)
         try:
             agent: AgentRecord | None = parse_record(raw, agent_id)
+            result: object
             if agent is None:
                 log.event("actor_unknown_agent", actor=name, agent_id=agent_id)
-                result: Any = {"status": "error", "reason": "unknown_agent", "agent_id": agent_id}
+                result = UnknownAgent(status="error", reason="unknown_agent", agent_id=agent_id)
             elif agent.host != rt.settings.host:
                 send(broker, name, host_queue(agent.host), agent_id, *args)
                 log.event("actor_forwarded", logging.INFO, actor=name, agent_id=agent_id,
                           host=agent.host)
-                result = {"status": "forwarded", "host": agent.host}
+                result = Forwarded(status="forwarded", host=agent.host)
             elif not os.path.isdir(agent.workdir):
                 log.event("actor_workdir_missing", actor=name, agent_id=agent_id,
                           workdir=agent.workdir)
