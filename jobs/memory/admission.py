@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, Required, TypedDict
+from typing import Literal, Required, TypedDict
 
 from tidings.jobs import log, metrics
 from tidings.jobs.ids import new_uuid7
@@ -30,6 +30,7 @@ from tidings.jobs.memory import (
 from tidings.jobs.memory import (
     checkpoint as memory_checkpoint,
 )
+from tidings.jobs.memory.content import MemoryPayload
 from tidings.jobs.memory.lock import ObservationBusy, observe_lock
 from tidings.jobs.memory.model import TooNew
 from tidings.jobs.runtime import Runtime
@@ -159,7 +160,7 @@ def _attempt(
 def _content(
     rt: Runtime, comparison: Comparison, trigger: str, owned: Mapping[str, object] | None,
     reconcile: bool, repo: str,
-) -> tuple[str, dict[str, Any]] | None:
+) -> tuple[str, MemoryPayload] | None:
     """The event due for a changed comparison, or ``None`` when it is absorbed (M48)."""
     standing = rt.settings.memory_standing_files
     summary, payload = event_content(comparison, trigger=trigger, standing_files=standing)
@@ -175,7 +176,7 @@ def _content(
 
 def _commit(
     rt: Runtime, agent: AgentRecord, trigger: str, snapshot: Snapshot, read_version: str,
-    content: tuple[str, dict[str, Any]] | None, status: ObservationStatus,
+    content: tuple[str, MemoryPayload] | None, status: ObservationStatus,
 ) -> ObservationResult | None:
     k = InboxKeys(agent.agent_id)
     fields = encode_checkpoint(snapshot, (_version(read_version) or 0) + 1)
