@@ -13,7 +13,7 @@ from a hook, where start-up is most of the cost) ever needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tidings.jobs.actions import publish as producer
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from tidings.jobs.view.delivery import Notifications, ToolResult
 
 
-def _unstamped(agent: Agent, result: Any, persistent: Any = None) -> Any:
+def _unstamped(agent: Agent, result: object, persistent: object = None) -> object:
     """C24, C52: a stamp that cannot be made leaves the tool's result as it was."""
     return dict(result) if isinstance(result, dict) else result
 
@@ -82,7 +82,7 @@ class Agent:
 
     @answering("publish")
     def publish(
-        self, channel: str, envelope: dict[str, Any], wait: bool = False
+        self, channel: str, envelope: Mapping[str, object], wait: bool = False
     ) -> PublishResult:
         """Replace the whole mirror of ``channel`` (C10).
 
@@ -97,7 +97,7 @@ class Agent:
     def publish_event(
         self,
         channel: str,
-        event: dict[str, Any],
+        event: Mapping[str, object],
         priority: str | None = None,
         idempotency_key: str | None = None,
         wait: bool = False,
@@ -118,7 +118,7 @@ class Agent:
     def publish_daemon_event(
         self,
         daemon_id: str,
-        event: dict[str, Any],
+        event: Mapping[str, object],
         priority: str | None = None,
         wait: bool = False,
     ) -> PublishResult:
@@ -147,7 +147,7 @@ class Agent:
         return coherent.observe(self.runtime, self.record).payloads
 
     @answering("stamp", fail_open=_unstamped)
-    def stamp(self, result: dict[str, Any], persistent: dict[str, Any] | None = None
+    def stamp(self, result: dict[str, object], persistent: Mapping[str, object] | None = None
     ) -> ToolResult | ErrorAnswer:
         """``result`` (a tool result dict) with ``_meta.agent_meta`` stamped from one
         stable read (C24); ``persistent``: the caller's email/IM block, capped beside the
@@ -159,7 +159,7 @@ class Agent:
         return delivery.stamp(self.runtime, self.record, result, persistent)
 
     @answering("render")
-    def render(self, persistent: dict[str, Any] | None = None) -> Notifications | ErrorAnswer:
+    def render(self, persistent: Mapping[str, object] | None = None) -> Notifications | ErrorAnswer:
         """The capped ``notifications`` object; commits the delivered version (C24).
 
         ``persistent``: the caller's email/IM block (an object), capped with the lane;
@@ -172,7 +172,7 @@ class Agent:
         return delivery.render(self.runtime, self.record, persistent)
 
     @answering("cap_persistent")
-    def cap_persistent(self, block: dict[str, Any]) -> Block | ErrorAnswer:
+    def cap_persistent(self, block: Mapping[str, object]) -> Block | ErrorAnswer:
         """A caller's email/IM block within the block cap, spilled to ``logs/`` if cut
         (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
         if not isinstance(block, dict):
@@ -184,7 +184,7 @@ class Agent:
     # -- the agent-facing tool (channels.md C44) ----------------------------------
 
     @answering("notification")
-    def notification(self, action: str, input: dict[str, Any] | None = None) -> ToolResult:
+    def notification(self, action: str, input: Mapping[str, object] | None = None) -> ToolResult:
         """Run one action of the ``notification`` tool; ``None`` input means ``{}``.
 
         ``action``: ``check``, ``dismiss_channel``, ``dismiss_event``, ``dismiss_ref``,
@@ -196,7 +196,7 @@ class Agent:
         return notification_tool.notification(self, action, input)
 
     @answering("call_tool")
-    def call_tool(self, arguments: dict[str, Any]) -> ToolResult:
+    def call_tool(self, arguments: Mapping[str, object]) -> ToolResult:
         """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
         from tidings import _tool as notification_tool  # noqa: PLC0415 - see module doc
 
@@ -248,7 +248,7 @@ class Agent:
         ok: bool = True,
         side_effects: bool = False,
         ignored: Iterable[str] = (),
-        owned: dict[str, Any] | None = None,
+        owned: Mapping[str, object] | None = None,
     ) -> TurnError | dict[str, object]:
         """Reconcile the memory checkpoint and settle the turn's items (M46-M50).
 

@@ -10,7 +10,7 @@ results. The short file and Redis work of every call runs in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from redis.asyncio import Redis as AsyncRedis
@@ -95,20 +95,20 @@ class AsyncAgent:
 
     @answering("publish")
     async def publish(
-        self, channel: str, envelope: dict[str, Any], wait: bool = False
+        self, channel: str, envelope: Mapping[str, object], wait: bool = False
     ) -> Pushed:
         return await self._settled(channel, lambda: self.sync.publish(channel, envelope), wait)
 
     @answering("publish_event")
     async def publish_event(
-        self, channel: str, event: dict[str, Any], priority: str | None = None,
+        self, channel: str, event: Mapping[str, object], priority: str | None = None,
         idempotency_key: str | None = None, wait: bool = False,
     ) -> Pushed:
         return await self._settled(channel, lambda: self.sync.publish_event(
             channel, event, priority=priority, idempotency_key=idempotency_key), wait)
 
     async def publish_daemon_event(
-        self, daemon_id: str, event: dict[str, Any], priority: str | None = None,
+        self, daemon_id: str, event: Mapping[str, object], priority: str | None = None,
         wait: bool = False,
     ) -> Pushed:
         # Runs in the caller under the daemon locks: final whatever ``wait`` says (C30).
@@ -120,24 +120,24 @@ class AsyncAgent:
     async def snapshot(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.snapshot)
 
-    async def stamp(self, result: dict[str, Any],
-                    persistent: dict[str, Any] | None = None) -> ToolResult | ErrorAnswer:
+    async def stamp(self, result: dict[str, object],
+                    persistent: Mapping[str, object] | None = None) -> ToolResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.stamp, result, persistent)
 
     async def render(
-        self, persistent: dict[str, Any] | None = None
+        self, persistent: Mapping[str, object] | None = None
     ) -> Notifications | ErrorAnswer:
         return await asyncio.to_thread(self.sync.render, persistent)
 
-    async def cap_persistent(self, block: dict[str, Any]) -> Block | ErrorAnswer:
+    async def cap_persistent(self, block: Mapping[str, object]) -> Block | ErrorAnswer:
         return await asyncio.to_thread(self.sync.cap_persistent, block)
 
     async def notification(
-        self, action: str, input: dict[str, Any] | None = None
+        self, action: str, input: Mapping[str, object] | None = None
     ) -> ToolResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.notification, action, input)
 
-    async def call_tool(self, arguments: dict[str, Any]) -> ToolResult | ErrorAnswer:
+    async def call_tool(self, arguments: Mapping[str, object]) -> ToolResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.call_tool, arguments)
 
     # -- the orchestrator's turn loop ------------------------------------------------
@@ -167,7 +167,7 @@ class AsyncAgent:
 
     async def finish_turn(
         self, turn: Turn | str, ok: bool = True, side_effects: bool = False,
-        ignored: Iterable[str] = (), owned: dict[str, Any] | None = None,
+        ignored: Iterable[str] = (), owned: Mapping[str, object] | None = None,
     ) -> turn_prepare.TurnError | dict[str, object] | ErrorAnswer:
         return await asyncio.to_thread(self.sync.finish_turn, turn, ok, side_effects,
                                        tuple(ignored), owned)
