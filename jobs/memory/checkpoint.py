@@ -92,7 +92,7 @@ _FIELD_TYPES: dict[str, TypeAdapter[Any]] = {
 _TEXT_FIELDS = frozenset({"identity", "head"})
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     # ASCII escapes keep odd branch names (lone surrogates) encodable for Redis.
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
@@ -100,7 +100,7 @@ def _dumps(value: Any) -> str:
 def encode_checkpoint(snapshot: Snapshot, version: int) -> dict[str, str]:
     """M14: the checkpoint hash fields for ``snapshot`` at ``version``."""
     ident, head = snapshot.identity, snapshot.head
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
         "version": version,
         "identity": {"root": ident.root, "git_dir": ident.git_dir,
@@ -116,7 +116,7 @@ def encode_checkpoint(snapshot: Snapshot, version: int) -> dict[str, str]:
     return {name: _dumps(values[name]) for name in FIELDS}
 
 
-def _path_row(raw: bytes, rec: PathRecord) -> list[Any]:
+def _path_row(raw: bytes, rec: PathRecord) -> list[object]:
     return [
         base64.b64encode(raw).decode("ascii"),
         rec.flags,
@@ -218,14 +218,14 @@ def _parse(name: str, text: dict[str, bytes | str]) -> Any:
     return value
 
 
-def _loads(value: bytes | str) -> Any:
+def _loads(value: bytes | str) -> object:
     try:
         return json.loads(value)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
 
 
-def _paths(rows: list[Any]) -> dict[bytes, PathRecord]:
+def _paths(rows: list[_PathRow]) -> dict[bytes, PathRecord]:
     paths: dict[bytes, PathRecord] = {}
     for row in rows:
         raw, record = _record(row)
@@ -235,7 +235,7 @@ def _paths(rows: list[Any]) -> dict[bytes, PathRecord]:
     return paths
 
 
-def _record(row: Any) -> tuple[bytes, PathRecord]:
+def _record(row: _PathRow) -> tuple[bytes, PathRecord]:
     path, flags, head, index, worktree, stat = row
     try:
         raw = base64.b64decode(path, validate=True)
