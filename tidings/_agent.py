@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     from tidings._turn import Turn
     from tidings.jobs.cap.persistent import Block
     from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
+    from tidings.jobs.inbox.items import PublicItem
     from tidings.jobs.memory.admission import ObservationResult
     from tidings.jobs.turns.finish import SideEffectMarked
     from tidings.jobs.turns.prepare import Startup, TurnError
     from tidings.jobs.view.delivery import Notifications, ToolResult
+    from tidings.jobs.wake.wait_loop import Entry
 
 
 def _unstamped(agent: Agent, result: object, persistent: object = None) -> object:
@@ -266,7 +268,7 @@ class Agent:
     @raising("inbox")
     def inbox(
         self, limit: int = 30, state: str | None = None, before: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[PublicItem]:
         """The inbox projection, newest first (M7); never wakes.
 
         ``limit``: 1 to the page maximum; ``state``: one item state to list; ``before``:
@@ -326,7 +328,7 @@ class Agent:
     # -- wake signals (channels.md C26) -------------------------------------------
 
     @raising("wait_for_wake")
-    def wait_for_wake(self, timeout: float) -> dict[str, Any] | None:
+    def wait_for_wake(self, timeout: float) -> Entry | None:
         """Block up to ``timeout`` seconds for the oldest unconsumed wake signal.
 
         Returns the signal with its ``wake_id`` and advances this agent's cursor,

@@ -8,7 +8,7 @@ and the record read is skipped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeGuard
+from typing import NotRequired, TypedDict, TypeGuard
 
 from tidings.jobs import log
 from tidings.jobs.ids import is_event_id
@@ -37,7 +37,48 @@ _SCAN_BATCH = 200
 #: A stored record wraps the admitted payload (checked to C47's depth) in one object.
 RECORD_DEPTH = MAX_DEPTH + 1
 
-Item = dict[str, Any]
+
+
+class PublicItem(TypedDict):
+    """M7: one item of the projection (keys in this order in the JSON)."""
+
+    event_id: str
+    source_kind: str
+    state: str
+    created_at: str
+    summary: str
+    payload: dict[str, object]
+    observed_at: NotRequired[str | None]
+    attempts: int
+    claimed_at: str | None
+    turn_id: str | None
+    handled_at: str | None
+    ignored_at: str | None
+
+
+class Item(PublicItem):
+    """M5: a full item, as a turn reads it: the projection's keys, the whole summary,
+    ``seq`` (after ``observed_at``) and ``side_effect_started_at`` (after ``turn_id``)."""
+
+    seq: int
+    side_effect_started_at: str | None
+
+
+class _Observed(TypedDict, total=False):
+    """M5: when the memory snapshot behind an item was taken, where it has one."""
+
+    observed_at: str | None
+
+
+class _Record(TypedDict):
+    """What admit stored for one event (C47: checked by :func:`_well_formed`)."""
+
+    event_id: str
+    source_kind: str
+    created_at: str
+    summary: str
+    payload: NotRequired[dict[str, object] | None]
+    observed_at: NotRequired[str | None]
 
 
 def projection_state(admission: dict[str, str | None]) -> str:
@@ -73,14 +114,14 @@ def read_items(rt: Runtime, agent_id: str, ids: Sequence[str]) -> list[Item]:
     return items
 
 
-def _well_formed(event: Any) -> TypeGuard[dict[str, Any]]:
+def _well_formed(event: object) -> TypeGuard[_Record]:
     """C47: a record read back from Redis is used only if it is what admit wrote."""
     return isinstance(event, dict) and all(
         isinstance(event.get(f), str) for f in ("event_id", "source_kind", "created_at", "summary")
     ) and isinstance(event.get("payload") or {}, dict)
 
 
-def _item(event: dict[str, Any], admission: dict[str, str | None]) -> Item:
+def _item(event: _Record, admission: dict[str, str | None]) -> Item:
     item: Item = {
         "event_id": event["event_id"],
         "source_kind": event["source_kind"],
@@ -88,19 +129,21 @@ def _item(event: dict[str, Any], admission: dict[str, str | None]) -> Item:
         "created_at": event["created_at"],
         "summary": event["summary"],
         "payload": event.get("payload") or {},
+        **_observed(event),
+        "seq": int(admission["seq"] or 0),
+        "attempts": int(admission["attempts"] or 0),
+        "claimed_at": admission["claimed_at"],
+        "turn_id": admission["turn_id"],
+        "side_effect_started_at": admission["side_effect_started_at"],
+        "handled_at": admission["handled_at"],
+        "ignored_at": admission["ignored_at"],
     }
-    if "observed_at" in event:
-        item["observed_at"] = event["observed_at"]
-    item.update(
-        seq=int(admission["seq"] or 0),
-        attempts=int(admission["attempts"] or 0),
-        claimed_at=admission["claimed_at"],
-        turn_id=admission["turn_id"],
-        side_effect_started_at=admission["side_effect_started_at"],
-        handled_at=admission["handled_at"],
-        ignored_at=admission["ignored_at"],
-    )
     return item
+
+
+def _observed(record: _Record | Item) -> _Observed:
+    """``observed_at`` where the record has it (an admit without a snapshot has none)."""
+    return {"observed_at": record["observed_at"]} if "observed_at" in record else {}
 
 
 def check_query(limit: object, state: object, before: object) -> None:
@@ -116,7 +159,7 @@ def check_query(limit: object, state: object, before: object) -> None:
 def projection(
     rt: Runtime, agent_id: str, limit: int = DEFAULT_PAGE, state: str | None = None,
     before: str | None = None,
-) -> list[Item]:
+) -> list[PublicItem]:
     """M7: retained items newest first (``created_at``, then ``event_id``, descending)."""
     check_query(limit, state, before)
     k = InboxKeys(agent_id)
@@ -126,7 +169,7 @@ def projection(
         if not isinstance(rank, int):
             raise TidingsError(f"no retained item {before}", reason="invalid_before")
         start = rank + 1
-    page: list[Item] = []
+    page: list[PublicItem] = []
     while len(page) < limit:
         step = limit if state is None else _SCAN_BATCH
         ids = [replies.text(i) for i in rt.redis.zrevrange(k.listing, start, start + step - 1)]
@@ -139,8 +182,19 @@ def projection(
     return page[:limit]
 
 
-def _public(item: Item) -> Item:
+def _public(item: Item) -> PublicItem:
     """The projection form: the 240-character summary, no internal counters."""
-    out = {k: v for k, v in item.items() if k not in ("seq", "side_effect_started_at")}
-    out["summary"] = projection_summary(item["summary"])
-    return out
+    return {
+        "event_id": item["event_id"],
+        "source_kind": item["source_kind"],
+        "state": item["state"],
+        "created_at": item["created_at"],
+        "summary": projection_summary(item["summary"]),
+        "payload": item["payload"],
+        **_observed(item),
+        "attempts": item["attempts"],
+        "claimed_at": item["claimed_at"],
+        "turn_id": item["turn_id"],
+        "handled_at": item["handled_at"],
+        "ignored_at": item["ignored_at"],
+    }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 #: M7: the projection's summary length in characters.
 PROJECTION_SUMMARY_CHARS = 240
@@ -29,8 +29,16 @@ def one_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", text)
 
 
+class Listed(TypedDict):
+    """What the ``[Inbox]`` block shows of one item (an inbox item has these and more)."""
+
+    event_id: str
+    source_kind: str
+    summary: str
+
+
 def render_inbox_text(
-    items: Sequence[dict[str, Any]], memory_entry: str | None = None, memory_events: int = 0
+    items: Sequence[Listed], memory_entry: str | None = None, memory_events: int = 0
 ) -> str:
     """M45: the ``[Inbox]`` block of a turn's claimed items ("" when none).
 

@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
@@ -34,7 +34,7 @@ BLOCK_SLICE_MS = 10_000
 ENTRY_DEPTH = MAX_DEPTH + 16
 
 #: One wake signal: ``kind`` and what its producer put beside it (open JSON).
-Entry = dict[str, Any]
+Entry = dict[str, object]
 #: RESP2 XREAD: ``[[stream, [(id, {field: value}), ...]]]``, or nothing.
 XReadReply = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]] | None
 
@@ -65,15 +65,15 @@ Step = ReadCursor | ReadAfter | Advance
 Loop = Generator[Step, object, Entry | None]
 
 
-def decode(fields: dict[Any, Any]) -> Entry:
+def decode(fields: dict[bytes, bytes]) -> Entry:
     """One stream entry's fields as the signal its producer appended."""
     decoded = {replies.text(k): replies.text(v) for k, v in fields.items()}
     if "entry" in decoded:
         # A wake entry nests a stamped result several levels deep: bound it loosely.
         value = loads_or(decoded["entry"], None, max_depth=ENTRY_DEPTH)
         if isinstance(value, dict):
-            return value
-    return decoded
+            return cast("Entry", value)  # JSON objects have str keys
+    return dict(decoded)
 
 
 def entries_of(reply: object) -> list[tuple[str, Entry]]:

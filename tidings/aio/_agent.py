@@ -30,9 +30,11 @@ from tidings.store.scripts import AsyncScripts
 if TYPE_CHECKING:
     from tidings.jobs.cap.persistent import Block
     from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
+    from tidings.jobs.inbox.items import PublicItem
     from tidings.jobs.memory.admission import ObservationResult
     from tidings.jobs.turns.finish import SideEffectMarked
     from tidings.jobs.view.delivery import Notifications, ToolResult
+    from tidings.jobs.wake.wait_loop import Entry
 
 #: What a producer call answers through the sync agent's guard.
 Pushed = PublishResult | ErrorAnswer
@@ -173,7 +175,7 @@ class AsyncAgent:
                                        tuple(ignored), owned)
 
     async def inbox(self, limit: int = 30, state: str | None = None,
-                    before: str | None = None) -> list[dict[str, Any]]:
+                    before: str | None = None) -> list[PublicItem]:
         return await asyncio.to_thread(self.sync.inbox, limit, state, before)
 
     async def ignore(self, event_id: str) -> Ignored | InboxError | ErrorAnswer:
@@ -191,7 +193,7 @@ class AsyncAgent:
     # -- wake signals ----------------------------------------------------------------
 
     @raising("wait_for_wake")
-    async def wait_for_wake(self, timeout: float) -> dict[str, Any] | None:
+    async def wait_for_wake(self, timeout: float) -> Entry | None:
         """Await up to ``timeout`` seconds for the oldest unconsumed wake signal (C26)."""
         return await waiting.wait_for_wake(self.hub.aredis, self.hub.scripts, self.agent_id,
                                            timeout)

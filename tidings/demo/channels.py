@@ -43,6 +43,13 @@ def _write_directly(tour: Tour, name: str, payload: dict[str, Any]) -> None:
     os.replace(temp, directory / name)
 
 
+def _at(value: object, *path: str) -> object:
+    """The JSON value at ``path`` inside ``value`` (``None`` where a level is missing)."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 def _system_refs(tour: Tour) -> list[Any]:
     events = tour.agent.snapshot().get("system", {}).get("data", {}).get("events", [])
     return [e.get("ref_id") for e in events if isinstance(e, dict)]
@@ -103,7 +110,9 @@ def wake(tour: Tour) -> None:
     signal = tour.agent.wait_for_wake(5)
     if signal is None:
         raise AssertionError("wait_for_wake returned the signal")
-    attention = signal["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
+    attention = _at(signal, "result", "_meta", "agent_meta", "notifications", "attention")
+    if not isinstance(attention, list):
+        raise AssertionError("the wake signal carries the stamped attention list")
     tour.expect("mcp.watch" in attention, "the stamped check carries the new channel")
     tour.show("agent.wait_for_wake(5)", {
         "kind": signal["kind"], "wake_id": signal["wake_id"], "call": signal["call"],

@@ -12,6 +12,7 @@ from tidings._tool import InvalidArgument, ToolResult
 from tidings._tool_dialects import notification_tool_schema
 from tidings.aio import AsyncAgent
 from tidings.jobs.guard import ErrorAnswer, internal_error
+from tidings.jobs.inbox.items import PublicItem
 from tidings.jobs.view.delivery import is_placeholder
 from tidings.store.errors import TidingsError
 
@@ -20,7 +21,7 @@ class InboxPage(TypedDict):
     """The ``inbox`` tool's answer (M7): a page of items, newest first."""
 
     status: Literal["ok"]
-    items: list[dict[str, Any]]
+    items: list[PublicItem]
 
 #: Largest page of inbox items one ``inbox`` call returns (the projection's own bound).
 INBOX_LIMIT_MAX = 200
