@@ -24,7 +24,7 @@ from tidings.scheduler.jobstore import stored_alarms
 from tidings.scheduler.lease import leaders
 from tidings.store.clock import Clock
 from tidings.store.registry import AgentRegistry
-from tidings.workers.queue_stats import queue_figures_of, queue_reads
+from tidings.workers.queue_stats import QueueFigure, queue_figures_of, queue_reads
 from tidings.workers.routing import host_queue, scheduler_queue
 
 NO_LEADER: dict[str, Any] = {"leader": None, "since": None}
@@ -67,7 +67,7 @@ def status(redis: Redis, clock: Clock, control: Redis | None = None) -> dict[str
     }
 
 
-def _queues(redis: Redis, known: list[str], listed: set[str]) -> list[dict[str, Any]]:
+def _queues(redis: Redis, known: list[str], listed: set[str]) -> list[QueueFigure]:
     """The queues of ``listed`` hosts, and of other known hosts where they hold messages."""
     owner = {q: host for host in sorted(set(known) | listed)
              for q in (host_queue(host), scheduler_queue(host))}
