@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
 
 from apscheduler.jobstores.base import JobLookupError
+from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.date import DateTrigger
 from dramatiq import Broker
 
@@ -42,7 +42,7 @@ def bind(broker: Broker, host: str) -> AlarmBody:
     return partial(enqueue_expire, broker, host)
 
 
-def schedule(scheduler: Any, body: AlarmBody, agent_id: str, request_id: str,
+def schedule(scheduler: BaseScheduler, body: AlarmBody, agent_id: str, request_id: str,
              deadline_epoch: float) -> None:
     """D15 ``add``: one job per request id, replaced if it exists, never skipped as late."""
     scheduler.add_job(
@@ -59,7 +59,7 @@ def schedule(scheduler: Any, body: AlarmBody, agent_id: str, request_id: str,
     )
 
 
-def unschedule(scheduler: Any, request_id: str) -> bool:
+def unschedule(scheduler: BaseScheduler, request_id: str) -> bool:
     """D15 ``remove``: ``False`` (a no-op) for an unknown id."""
     if scheduler.get_job(request_id, jobstore=ALARM_STORE) is None:
         return False

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from apscheduler.job import Job
 from apscheduler.jobstores.base import BaseJobStore, ConflictingIdError, JobLookupError
@@ -60,7 +60,7 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
     """Jobs of one host under ``{h:<host>}:aps.jobs`` / ``{h:<host>}:aps.run_times``."""
 
     def __init__(self, redis: Redis, host: str,
-                 callables: Mapping[str, Callable[..., Any]]) -> None:
+                 callables: Mapping[str, Callable[..., object]]) -> None:
         super().__init__()
         self.redis = redis
         self.host = host
@@ -112,7 +112,7 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
             return self._reject(job_id, "bad_arguments")
         return self._job(stored, func)
 
-    def _job(self, stored: StoredJob, func: Callable[..., Any]) -> Job:
+    def _job(self, stored: StoredJob, func: Callable[..., object]) -> Job:
         job = Job.__new__(Job)
         job.id = stored.id
         job.func_ref = stored.func
@@ -137,7 +137,8 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
         scheduler_scripts.remove_job(self._scripts, self.host, job_id=job_id)
         return None
 
-    def _decode_all(self, entries: Iterable[tuple[Any, Any]]) -> list[Job]:
+    def _decode_all(self,
+                    entries: Iterable[tuple[bytes | str, bytes | str | None]]) -> list[Job]:
         jobs = [self._decode(job_id, raw) for job_id, raw in entries]
         return [job for job in jobs if job is not None]
 

@@ -7,9 +7,10 @@ and is a no-op for an unknown id. A malformed request is logged and dropped.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import dramatiq
+from apscheduler.schedulers.base import BaseScheduler
 from dramatiq import Broker
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -46,7 +47,7 @@ _requests: TypeAdapter[AddRequest | RemoveRequest] = TypeAdapter(
 )
 
 
-def apply(scheduler: Any, body: alarm_job.AlarmBody, request: object) -> str:
+def apply(scheduler: BaseScheduler, body: alarm_job.AlarmBody, request: object) -> str:
     """Apply one request; returns ``added``, ``removed``, ``unknown`` or ``invalid``."""
     try:
         parsed = _requests.validate_python(request)
@@ -60,8 +61,8 @@ def apply(scheduler: Any, body: alarm_job.AlarmBody, request: object) -> str:
     return "removed" if alarm_job.unschedule(scheduler, parsed.request_id) else "unknown"
 
 
-def declare_request_actor(broker: Broker, host: str, scheduler: Any,
-                          body: alarm_job.AlarmBody) -> dramatiq.Actor[..., Any]:
+def declare_request_actor(broker: Broker, host: str, scheduler: BaseScheduler,
+                          body: alarm_job.AlarmBody) -> dramatiq.Actor[[object], None]:
     """The ``alarm_request`` actor on the host's scheduler queue (scheduler process only)."""
 
     def alarm_request(request: object) -> None:

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC
-from typing import Any
 
 from apscheduler.events import EVENT_SCHEDULER_STARTED
 from apscheduler.jobstores.memory import MemoryJobStore
@@ -44,7 +43,7 @@ LOCAL_STORE = "local"
 #: How long to wait for APScheduler to start or stop (s).
 START_TIMEOUT_SECONDS = 10.0
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[dict[str, object]], None]
 
 
 class Activation:
@@ -146,7 +145,7 @@ class SchedulerService:
         self._step_down = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _emit(self, status: str, **fields: Any) -> None:
+    def _emit(self, status: str, **fields: object) -> None:
         self._on_event({"status": status, "role": "scheduler", "host": self.settings.host,
                         "pid": os.getpid(), "holder": self.holder, **fields})
 

@@ -8,7 +8,7 @@ others; if one failed, no stored job is removed (it might have been that agent's
 
 from __future__ import annotations
 
-from typing import Any
+from apscheduler.schedulers.base import BaseScheduler
 
 from tidings.jobs import log
 from tidings.jobs.actions import delay
@@ -18,7 +18,8 @@ from tidings.store.registry import AgentRegistry
 from tidings.store.registry_migration import migrate_legacy
 
 
-def reconcile_host(rt: Runtime, scheduler: Any, body: alarm_job.AlarmBody) -> dict[str, int]:
+def reconcile_host(rt: Runtime, scheduler: BaseScheduler,
+                   body: alarm_job.AlarmBody) -> dict[str, int]:
     """D18 for ``rt.settings.host``; returns counts of ``added``, ``expired``, ``removed``."""
     keep: set[str] = set()
     counts = {"added": 0, "expired": 0, "removed": 0}

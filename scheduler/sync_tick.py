@@ -27,8 +27,9 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypedDict
 
+from apscheduler.schedulers.base import BaseScheduler
 from dramatiq import Broker
 from redis import Redis
 from redis.exceptions import RedisError
@@ -72,6 +73,14 @@ def broker_sender(broker: Broker, host: str) -> Sender:
     return sender
 
 
+class TickResult(TypedDict):
+    """What one tick sent: ``full``, the reason of a full scan or ``""``; ``changed``,
+    the ids of the agents visited."""
+
+    full: str
+    changed: list[str]
+
+
 class SyncTicker:
     """The tick job of one host's scheduler, over a :class:`Watcher` (or none)."""
 
@@ -89,7 +98,7 @@ class SyncTicker:
         self._full_reason = ""
         self._carried: set[str] = set()
 
-    def tick(self) -> dict[str, Any]:
+    def tick(self) -> TickResult:
         """One interval: what was sent (``full``: a reason or ``""``; ``changed``: ids)."""
         with self._lock:
             pipe = self.redis.pipeline(transaction=False)
@@ -163,7 +172,7 @@ def run_tick(ticker: SyncTicker) -> None:
                   detail=str(exc)[:200])
 
 
-def add_tick_job(scheduler: Any, ticker: SyncTicker, jobstore: str) -> None:
+def add_tick_job(scheduler: BaseScheduler, ticker: SyncTicker, jobstore: str) -> None:
     scheduler.add_job(
         run_tick, "interval", args=(ticker,), seconds=ticker.interval, id=TICK_JOB_ID,
         name="sync tick", jobstore=jobstore, coalesce=True, max_instances=1,

@@ -29,9 +29,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from inotify_simple import INotify, flags
+from inotify_simple import Event, INotify, flags
 
 from tidings.jobs import log, metrics
 
@@ -68,7 +67,7 @@ class Changes:
 class Watcher:
     """inotify watches over the registered agents of one host; thread-safe."""
 
-    def __init__(self, inotify: Callable[[], Any] = INotify) -> None:
+    def __init__(self, inotify: Callable[[], INotify] = INotify) -> None:
         self._inotify = inotify()
         self._lock = threading.Lock()
         self._agents: dict[str, Path] = {}
@@ -193,7 +192,7 @@ class Watcher:
                 with self._lock:
                     self._handle(events)
 
-    def _handle(self, events: Iterable[Any]) -> None:
+    def _handle(self, events: Iterable[Event]) -> None:
         rewatch: set[str] = set()
         for event in events:
             if event.mask & flags.Q_OVERFLOW:
@@ -230,7 +229,7 @@ class Watcher:
         return name in WORKDIR_NAMES
 
     @staticmethod
-    def _reshapes(role: str, event: Any) -> bool:
+    def _reshapes(role: str, event: Event) -> bool:
         """Whether the event changes which directories must be watched."""
         if event.mask & SELF_GONE or role == PARENT:
             return True

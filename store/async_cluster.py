@@ -24,6 +24,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import RedisClusterException
+from redis.typing import EncodableT, ResponseT
 
 from tidings.store.cluster import stream_keys
 
@@ -45,7 +46,7 @@ class AsyncStateCluster(RedisCluster):
         self._stopping = stopping
         super().__init__(retry=NO_RETRY, max_connections=max_connections, **kwargs)
 
-    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+    async def execute_command(self, *args: EncodableT, **kwargs: object) -> ResponseT:
         async with self._slots:
             failures = 0
             deadline: float | None = None
@@ -65,12 +66,12 @@ class AsyncStateCluster(RedisCluster):
                         raise
                     await asyncio.sleep(min(self._backoff.compute(failures), deadline - now))
 
-    async def _determine_slot(self, *args: Any) -> int:
-        streams = stream_keys(args)
+    async def _determine_slot(self, command: str, *args: EncodableT) -> int:
+        streams = stream_keys((command, *args))
         if streams:
             slots = {self.keyslot(key) for key in streams}
             if len(slots) != 1:
-                raise RedisClusterException(f"{args[0]} - all keys must map to the same key slot")
+                raise RedisClusterException(f"{command} - all keys must map to the same key slot")
             return slots.pop()
-        slot: int = await super()._determine_slot(*args)
+        slot: int = await super()._determine_slot(command, *args)
         return slot

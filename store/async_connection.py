@@ -10,8 +10,9 @@ node, :mod:`tidings.store.async_cluster`).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TypedDict, cast
 
+import redis
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.connection import BlockingConnectionPool, UnixDomainSocketConnection
@@ -49,7 +50,18 @@ def _backoff() -> ExponentialBackoff:
     return ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE)
 
 
-def _common() -> dict[str, Any]:
+class _Settings(TypedDict):
+    """The keyword arguments every asyncio client (but a cluster's) is built with."""
+
+    retry: Retry
+    retry_on_error: list[type[Exception]]
+    socket_timeout: float
+    socket_connect_timeout: float
+    protocol: int
+    max_connections: int
+
+
+def _common() -> _Settings:
     return {
         "retry": Retry(_backoff(), ASYNC_RETRIES),
         "retry_on_error": list(RETRY_ON),
@@ -87,7 +99,7 @@ def async_client_for(config: RedisConfig) -> AsyncRedis:
     return _blocking(BlockingConnectionPool.from_url(config.url, timeout=None, **_common()))
 
 
-def async_client_like(client: Any) -> AsyncRedis:
+def async_client_like(client: redis.Redis) -> AsyncRedis:
     """An asyncio client on the same store as the sync ``client`` (fakeredis and a
     cluster included)."""
     if isinstance(client, StateCluster):

@@ -25,6 +25,7 @@ from redis.exceptions import (
     TryAgainError,
 )
 from redis.retry import Retry
+from redis.typing import EncodableT, ResponseT
 
 from tidings.store.settings import RedisConfig
 
@@ -35,7 +36,7 @@ CLUSTER_RETRY_ON: tuple[type[Exception], ...] = (
 NO_RETRY = Retry(NoBackoff(), 0)
 
 
-def stream_keys(args: Sequence[Any]) -> list[Any] | None:
+def stream_keys(args: Sequence[EncodableT]) -> list[EncodableT] | None:
     """The stream keys of an ``XREAD``/``XREADGROUP`` command, else ``None``."""
     if str(args[0]).upper() not in ("XREAD", "XREADGROUP"):
         return None
@@ -62,24 +63,25 @@ class StateCluster(RedisCluster):
     def set_retry(self, retry: Retry) -> None:
         self.failover_retry = retry
 
-    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+    def execute_command(self, *args: EncodableT, **kwargs: object) -> ResponseT:
         run = super().execute_command
         return self.failover_retry.call_with_retry(lambda: run(*args, **kwargs),  # type: ignore[no-untyped-call]
                                                    lambda _error: None)
 
-    def determine_slot(self, *args: Any) -> int | None:
+    def determine_slot(self, *args: EncodableT) -> int | None:
         streams = stream_keys(args)
         if streams:
             slots = {self.keyslot(key) for key in streams}  # type: ignore[no-untyped-call]
             if len(slots) != 1:
-                raise RedisClusterException(f"{args[0]} - all keys must map to the same key slot")
+                raise RedisClusterException(f"{args[0]!s} - all keys must map to the same key slot")
             slot: int = slots.pop()
             return slot
         found: int | None = super().determine_slot(*args)
         return found
 
-    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
-        pipe = super().pipeline(transaction, shard_hint)  # type: ignore[no-untyped-call]
+    def pipeline(self, transaction: bool | None = None,
+                 shard_hint: str | None = None) -> StatePipeline:
+        pipe: StatePipeline = super().pipeline(transaction, shard_hint)  # type: ignore[no-untyped-call]
         # The same pipeline with an execute that retries; redis-py offers no factory hook.
         pipe.__class__ = StatePipeline
         pipe.failover_retry = self.failover_retry
@@ -92,11 +94,11 @@ class StatePipeline(ClusterPipeline):
 
     failover_retry: Retry
 
-    def execute(self, raise_on_error: bool = True) -> list[Any]:
+    def execute(self, raise_on_error: bool = True) -> list[object]:
         queued = [(c.args, c.options) for c in self._execution_strategy.command_queue]
         attempts = 0
 
-        def attempt() -> list[Any]:
+        def attempt() -> list[object]:
             nonlocal attempts
             if attempts:  # a failed execute emptied the queue
                 for args, options in queued:
@@ -104,5 +106,4 @@ class StatePipeline(ClusterPipeline):
             attempts += 1
             return super(StatePipeline, self).execute(raise_on_error)
 
-        result: list[Any] = self.failover_retry.call_with_retry(attempt, lambda _error: None)
-        return result
+        return self.failover_retry.call_with_retry(attempt, lambda _error: None)

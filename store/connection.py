@@ -17,16 +17,18 @@ one pausing in back-off wakes and raises, so a stop with Redis gone is prompt.
 from __future__ import annotations
 
 import copy
+import socket
+import ssl
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Iterable
+from typing import TypedDict, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import ClusterNode
-from redis.connection import SSLConnection
+from redis.connection import Connection, SSLConnection
 from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
@@ -51,6 +53,19 @@ SENTINEL_TIMEOUT = 1.0
 #: every :class:`FailoverRetry`.
 PROCESS_STOPPING = threading.Event()
 
+T = TypeVar("T")
+
+
+class ClientSettings(TypedDict, total=False):
+    """The keyword arguments every client is built with (the cluster's drop the retry)."""
+
+    retry: Retry
+    retry_on_error: list[type[Exception]]
+    socket_timeout: float
+    socket_connect_timeout: float
+    protocol: int
+    connection_class: type[Connection]
+
 
 def stop_retrying() -> None:
     """Make every failover retry of this process give up: it is stopping."""
@@ -74,7 +89,7 @@ class FailoverRetry(Retry):
         self.seconds = seconds
         self.stopping = stopping
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> FailoverRetry:
+    def __deepcopy__(self, memo: dict[int, object]) -> FailoverRetry:
         # redis-py copies the retry into each client and connection; an event cannot be
         # copied, and every copy must see the one stop.
         clone = copy.copy(self)
@@ -83,11 +98,11 @@ class FailoverRetry(Retry):
 
     def call_with_retry(
         self,
-        do: Callable[[], Any],
-        fail: Callable[..., Any],
+        do: Callable[[], T],
+        fail: Callable[..., object],
         is_retryable: Callable[[Exception], bool] | None = None,
         with_failure_count: bool = False,
-    ) -> Any:
+    ) -> T:
         self._backoff.reset()
         failures = 0
         deadline: float | None = None
@@ -118,9 +133,9 @@ class HandshakeBoundSSLConnection(SSLConnection):
     30 s command timeout (api.md: fail within the connect timeout).
     """
 
-    def _wrap_socket_with_ssl(self, sock: Any) -> Any:
+    def _wrap_socket_with_ssl(self, sock: socket.socket) -> ssl.SSLSocket:
         sock.settimeout(self.socket_connect_timeout)
-        wrapped = super()._wrap_socket_with_ssl(sock)
+        wrapped: ssl.SSLSocket = super()._wrap_socket_with_ssl(sock)
         wrapped.settimeout(self.socket_timeout)
         return wrapped
 
@@ -134,7 +149,8 @@ class SentinelFailoverConnection(SentinelManagedConnection):
     the retried command to the new master.
     """
 
-    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+    def send_packed_command(self, command: bytes | str | Iterable[bytes],
+                            check_health: bool = True) -> None:
         if not self._sock:
             self.connect()
         super().send_packed_command(command, check_health)
@@ -146,7 +162,7 @@ class SentinelFailoverSSLConnection(SentinelFailoverConnection, HandshakeBoundSS
 
 def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECONDS) -> redis.Redis:
     """A redis-py client (bytes responses, RESP2) for ``config`` that rides out failovers."""
-    retrying: dict[str, Any] = {
+    retrying: ClientSettings = {
         "retry": FailoverRetry(retry_seconds),
         "retry_on_error": list(RETRY_ON),
         "socket_timeout": COMMAND_TIMEOUT,
@@ -155,7 +171,7 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
     }
     if config.is_sentinel:
         # One quick try per Sentinel: the master connection's retry loops over them.
-        sentinel_kwargs: dict[str, Any] = {
+        sentinel_kwargs: dict[str, float | str | Retry] = {
             "socket_timeout": SENTINEL_TIMEOUT,
             "socket_connect_timeout": SENTINEL_TIMEOUT,
             "retry": Retry(NoBackoff(), 0),
@@ -183,7 +199,7 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
 
 
 def _cluster_client(config: RedisConfig, retry_seconds: float,
-                    settings: dict[str, Any]) -> redis.Redis:
+                    settings: ClientSettings) -> redis.Redis:
     """A :class:`~tidings.store.cluster.StateCluster` over the seed nodes; the layers
     type it as a plain client, which it answers like for every command they send."""
     client = StateCluster(

@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 import threading
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 #: Globals a real server's scripts do not have: the operating system, files, modules,
 #: loading code, the debug library and lupa's Python bridge.
@@ -54,7 +54,7 @@ class SandboxedLua:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._lua, name)
 
-    def _no_attributes(self, obj: Any, name: Any, is_setting: bool) -> Any:
+    def _no_attributes(self, obj: object, name: object, is_setting: bool) -> NoReturn:
         # A Lua error, which fakeredis answers as a failed script; any other exception
         # would escape the command.
         raise self._lua.LuaError("Python objects have no attributes in scripts")

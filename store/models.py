@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, StringConstraints, field_validator
 
@@ -57,7 +57,7 @@ class AgentRecord(BaseModel):
         return Path(self.workdir)
 
     @property
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, str | None]:
         return {
             "agent_id": self.agent_id,
             "workdir": self.workdir,
@@ -82,8 +82,8 @@ class Envelope(BaseModel):
     header: StrictStr = ""
     icon: StrictStr = "🔔"
     priority: Priority = "normal"
-    published_at: Any = None
-    data: Any = None
+    published_at: object = None
+    data: object = None
     instructions: StrictStr | None = None
 
 

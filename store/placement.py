@@ -12,7 +12,6 @@ So once a move has settled, the old host writes nothing more for the agent.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from redis import Redis
 
@@ -40,7 +39,7 @@ class RunFence:
         """Register a run on ``host``; returns the token to :meth:`leave` with."""
         return self.enter_reading(agent_id, host)[0]
 
-    def enter_reading(self, agent_id: str, host: str) -> tuple[str, Any]:
+    def enter_reading(self, agent_id: str, host: str) -> tuple[str, bytes | str | None]:
         """:meth:`enter`, then read the agent's stored record, in one round trip (both keys
         are in the agent's slot, and the pipeline keeps the order the fence needs)."""
         token = f"{host}:{uuid.uuid4().hex}"

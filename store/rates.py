@@ -21,8 +21,8 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
 
+from redis import Redis
 from redis.exceptions import ConnectionError, TimeoutError
 
 from tidings.store.connection import stop_retrying
@@ -48,11 +48,11 @@ FLUSH_SECONDS = 5.0
 
 _lock = threading.Lock()
 #: id(client) -> (client, {bucket key: amount}) not yet written.
-_tallies: dict[int, tuple[Any, dict[str, int]]] = {}
+_tallies: dict[int, tuple[Redis, dict[str, int]]] = {}
 _timer: threading.Thread | None = None
 
 
-def count(redis: Any, kind: str, amount: int, now: float) -> None:
+def count(redis: Redis, kind: str, amount: int, now: float) -> None:
     """Add ``amount`` to the current bucket of ``kind``: in process, written within
     :data:`FLUSH_SECONDS` (no round trip here)."""
     global _timer
@@ -67,7 +67,7 @@ def count(redis: Any, kind: str, amount: int, now: float) -> None:
             _timer.start()
 
 
-def flush(redis: Any, level: int = logging.WARNING) -> None:
+def flush(redis: Redis, level: int = logging.WARNING) -> None:
     """Write what this process counted for ``redis`` (one round trip, none if nothing);
     a failure is logged at ``level``."""
     with _lock:
@@ -109,7 +109,7 @@ def _at_exit() -> None:
 atexit.register(_at_exit)
 
 
-def series(redis: Any, now: float, kinds: Sequence[str] = KINDS,
+def series(redis: Redis, now: float, kinds: Sequence[str] = KINDS,
            window: int = WINDOW_SECONDS) -> dict[str, list[float]]:
     """Per kind, the rate (per second) of each bucket of the last ``window`` seconds, oldest
     first, ending with the current bucket's rate so far (one ``MGET``, after writing what

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import ValidationError
 from redis import Redis
@@ -38,8 +37,11 @@ logger = logging.getLogger("tidings")
 #: Entries read per ``HSCAN`` page of a host's index, and records per pipelined read.
 PAGE = 1000
 
+#: A record as ``GET`` returns it: its JSON text, or ``None`` where none is stored.
+StoredRecord = bytes | str | None
 
-def parse_record(raw: Any, agent_id: str | bytes | None = None) -> AgentRecord | None:
+
+def parse_record(raw: StoredRecord, agent_id: str | bytes | None = None) -> AgentRecord | None:
     """The record stored as ``raw``, or ``None`` when there is none or it does not parse.
 
     One bad record is one skipped record (issue 24): a record that is not valid JSON,
@@ -61,10 +63,10 @@ def parse_record(raw: Any, agent_id: str | bytes | None = None) -> AgentRecord |
         return None
 
 
-def stored_field(raw: Any, name: str) -> str | None:
+def stored_field(raw: object, name: str) -> str | None:
     """A text field of a stored record, parsed as plain JSON (a record that no longer
-    validates still names the index it is listed in)."""
-    if not raw:
+    validates still names the index it is listed in; what is not text is no record)."""
+    if not raw or not isinstance(raw, bytes | str):
         return None
     try:
         value = json.loads(raw)
@@ -74,14 +76,17 @@ def stored_field(raw: Any, name: str) -> str | None:
     return field if isinstance(field, str) and field else None
 
 
-def host_of(raw: Any) -> str | None:
+def host_of(raw: object) -> str | None:
     """The ``host`` of a stored record (see :func:`stored_field`)."""
     return stored_field(raw, "host")
 
 
-def text_pairs(page: Any) -> dict[str, str]:
-    """An ``HSCAN`` page's field -> value mapping, as text."""
-    return {replies.text(k): replies.text(v) for k, v in dict(page).items()}
+def text_pairs(page: Mapping[bytes | str, bytes | str] | list[bytes | str]) -> dict[str, str]:
+    """An ``HSCAN`` page's field -> value mapping, as text (a page of fields alone,
+    which ``NOVALUES`` asks for and this module never does, maps nothing)."""
+    if not isinstance(page, Mapping):
+        return {}
+    return {replies.text(k): replies.text(v) for k, v in page.items()}
 
 
 class AgentRegistry:
@@ -98,10 +103,10 @@ class AgentRegistry:
     def get(self, agent_id: str) -> AgentRecord | None:
         return parse_record(self._redis.get(keys.agent_record(agent_id)), agent_id)
 
-    def raw_many(self, agent_ids: Sequence[str]) -> list[Any]:
+    def raw_many(self, agent_ids: Sequence[str]) -> list[StoredRecord]:
         """The stored records of ``agent_ids`` in order, unparsed (pipelined ``GET`` pages:
         a cluster client sends each page to the nodes that hold its keys)."""
-        out: list[Any] = []
+        out: list[StoredRecord] = []
         for start in range(0, len(agent_ids), PAGE):
             with self._redis.pipeline(transaction=False) as pipe:
                 for agent_id in agent_ids[start:start + PAGE]:

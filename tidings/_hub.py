@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import ValidationError
 from redis import Redis
@@ -13,7 +13,7 @@ from redis import Redis
 from tidings._agent import Agent
 from tidings.engine.discover import store_url
 from tidings.jobs.channels.names import name_error
-from tidings.jobs.guard import raising
+from tidings.jobs.guard import ErrorAnswer, raising
 from tidings.jobs.runtime import Runtime
 from tidings.store import keys, lua_sandbox, rates, replies
 from tidings.store.clock import Clock, SystemClock
@@ -32,6 +32,7 @@ from tidings.workers.routing import host_queue
 if TYPE_CHECKING:
     from dramatiq import Worker
 
+    from tidings.inspection.status import Status
     from tidings.jobs.turns.prepare import Startup, TurnError
     from tidings.scheduler.service import EventSink, SchedulerService
     from tidings.workers.dead_letters import DeadLetter, Requeued, RequeueError
@@ -40,6 +41,20 @@ if TYPE_CHECKING:
 LOCAL_WORKER_THREADS = 4
 #: How long ``move_agent`` waits for the old host's runs of the agent to end (seconds).
 MOVE_SETTLE_SECONDS = 30.0
+
+
+class Moved(TypedDict):
+    """What :meth:`Hub.move_agent` answers when the agent is known."""
+
+    status: Literal["ok"]
+    agent_id: str
+    from_host: str
+    to_host: str
+    #: False when the agent was on ``to_host`` already.
+    moved: bool
+    #: Whether the old host's runs of the agent all ended within the settle time.
+    settled: bool
+    in_flight: int
 
 
 def connect(
@@ -213,7 +228,7 @@ class Hub:
         return Agent(self, record, inline=inline or self._inline_agents)
 
     @raising("agents")
-    def agents(self) -> list[dict[str, Any]]:
+    def agents(self) -> list[dict[str, str | None]]:
         """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
         return [record.public for record in self.registry.all()]
 
@@ -227,7 +242,7 @@ class Hub:
 
     def move_agent(
         self, agent_id: str, host: str, settle_seconds: float = MOVE_SETTLE_SECONDS
-    ) -> dict[str, Any]:
+    ) -> Moved | ErrorAnswer:
         """Serve ``agent_id`` from ``host`` from now on; safe while messages are in flight.
 
         Messages already queued for the old host are forwarded by its workers; runs
@@ -244,18 +259,18 @@ class Hub:
         except ValidationError as exc:
             return {"status": "error", "reason": "invalid_host",
                     "message": str(exc.errors()[0]["msg"])}
-        result: dict[str, Any] = {"status": "ok", "agent_id": agent_id,
-                                  "from_host": existing.host, "to_host": host}
         if record.host == existing.host:
-            return {**result, "moved": False, "settled": True, "in_flight": 0}
+            return Moved(status="ok", agent_id=agent_id, from_host=existing.host, to_host=host,
+                         moved=False, settled=True, in_flight=0)
         self.registry.put(record)
         in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host,
                                                             settle_seconds)
         for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
             self.runtime.dispatch.flush_channel(record, replies.text(raw))
-        return {**result, "moved": True, "settled": in_flight == 0, "in_flight": in_flight}
+        return Moved(status="ok", agent_id=agent_id, from_host=existing.host, to_host=host,
+                     moved=True, settled=in_flight == 0, in_flight=in_flight)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
         (``tidings status --json``); reads only."""
         from tidings.inspection.status import status  # noqa: PLC0415 - loads the scheduler's job store

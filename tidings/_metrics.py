@@ -10,9 +10,8 @@ the same gauge values; aggregate them with ``max``, not ``sum``.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -22,8 +21,9 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
+from redis import Redis
 
-from tidings.inspection.status import status
+from tidings.inspection.status import Status, status
 from tidings.jobs import log, metrics
 from tidings.store.clock import SystemClock
 from tidings.store.errors import TidingsError
@@ -54,7 +54,7 @@ class BuildInfo(Collector):
 class StatusGauges(Collector):
     """The figures of ``tidings status`` as gauges, read when scraped."""
 
-    def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, read: Callable[[], Status]) -> None:
         self._read = read
 
     def describe(self) -> Iterator[Metric]:
@@ -76,15 +76,17 @@ class StatusGauges(Collector):
         yield from _host_gauges(figures)
 
 
-def _queue_gauges(queues: list[dict[str, Any]]) -> Iterator[Metric]:
+def _queue_gauges(queues: Sequence[Mapping[str, object]]) -> Iterator[Metric]:
     for name, text, field in QUEUE_GAUGES:
         family = GaugeMetricFamily(name, text, labels=["queue"])
         for queue in queues:
-            family.add_metric([queue["name"]], queue[field])
+            value = queue[field]
+            if isinstance(value, int):
+                family.add_metric([str(queue["name"])], value)
         yield family
 
 
-def _host_gauges(figures: dict[str, Any]) -> Iterator[Metric]:
+def _host_gauges(figures: Status) -> Iterator[Metric]:
     leader = GaugeMetricFamily("tidings_scheduler_leader",
                                "1 when a scheduler holds the host's leader lease", labels=["host"])
     for host, lease in figures["schedulers"].items():
@@ -115,7 +117,8 @@ def _process_collectors(registry: CollectorRegistry) -> None:
         registry.register(collector)
 
 
-def _served(registry: CollectorRegistry, redis: Any, control: Any = None) -> CollectorRegistry:
+def _served(registry: CollectorRegistry, redis: Redis | None,
+            control: Redis | None = None) -> CollectorRegistry:
     """A registry serving ``registry``'s metrics plus the process-wide collectors (status
     gauges from the state store ``redis`` and the control store ``control``)."""
     served = CollectorRegistry(auto_describe=False)
@@ -158,14 +161,15 @@ def _start(settings: Settings, registry: CollectorRegistry) -> MetricsServer:
         ) from None
 
 
-def serve_metrics(settings: Settings, redis: Any, control: Any = None) -> MetricsServer | None:
+def serve_metrics(settings: Settings, redis: Redis | None,
+                  control: Redis | None = None) -> MetricsServer | None:
     """This process's metrics on ``TIDINGS_METRICS_HOST:TIDINGS_METRICS_PORT`` (unset: off)."""
     if settings.metrics_port is None:
         return None
     return _start(settings, _served(metrics.registry(), redis, control))
 
 
-def serve_pool_metrics(settings: Settings, directory: Path, redis: Any = None,
-                       control: Any = None) -> MetricsServer:
+def serve_pool_metrics(settings: Settings, directory: Path, redis: Redis | None = None,
+                       control: Redis | None = None) -> MetricsServer:
     """The sum of what ``--processes N`` children recorded under ``directory``."""
     return _start(settings, _served(children_registry(directory), redis, control))

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Generator, Mapping
+from collections.abc import Coroutine, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
-from tidings._hub import LOCAL_WORKER_THREADS, MOVE_SETTLE_SECONDS, Hub
+from tidings._hub import LOCAL_WORKER_THREADS, MOVE_SETTLE_SECONDS, Hub, Moved
 from tidings._hub import connect as connect_sync
 from tidings.aio._agent import AsyncAgent
 from tidings.store.async_connection import async_client_for, async_client_like
@@ -21,7 +22,9 @@ from tidings.store.settings import Settings
 from tidings.workers.turn_group_async import AsyncGroupPreTurn
 
 if TYPE_CHECKING:
+    from tidings.inspection.status import Status
     from tidings.jobs.cap.attention import Lane
+    from tidings.jobs.guard import ErrorAnswer
     from tidings.jobs.turns.prepare import Startup, TurnError, TurnMemory
     from tidings.scheduler.service import EventSink, SchedulerService
     from tidings.workers.dead_letters import DeadLetter, Requeued, RequeueError
@@ -70,7 +73,7 @@ class AsyncHub:
         agent = await asyncio.to_thread(self.sync.find_agent, workdir, inline)
         return None if agent is None else AsyncAgent(self, agent)
 
-    async def agents(self) -> list[dict[str, Any]]:
+    async def agents(self) -> list[dict[str, str | None]]:
         return await asyncio.to_thread(self.sync.agents)
 
     async def startup(self, host: str | None = None) -> dict[str, Startup | TurnError]:
@@ -78,10 +81,10 @@ class AsyncHub:
 
     async def move_agent(
         self, agent_id: str, host: str, settle_seconds: float = MOVE_SETTLE_SECONDS
-    ) -> dict[str, Any]:
+    ) -> Moved | ErrorAnswer:
         return await asyncio.to_thread(self.sync.move_agent, agent_id, host, settle_seconds)
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> Status:
         return await asyncio.to_thread(self.sync.status)
 
     async def dead_letters(self) -> list[DeadLetter]:
@@ -116,8 +119,9 @@ class AsyncHub:
         await self.close()
 
 
-async def _open(redis_url: str | None, broker_url: str | None, background: bool, client: Any,
-                broker_client: Any, settings: Settings | None, clock: Clock | None) -> AsyncHub:
+async def _open(redis_url: str | None, broker_url: str | None, background: bool,
+                client: Redis | None, broker_client: Redis | None, settings: Settings | None,
+                clock: Clock | None) -> AsyncHub:
     hub = await asyncio.to_thread(connect_sync, redis_url, broker_url=broker_url,
                                   background=background, client=client,
                                   broker_client=broker_client, settings=settings, clock=clock)
@@ -136,12 +140,12 @@ async def _open(redis_url: str | None, broker_url: str | None, background: bool,
 class Connecting:
     """What :func:`connect` returns: await it for the hub, or ``async with`` it."""
 
-    def __init__(self, opening: Any) -> None:
+    def __init__(self, opening: Coroutine[Any, Any, AsyncHub]) -> None:
         self._opening = opening
         self._hub: AsyncHub | None = None
 
     def __await__(self) -> Generator[Any, None, AsyncHub]:
-        return self._opening.__await__()  # type: ignore[no-any-return]
+        return self._opening.__await__()
 
     async def __aenter__(self) -> AsyncHub:
         self._hub = await self._opening
@@ -157,8 +161,8 @@ def connect(
     *,
     broker_url: str | None = None,
     background: bool = False,
-    client: Any = None,
-    broker_client: Any = None,
+    client: Redis | None = None,
+    broker_client: Redis | None = None,
     settings: Settings | None = None,
     clock: Clock | None = None,
 ) -> Connecting:

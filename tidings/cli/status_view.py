@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from tidings.cli._common import emit, open_hub, wants_json
+from tidings.inspection.status import Status
+from tidings.jobs.view.status import LiveDelay
 
 
 def show_status(args: argparse.Namespace) -> int:
@@ -20,22 +21,23 @@ def show_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _delay_text(delay: dict[str, Any] | None, overdue: bool) -> str:
+def _delay_text(delay: LiveDelay | None, overdue: bool) -> str:
     if delay is None:
         return "[red]alarm overdue[/]" if overdue else "-"
     target = delay["target"] or "(target on its host)"
     return f"{target} until {delay['deadline_at']} ({delay['remaining_seconds']:.0f}s)"
 
 
-def print_tables(console: Console, figures: dict[str, Any]) -> None:
+def print_tables(console: Console, figures: Status) -> None:
     """The three tables of ``tidings status`` on a terminal."""
     queues = Table("queue", "waiting", "in flight", "delayed", "dead", title="Queues")
     for q in figures["queues"]:
         dead = f"[red]{q['dead']}[/]" if q["dead"] else "0"
-        queues.add_row(q["name"], str(q["depth"]), str(q["in_flight"]), str(q["delayed"]), dead)
+        queues.add_row(str(q["name"]), str(q["depth"]), str(q["in_flight"]), str(q["delayed"]),
+                       dead)
     leaders = Table("host", "leader", "since", title="Schedulers")
     for host, leader in figures["schedulers"].items():
-        leaders.add_row(host, leader["leader"] or "[red]none[/]", leader["since"] or "-")
+        leaders.add_row(host, str(leader["leader"] or "[red]none[/]"), str(leader["since"] or "-"))
     agents = Table("agent", "host", "pending", "processing", "live delay", title="Agents")
     for a in figures["agents"]:
         agents.add_row(a["agent_id"], a["host"], str(a["pending"]), str(a["processing"]),

@@ -25,7 +25,8 @@ def status(tour: Tour) -> None:
                 "the host queue is listed")
     [agent] = [a for a in figures["agents"] if a["agent_id"] == tour.agent.agent_id]
     tour.expect(agent["pending"] == 1, "one pending inbox item")
-    tour.expect(agent["live_delay"]["target"] == "mcp.build", "the live delay")
+    live = agent["live_delay"]
+    tour.expect(live is not None and live["target"] == "mcp.build", "the live delay")
     tour.say("The same figures as JSON for scripts: [bold]tidings status --json[/]; "
              "Prometheus metrics with [bold]TIDINGS_METRICS_PORT[/]; deploy/README.md "
              "covers one host, many hosts and Sentinel.")

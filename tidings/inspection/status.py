@@ -15,19 +15,28 @@ knows the request and the deadline but not the target).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Literal, TypedDict
 
 from redis import Redis
 
 from tidings.jobs.view.status import AgentFigure, agent_figures, delay_figure
 from tidings.scheduler.jobstore import stored_alarms
-from tidings.scheduler.lease import leaders
+from tidings.scheduler.lease import Leader, leaders
 from tidings.store.clock import Clock
 from tidings.store.registry import AgentRegistry
-from tidings.workers.queue_stats import QueueFigure, queue_figures_of, queue_reads
+from tidings.workers.queue_stats import queue_figures_of, queue_reads
 from tidings.workers.routing import host_queue, scheduler_queue
 
-NO_LEADER: dict[str, Any] = {"leader": None, "since": None}
+
+class Status(TypedDict):
+    """api.md's ``tidings status --json``."""
+
+    status: Literal["ok"]
+    queues: Sequence[Mapping[str, object]]
+    #: ``{"leader": None, "since": None}`` where no scheduler holds the host's lease.
+    schedulers: dict[str, Leader]
+    agents: list[AgentFigure]
 
 
 def _scheduled_delays(redis: Redis, figures: list[AgentFigure], now: float) -> None:
@@ -45,7 +54,7 @@ def _scheduled_delays(redis: Redis, figures: list[AgentFigure], now: float) -> N
                                                 source="scheduler")
 
 
-def status(redis: Redis, clock: Clock, control: Redis | None = None) -> dict[str, Any]:
+def status(redis: Redis, clock: Clock, control: Redis | None = None) -> Status:
     """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``):
     agents and schedulers from the state store ``redis``, queues and the host set from
     ``control`` (default: the same client)."""
@@ -62,12 +71,12 @@ def status(redis: Redis, clock: Clock, control: Redis | None = None) -> dict[str
     return {
         "status": "ok",
         "queues": _queues(control, known, set(hosts)),
-        "schedulers": {host: leader.get(host) or dict(NO_LEADER) for host in hosts},
+        "schedulers": {host: leader.get(host) or Leader(leader=None, since=None) for host in hosts},
         "agents": agents,
     }
 
 
-def _queues(redis: Redis, known: list[str], listed: set[str]) -> list[QueueFigure]:
+def _queues(redis: Redis, known: list[str], listed: set[str]) -> Sequence[Mapping[str, object]]:
     """The queues of ``listed`` hosts, and of other known hosts where they hold messages."""
     owner = {q: host for host in sorted(set(known) | listed)
              for q in (host_queue(host), scheduler_queue(host))}
