@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import logging
 from importlib.metadata import version
-from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
@@ -39,6 +39,8 @@ ATTENTION_URI = "tidings://attention"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: Pause after a failed read of the wake stream before the watcher tries again (seconds).
 WATCH_RETRY_SECONDS = 1.0
+#: What the SDK hands each request handler (the default lifespan's state: an empty dict).
+Context = ServerRequestContext[dict[str, object]]
 INSTRUCTIONS = (
     "tidings keeps you informed. Call `notification` with action `check` to see what is "
     "live, read the `tidings://attention` resource (subscribe to hear of changes), and "
@@ -53,7 +55,7 @@ class AgentServer:
         self.agent = agent
         self.bus = InMemorySubscriptionBus()
         self.subscribers: set[ServerSession] = set()
-        self.server: Server[Any] = Server(
+        self.server: Server[dict[str, object]] = Server(
             "tidings", version=version("tidings"), instructions=INSTRUCTIONS,
             on_list_tools=self.list_tools, on_call_tool=self.call_tool,
             on_list_resources=self.list_resources, on_read_resource=self.read_resource,
@@ -61,22 +63,26 @@ class AgentServer:
             on_subscriptions_listen=ListenHandler(self.bus),
         )
 
-    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools.tools())
 
     async def call_tool(
-        self, ctx: Any, params: types.CallToolRequestParams
+        self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         return await tools.call(self.agent, params.name, params.arguments)
 
-    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+    async def list_resources(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[types.Resource(
             name="attention", uri=ATTENTION_URI, mime_type="application/json",
             description="The live notifications (the stamped check result); subscribe to "
                         "hear when a wake signal changes it.")])
 
     async def read_resource(
-        self, ctx: Any, params: types.ReadResourceRequestParams
+        self, ctx: Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         if str(params.uri) != ATTENTION_URI:
             raise ValueError(f"unknown resource {params.uri}")
@@ -84,13 +90,15 @@ class AgentServer:
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=ATTENTION_URI, mime_type="application/json", text=json.dumps(stamped))])
 
-    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    async def subscribe(
+        self, ctx: Context, params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
         if str(params.uri) == ATTENTION_URI:
             self.subscribers.add(ctx.session)
         return types.EmptyResult()
 
     async def unsubscribe(
-        self, ctx: Any, params: types.UnsubscribeRequestParams
+        self, ctx: Context, params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         self.subscribers.discard(ctx.session)
         return types.EmptyResult()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from mcp_types import CallToolResult, TextContent, Tool
 
@@ -12,7 +12,7 @@ from tidings._tool import InvalidArgument, ToolResult
 from tidings._tool_dialects import notification_tool_schema
 from tidings.aio import AsyncAgent
 from tidings.jobs.guard import ErrorAnswer, internal_error
-from tidings.jobs.inbox.items import PublicItem
+from tidings.jobs.inbox.items import DEFAULT_PAGE, PublicItem, check_query
 from tidings.jobs.view.delivery import is_placeholder
 from tidings.store.errors import TidingsError
 
@@ -27,7 +27,7 @@ class InboxPage(TypedDict):
 INBOX_LIMIT_MAX = 200
 INBOX_STATES = ["pending", "processing", "deferred", "needs-repair", "handled", "ignored"]
 
-INBOX_SCHEMA: dict[str, Any] = {
+INBOX_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": INBOX_LIMIT_MAX,
@@ -37,7 +37,7 @@ INBOX_SCHEMA: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
-IGNORE_SCHEMA: dict[str, Any] = {
+IGNORE_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {"event_id": {"type": "string", "description": "The inbox item to ignore."}},
     "required": ["event_id"],
@@ -65,24 +65,32 @@ def as_result(result: Mapping[str, object]) -> CallToolResult:
                           structured_content=dict(result), is_error=failed)
 
 
-async def _inbox(agent: AsyncAgent, arguments: dict[str, Any]) -> InboxPage | InvalidArgument:
+async def _inbox(agent: AsyncAgent,
+                 arguments: Mapping[str, object]) -> InboxPage | InvalidArgument:
     extra = set(arguments) - {"limit", "state"}
     if extra:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
                 "message": f"inbox: unknown argument(s): {', '.join(sorted(extra))}"}
-    limit = arguments.get("limit")
-    items = await agent.inbox(30 if limit is None else limit, arguments.get("state"))
+    limit, state = arguments.get("limit"), arguments.get("state")
+    # wrong types raise the projection's reasons (invalid_limit, invalid_state); past here
+    # limit is an int or None and state a str or None
+    check_query(DEFAULT_PAGE if limit is None else limit, state, None)
+    items = await agent.inbox(limit if isinstance(limit, int) else DEFAULT_PAGE,
+                              state if isinstance(state, str) else None)
     return {"status": "ok", "items": items}
 
 
-async def _ignore(agent: AsyncAgent, arguments: dict[str, Any]) -> Mapping[str, object]:
+async def _ignore(agent: AsyncAgent, arguments: Mapping[str, object]) -> Mapping[str, object]:
     if set(arguments) != {"event_id"}:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
                 "message": "inbox_ignore takes exactly one argument, event_id"}
-    return await agent.ignore(arguments["event_id"])
+    event_id = arguments["event_id"]
+    # a non-string is no event id: "" gets the same not_found answer
+    return await agent.ignore(event_id if isinstance(event_id, str) else "")
 
 
-async def _notification(agent: AsyncAgent, arguments: dict[str, Any]) -> ToolResult | ErrorAnswer:
+async def _notification(agent: AsyncAgent,
+                        arguments: Mapping[str, object]) -> ToolResult | ErrorAnswer:
     """The tool's result; ``check`` comes stamped (C24, C45). An MCP client does not stamp
     tool results, so the server does it for the one result whose text promises the live
     payload "on this same result", as ``tidings check`` and ``tidings://attention`` do."""
@@ -91,7 +99,7 @@ async def _notification(agent: AsyncAgent, arguments: dict[str, Any]) -> ToolRes
 
 
 async def call(
-    agent: AsyncAgent, name: str, arguments: dict[str, Any] | None
+    agent: AsyncAgent, name: str, arguments: Mapping[str, object] | None
 ) -> CallToolResult:
     """Run tool ``name`` with the client's ``arguments`` (its open JSON, checked by the
     agent call); nothing raises out of here (C52)."""
