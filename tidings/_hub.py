@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import ValidationError
 from redis import Redis
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from tidings.inspection.status import Status
     from tidings.jobs.turns.prepare import Startup, TurnError
     from tidings.scheduler.service import EventSink, SchedulerService
+    from tidings.workers.dead_letters import DeadLetter, Requeued, RequeueError
 
 #: Worker threads of an in-process worker (embedded hubs, ``tidings up``).
 LOCAL_WORKER_THREADS = 4
@@ -276,12 +277,12 @@ class Hub:
 
         return status(self.redis, self.clock, self.control)
 
-    def dead_letters(self) -> list[dict[str, Any]]:
+    def dead_letters(self) -> list[DeadLetter]:
         """Messages that ran out of retries: ``message_id``, ``queue``, ``actor``, ``error``,
         ``traceback``, ``died_at``, ``args``; newest first; reads only."""
         return dead_letters.dead_letters(self.control)
 
-    def requeue_dead(self, message_id: str) -> dict[str, Any]:
+    def requeue_dead(self, message_id: str) -> Requeued | RequeueError:
         """Enqueue dead letter ``message_id`` again with fresh retries (``not_found`` if
         there is none by that id)."""
         return dead_letters.requeue(self.broker, message_id)

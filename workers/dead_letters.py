@@ -8,10 +8,13 @@ Retries middleware leaves the last traceback in the message's options.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import Literal, TypedDict
 
 from dramatiq import Message
+from dramatiq.brokers.redis import RedisBroker
 from dramatiq.common import q_name
+from redis import Redis
 
 from tidings.store import replies
 from tidings.store.jsonfmt import utc_stamp
@@ -26,11 +29,41 @@ ERROR_CHARS = 2000
 SPENT_OPTIONS = ("retries", "traceback", "redis_message_id", "eta")
 
 
+class DeadLetter(TypedDict):
+    """One dead letter as listed (``actor``, ``traceback`` and ``args`` stay ``None`` for a
+    body dramatiq cannot decode)."""
+
+    message_id: str
+    queue: str
+    died_at: str
+    actor: str | None
+    error: str | None
+    traceback: object
+    args: list[object] | None
+
+
+class Requeued(TypedDict):
+    """:func:`requeue` done: the message is on ``queue`` again."""
+
+    status: Literal["ok"]
+    message_id: str
+    queue: str
+    actor: str
+
+
+class RequeueError(TypedDict):
+    """:func:`requeue` refused: no such dead letter, or its body cannot be decoded."""
+
+    status: Literal["error"]
+    reason: Literal["not_found", "undecodable"]
+    message: str
+
+
 def _xq(queue: str) -> str:
     return f"{NAMESPACE}:{queue}.XQ"
 
 
-def _error(options: dict[str, Any]) -> str | None:
+def _error(options: Mapping[str, object]) -> str | None:
     trace = options.get("traceback")
     if not isinstance(trace, str):
         return None
@@ -38,7 +71,7 @@ def _error(options: dict[str, Any]) -> str | None:
     return (lines[-1] if lines else "")[:ERROR_CHARS]
 
 
-def dead_letters(redis: Any, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
+def dead_letters(redis: Redis, limit: int = DEFAULT_LIMIT) -> list[DeadLetter]:
     """``{"message_id", "queue", "actor", "error", "traceback", "died_at", "args"}`` of every
     queue's dead letters (up to ``limit`` each, newest first)."""
     queues = sorted(known_queues(redis))
@@ -50,26 +83,27 @@ def dead_letters(redis: Any, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]
         for queue, entries in zip(queues, listed, strict=True):
             pipe.hmget(f"{_xq(queue)}.msgs", [m for m, _ in entries] or ["-"])
         bodies = pipe.execute()
-    out = []
+    out: list[DeadLetter] = []
     for queue, entries, raws in zip(queues, listed, bodies, strict=True):
         for (member, score), raw in zip(entries, raws, strict=False):
-            row: dict[str, Any] = {"message_id": replies.text(member), "queue": queue,
-                                   "died_at": utc_stamp(score / 1000), "actor": None,
-                                   "error": None, "traceback": None, "args": None}
+            row: DeadLetter = {"message_id": replies.text(member), "queue": queue,
+                               "died_at": utc_stamp(score / 1000), "actor": None,
+                               "error": None, "traceback": None, "args": None}
             if raw is not None:
                 try:
                     message = Message.decode(raw)
                 except Exception:  # a body dramatiq cannot decode is listed as it is
                     row["error"] = "undecodable message body"
                 else:
-                    row.update(actor=message.actor_name, error=_error(message.options),
-                               traceback=message.options.get("traceback"),
-                               args=list(message.args))
+                    row["actor"] = message.actor_name
+                    row["error"] = _error(message.options)
+                    row["traceback"] = message.options.get("traceback")
+                    row["args"] = list(message.args)
             out.append(row)
     return sorted(out, key=lambda r: r["died_at"], reverse=True)
 
 
-def requeue(broker: Any, message_id: str) -> dict[str, Any]:
+def requeue(broker: RedisBroker, message_id: str) -> Requeued | RequeueError:
     """Enqueue dead letter ``message_id`` again (fresh retries), then forget the dead copy.
 
     Every actor is idempotent, so a re-enqueue that races a second one runs the job twice
@@ -81,7 +115,7 @@ def requeue(broker: Any, message_id: str) -> dict[str, Any]:
         if raw is None:
             continue
         try:
-            message = Message.decode(raw)
+            message = Message.decode(replies.data(raw))
         except Exception:
             return {"status": "error", "reason": "undecodable",
                     "message": f"dead letter {message_id} cannot be decoded"}

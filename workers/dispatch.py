@@ -7,7 +7,6 @@ It builds messages by actor name and imports no job: a producer that only enqueu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from dramatiq import Broker, Message
 
@@ -16,7 +15,7 @@ from tidings.workers import actor_names
 from tidings.workers.routing import host_queue, scheduler_queue
 
 
-def route(broker: Broker, actor_name: str, queue: str, *args: Any) -> Message[Any]:
+def route(broker: Broker, actor_name: str, queue: str, *args: object) -> Message[object]:
     """Build a message for ``actor_name`` addressed to ``queue``.
 
     The actor need not be declared in this process (the scheduler's actors are
@@ -26,7 +25,7 @@ def route(broker: Broker, actor_name: str, queue: str, *args: Any) -> Message[An
     return Message(queue_name=queue, actor_name=actor_name, args=args, kwargs={}, options={})
 
 
-def send(broker: Broker, actor_name: str, queue: str, *args: Any) -> Message[Any]:
+def send(broker: Broker, actor_name: str, queue: str, *args: object) -> Message[object]:
     return broker.enqueue(route(broker, actor_name, queue, *args))
 
 

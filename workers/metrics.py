@@ -11,9 +11,9 @@ only enqueues (``tidings publish``) never loads it.
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from dramatiq import Broker, Middleware
+from dramatiq import Broker, Message, Middleware
+from dramatiq.broker import MessageProxy
 from dramatiq.common import q_name
 
 from tidings.jobs.metrics import DURATION_BUCKETS, counter, histogram
@@ -48,11 +48,11 @@ class MessageMetrics(Middleware):
     def __init__(self) -> None:
         self._started: dict[str, float] = {}
 
-    def before_process_message(self, broker: Broker, message: Any) -> None:
+    def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         self._started[message.message_id] = time.perf_counter()
 
     def after_process_message(
-        self, broker: Broker, message: Any, *, result: Any = None,
+        self, broker: Broker, message: MessageProxy, *, result: object = None,
         exception: BaseException | None = None,
     ) -> None:
         labels = (message.actor_name, q_name(message.queue_name))
@@ -63,13 +63,13 @@ class MessageMetrics(Middleware):
         if started is not None:
             MESSAGE_SECONDS.get().labels(*labels).observe(time.perf_counter() - started)
 
-    def after_skip_message(self, broker: Broker, message: Any) -> None:
+    def after_skip_message(self, broker: Broker, message: MessageProxy) -> None:
         self.after_process_message(broker, message)
 
-    def after_enqueue(self, broker: Broker, message: Any, delay: int | None) -> None:
+    def after_enqueue(self, broker: Broker, message: Message[object], delay: int | None) -> None:
         # The Retries middleware re-enqueues with ``retries`` counted in the options.
         if "retries" in message.options:
             MESSAGES_RETRIED.get().labels(message.actor_name, q_name(message.queue_name)).inc()
 
-    def after_nack(self, broker: Broker, message: Any) -> None:
+    def after_nack(self, broker: Broker, message: MessageProxy) -> None:
         MESSAGES_DEAD_LETTERED.get().labels(message.actor_name, q_name(message.queue_name)).inc()

@@ -15,9 +15,10 @@ import os
 import socket
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
 
-from dramatiq import Middleware
+from dramatiq import Broker, Middleware, Worker
+from redis import Redis
 
 from tidings.store import keys, replies
 
@@ -28,7 +29,7 @@ FRESH_SECONDS = 3 * HEARTBEAT_SECONDS
 #: A field older than this is deleted by the next heartbeat of any worker.
 FORGET_SECONDS = 3600.0
 
-def worker_counts(fields: dict[Any, Any], now: float) -> dict[str, int]:
+def worker_counts(fields: Mapping[bytes | str, bytes | str], now: float) -> dict[str, int]:
     """Fresh workers per host, from the raw ``tidings:workers`` hash."""
     counts: dict[str, int] = {}
     for raw_field, raw_seen in fields.items():
@@ -46,7 +47,7 @@ def worker_counts(fields: dict[Any, Any], now: float) -> dict[str, int]:
 class Presence(Middleware):
     """Heartbeats ``tidings:workers`` while a worker of this broker runs."""
 
-    def __init__(self, client: Any, host: str) -> None:
+    def __init__(self, client: Redis, host: str) -> None:
         self.client = client
         self.field = f"{host} {socket.gethostname()}:{os.getpid()}"
         self._stop = threading.Event()
@@ -69,12 +70,12 @@ class Presence(Middleware):
                 self._beat()
             self._stop.wait(HEARTBEAT_SECONDS)
 
-    def after_worker_boot(self, broker: Any, worker: Any) -> None:
+    def after_worker_boot(self, broker: Broker, worker: Worker) -> None:
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="tidings-presence", daemon=True)
         self._thread.start()
 
-    def before_worker_shutdown(self, broker: Any, worker: Any) -> None:
+    def before_worker_shutdown(self, broker: Broker, worker: Worker) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)

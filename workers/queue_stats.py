@@ -12,14 +12,25 @@ Everything here only reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 from redis import Redis
+from redis.client import Pipeline
 
 from tidings.store import replies
 from tidings.store.keys import HOSTS, NAMESPACE
 from tidings.workers.routing import host_queue, scheduler_queue
+
+
+class QueueFigure(TypedDict):
+    """One queue's figures (api.md, ``tidings status --json``)."""
+
+    name: str
+    depth: int
+    delayed: int
+    dead: int
+    in_flight: int
 
 
 def _key(queue: str, suffix: str = "") -> str:
@@ -33,7 +44,7 @@ def known_queues(redis: Redis) -> set[str]:
     return {q for host in hosts for q in (host_queue(host), scheduler_queue(host))}
 
 
-def queue_reads(pipe: Any, names: Iterable[str]) -> None:
+def queue_reads(pipe: Pipeline, names: Iterable[str]) -> None:
     """Queue the four reads of each queue onto ``pipe`` (see :func:`queue_figures_of`)."""
     for name in names:
         pipe.llen(_key(name))
@@ -42,9 +53,9 @@ def queue_reads(pipe: Any, names: Iterable[str]) -> None:
         pipe.zcard(_key(name, ".XQ"))
 
 
-def queue_figures_of(names: list[str], replies: list[Any]) -> list[dict[str, Any]]:
+def queue_figures_of(names: list[str], replies: Sequence[int]) -> list[QueueFigure]:
     """The figures of ``names`` from the replies of :func:`queue_reads`."""
-    figures = []
+    figures: list[QueueFigure] = []
     for i, name in enumerate(names):
         waiting, bodies, delayed, dead = (int(v) for v in replies[4 * i: 4 * i + 4])
         figures.append({"name": name, "depth": waiting, "delayed": delayed, "dead": dead,

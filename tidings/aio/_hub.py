@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tidings.jobs.guard import ErrorAnswer
     from tidings.jobs.turns.prepare import Startup, TurnError, TurnMemory
     from tidings.scheduler.service import EventSink, SchedulerService
+    from tidings.workers.dead_letters import DeadLetter, Requeued, RequeueError
 
 
 class AsyncHub:
@@ -86,10 +87,10 @@ class AsyncHub:
     async def status(self) -> Status:
         return await asyncio.to_thread(self.sync.status)
 
-    async def dead_letters(self) -> list[dict[str, Any]]:
+    async def dead_letters(self) -> list[DeadLetter]:
         return await asyncio.to_thread(self.sync.dead_letters)
 
-    async def requeue_dead(self, message_id: str) -> dict[str, Any]:
+    async def requeue_dead(self, message_id: str) -> Requeued | RequeueError:
         return await asyncio.to_thread(self.sync.requeue_dead, message_id)
 
     async def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
