@@ -11,15 +11,18 @@ overdue alarm is reported, not published.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TypedDict
 
-from tidings.inspection.agents import stream_time
+from tidings.inspection.agents import StreamEntries, stream_time
+from tidings.jobs.cap.attention import Lane
 from tidings.jobs.cap.spill import planned_attention
 from tidings.jobs.channels.allowlist import Allowlist, load_registry, peek_registry_state
 from tidings.jobs.channels.names import DELAY_ALARM
 from tidings.jobs.delay.state import read_state
 from tidings.jobs.inbox import items as inbox_items
+from tidings.jobs.inbox.items import PublicItem
 from tidings.jobs.runtime import Runtime
 
 # The one named exception to "one way down" (issue 21; pyproject.toml): the console is a
@@ -27,7 +30,7 @@ from tidings.jobs.runtime import Runtime
 # delay's alarm (D9), so the console takes the bare read and reports the alarm as overdue.
 from tidings.jobs.view._bare_read import bare_read, snapshot
 from tidings.jobs.view.delivery import attention_preview
-from tidings.jobs.view.status import delay_from_state
+from tidings.jobs.view.status import LiveDelay, delay_from_state
 from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
@@ -42,18 +45,80 @@ INBOX_ITEMS = 30
 CHECKPOINT_FIELDS = ("version", "observed_at", "head", "identity", "overflow_count")
 
 
-def _loads(raw: Any) -> Any:
+class ChannelRow(TypedDict):
+    """One visible channel: its envelope's header, priority and last update."""
+
+    name: str
+    header: object
+    priority: object
+    updated: object
+    delayed: bool
+    payload: object
+
+
+class WakeRow(TypedDict):
+    """One wake stream entry (``entry``: its JSON, else the stream fields as text)."""
+
+    id: str
+    at: str | None
+    kind: str
+    about: str
+    entry: object
+
+
+class CheckpointView(TypedDict):
+    """The memory checkpoint's head and identity (values as stored)."""
+
+    version: object
+    observed_at: object
+    head: object
+    branch: object
+    detached: object
+    unborn: object
+    root: object
+
+
+class AgentPage(TypedDict):
+    """Everything the agent page shows (see the module docstring)."""
+
+    agent: dict[str, str | None]
+    now: float
+    now_at: str
+    files_here: bool
+    stable: bool
+    read_error: str | None
+    channels: list[ChannelRow]
+    lane: Lane | None
+    overflow: dict[object, object] | None
+    delay_state: dict[str, object] | None
+    live_delay: LiveDelay | None
+    alarm_overdue: bool
+    alarm: object
+    inbox: list[PublicItem]
+    checkpoint: CheckpointView | None
+    hooks: list[dict[str, object]]
+    hooks_error: str | None
+    hooks_loaded: bool
+    blocked: list[str]
+    oversized: list[str]
+    wakes: list[WakeRow]
+    wake_cursor: str | None
+
+
+def _loads(raw: object) -> object:
+    if not isinstance(raw, str | bytes | bytearray):
+        return None
     try:
-        return json.loads(raw) if raw is not None else None
+        return json.loads(raw)
     except (UnicodeDecodeError, ValueError):
         return None
 
 
-def channel_rows(payloads: dict[str, Any], delayed: str | None) -> list[dict[str, Any]]:
+def channel_rows(payloads: Mapping[str, object], delayed: str | None) -> list[ChannelRow]:
     """Header, priority, last update and delay flag of each visible channel."""
-    rows = []
+    rows: list[ChannelRow] = []
     for name, payload in payloads.items():
-        envelope = payload if isinstance(payload, dict) else {}
+        envelope: Mapping[object, object] = payload if isinstance(payload, dict) else {}
         updated = envelope.get("published_at") or envelope.get("updated_at")
         rows.append({"name": name, "header": envelope.get("header"),
                      "priority": envelope.get("priority"), "updated": updated,
@@ -61,21 +126,26 @@ def channel_rows(payloads: dict[str, Any], delayed: str | None) -> list[dict[str
     return rows
 
 
-def wake_about(entry: Any) -> str:
+#: Where a notification wake's entry names its channels.
+SOURCES_PATH = ("result", "_meta", "agent_meta", "guidance", "transient", "sources")
+
+
+def wake_about(entry: object) -> str:
     """What a wake was for: the channels a notification carried, or the inbox item."""
     if not isinstance(entry, dict):
         return ""
     if isinstance(entry.get("event_id"), str):
         return str(entry["event_id"])
-    try:
-        sources = entry["result"]["_meta"]["agent_meta"]["guidance"]["transient"]["sources"]
-    except (KeyError, TypeError):
-        return ""
+    sources: object = entry
+    for key in SOURCES_PATH:
+        if not isinstance(sources, dict) or key not in sources:
+            return ""
+        sources = sources[key]
     return ", ".join(map(str, sources)) if isinstance(sources, list) else ""
 
 
-def wake_rows(reply: Any) -> list[dict[str, Any]]:
-    rows = []
+def wake_rows(reply: StreamEntries | None) -> list[WakeRow]:
+    rows: list[WakeRow] = []
     for wake_id, fields in reply or []:
         decoded = {replies.text(k): replies.text(v) for k, v in fields.items()}
         entry = _loads(decoded.get("entry"))
@@ -86,19 +156,20 @@ def wake_rows(reply: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def checkpoint_view(values: list[Any]) -> dict[str, Any] | None:
+def checkpoint_view(values: Sequence[object]) -> CheckpointView | None:
     fields = dict(zip(CHECKPOINT_FIELDS, (_loads(v) for v in values), strict=True))
     if fields["version"] is None:
         return None
-    head = fields["head"] if isinstance(fields["head"], dict) else {}
-    identity = fields["identity"] if isinstance(fields["identity"], dict) else {}
+    head: Mapping[object, object] = fields["head"] if isinstance(fields["head"], dict) else {}
+    identity: Mapping[object, object] = (fields["identity"] if isinstance(fields["identity"], dict)
+                                         else {})
     return {"version": fields["version"], "observed_at": fields["observed_at"],
             "head": head.get("head"), "branch": head.get("branch"),
             "detached": head.get("detached"), "unborn": head.get("unborn"),
             "root": identity.get("root")}
 
 
-def agent_page(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
+def agent_page(rt: Runtime, agent: AgentRecord) -> AgentPage:
     """Everything the agent page shows (see the module docstring)."""
     now = rt.clock.now()
     root = agent.root

@@ -10,11 +10,14 @@ Live delays come from the delay state files of the page's agents.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from tidings.jobs.view.status import delay_from_state
+from redis import Redis
+
+from tidings.jobs.view.status import LiveDelay, delay_from_state
 from tidings.store import keys, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
@@ -36,8 +39,42 @@ class Listed:
 #: A search with this prefix matches host names exactly.
 HOST_PREFIX = "host:"
 
+#: An ``XRANGE``/``XREVRANGE`` reply: (entry id, fields) pairs, as bytes or text.
+StreamEntries = Sequence[tuple[object, Mapping[object, object]]]
 
-def matching_ids(redis: Any, needle: str, control: Any = None) -> list[str]:
+
+class WakeSummary(TypedDict):
+    """The newest wake of an agent: its stream id, time and kind."""
+
+    id: str
+    at: str | None
+    kind: str
+
+
+class AgentRow(TypedDict):
+    """One row of the agents table."""
+
+    agent_id: str
+    host: str
+    workdir: str
+    pending: int
+    live_delay: LiveDelay | None
+    alarm_overdue: bool
+    last_wake: WakeSummary | None
+    blocked: list[str]
+
+
+class AgentsPage(TypedDict):
+    """One page of the agents list (``q``: the search as taken)."""
+
+    agents: list[AgentRow]
+    total: int
+    page: int
+    pages: int
+    q: str
+
+
+def matching_ids(redis: Redis, needle: str, control: Redis | None = None) -> list[str]:
     """Agent ids, sorted, that the search ``needle`` (casefolded) selects (the host set
     is on the control store ``control``, default: ``redis``)."""
     listed = AgentRegistry(redis, control).indexes()
@@ -59,7 +96,7 @@ def stream_time(wake_id: str) -> str | None:
     return utc_stamp(int(ms) / 1000) if ms.isdigit() else None
 
 
-def last_wake(reply: Any) -> dict[str, Any] | None:
+def last_wake(reply: StreamEntries | None) -> WakeSummary | None:
     """``{"id", "at", "kind"}`` of an ``XREVRANGE ... COUNT 1`` reply."""
     if not reply:
         return None
@@ -69,7 +106,7 @@ def last_wake(reply: Any) -> dict[str, Any] | None:
     return {"id": text, "at": stream_time(text), "kind": decoded.get("kind", "?")}
 
 
-def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]:
+def page_figures(redis: Redis, ids: list[str], now: float) -> list[AgentRow]:
     """The columns of the agents table for ``ids`` (one pipelined round trip)."""
     with redis.pipeline(transaction=False) as pipe:
         for agent_id in ids:
@@ -79,7 +116,7 @@ def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]
             pipe.xrevrange(agent_keys.wake_stream, count=1)
             pipe.smembers(agent_keys.blocked)
         answers = pipe.execute()
-    out = []
+    out: list[AgentRow] = []
     for i, agent_id in enumerate(ids):
         raw, pending, wake, blocked = answers[4 * i: 4 * i + 4]
         record = parse_record(raw, agent_id)  # logs an unreadable one
@@ -94,8 +131,8 @@ def page_figures(redis: Any, ids: list[str], now: float) -> list[dict[str, Any]]
     return out
 
 
-def agents_page(redis: Any, now: float, query: str = "", page: int = 1,
-                control: Any = None) -> dict[str, Any]:
+def agents_page(redis: Redis, now: float, query: str = "", page: int = 1,
+                control: Redis | None = None) -> AgentsPage:
     """One page of the agents list, filtered by ``query`` (see the module docstring)."""
     needle = query.strip()[:MAX_QUERY].casefold()
     ids = matching_ids(redis, needle, control)
