@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
-from typing import Any, Literal, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Literal, NotRequired, TypedDict
 
 import dramatiq
 from dramatiq import Broker
@@ -105,7 +105,15 @@ def agent_actor(
     )
 
 
-def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
+class ExhaustedFlush(TypedDict):
+    """What dramatiq's Retries hands ``on_retry_exhausted``: the ``flush_channel``
+    message as a dict (:meth:`dramatiq.Message.asdict`), of which this reads these keys."""
+
+    args: tuple[str, str] | list[str]
+    options: NotRequired[Mapping[str, object]]
+
+
+def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., None]:
     """``sync_host(host[, agent_ids])`` (channels.md C27): a full scan, or the named
     agents; the job clears the flag the scheduler's tick set, so the next tick may
     enqueue again."""
@@ -123,13 +131,13 @@ def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
     )
 
 
-def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., Any]:
+def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., None]:
     """Takes a ``flush_channel`` message whose retries ran out (dramatiq's Retries
     ``on_retry_exhausted``) and dead-letters its channel (channels.md C52). Declared on
     this host's queue: the worker that gave up the flush sends it there."""
     registry = AgentRegistry(rt.redis, rt.control)
 
-    def flush_dead_letter(message: dict[str, Any], retries: dict[str, Any]) -> None:
+    def flush_dead_letter(message: ExhaustedFlush, retries: Mapping[str, object]) -> None:
         agent_id, channel = message["args"][0], message["args"][1]
         agent = registry.get(agent_id)
         reason = dead_letter.reason_of(message.get("options", {}).get("traceback"))

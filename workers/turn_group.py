@@ -47,7 +47,9 @@ class GroupPreTurn:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def send(self, agent: AgentRecord, observe: bool) -> tuple[Message[Any] | None, Message[Any]]:
+    def send(
+        self, agent: AgentRecord, observe: bool
+    ) -> tuple[Message[object] | None, Message[object]]:
         """Enqueue the group: ``(observation message or None, render message)``."""
         queue = host_queue(agent.host)
         render = route(self.broker, actor_names.RENDER_ATTENTION, queue, agent.agent_id)
@@ -72,7 +74,7 @@ class GroupPreTurn:
         return memory, attention
 
     def _wait(
-        self, message: Message[Any], deadline: float, agent: AgentRecord
+        self, message: Message[object], deadline: float, agent: AgentRecord
     ) -> dict[str, object] | None:
         backend = self.broker.get_results_backend()
         while True:

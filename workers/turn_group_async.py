@@ -8,7 +8,7 @@ connection and no thread. Degrades exactly like the threaded wait.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import cast
 
 from dramatiq import Broker, Message
 from dramatiq.results import ResultError
@@ -45,7 +45,7 @@ class AsyncGroupPreTurn:
         return memory, attention
 
     async def _wait(
-        self, message: Message[Any], deadline: float, agent: AgentRecord
+        self, message: Message[object], deadline: float, agent: AgentRecord
     ) -> dict[str, object] | None:
         backend = self.group.broker.get_results_backend()
         key = backend.build_message_key(message)
