@@ -8,8 +8,11 @@ Nothing scans the keyspace (issue 25), so the read does not grow with other keys
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
+
+from redis import Redis
 
 from tidings.store import keys, rates
 from tidings.store.jsonfmt import utc_stamp
@@ -19,8 +22,29 @@ from tidings.workers.queue_stats import queue_figures_of, queue_reads
 from tidings.workers.routing import host_queue, scheduler_queue
 
 
-def _json(raw: Any) -> dict[str, Any] | None:
-    if raw is None:
+class HostRow(TypedDict):
+    """A host's workers, scheduler leader (values as stored) and last tick record."""
+
+    host: str
+    workers: int
+    leader: object
+    since: object
+    last_tick: dict[str, object] | None
+
+
+class Overview(TypedDict):
+    """The overview's figures (``rates``: per kind, per-second rates, oldest first)."""
+
+    at: str
+    hosts: list[HostRow]
+    queues: Sequence[Mapping[str, object]]
+    agents: int
+    rates: dict[str, list[float]]
+    dead: int
+
+
+def _json(raw: object) -> dict[str, object] | None:
+    if not isinstance(raw, str | bytes | bytearray):
         return None
     try:
         value = json.loads(raw)
@@ -34,10 +58,10 @@ class Summary:
     """Reads the overview: ``redis`` is the state store, ``control`` the control store
     (queues, workers, rates, the host set)."""
 
-    redis: Any
-    control: Any
+    redis: Redis
+    control: Redis
 
-    def read(self, now: float) -> dict[str, Any]:
+    def read(self, now: float) -> Overview:
         """Hosts (workers, leader, last tick), queues, agent count and rates."""
         workers = worker_counts(self.control.hgetall(keys.WORKERS), now)
         hosts = sorted(set(AgentRegistry(self.redis, self.control).hosts()) | set(workers))
@@ -53,7 +77,7 @@ class Summary:
                 pipe.hlen(keys.host_agents(host))
             rest = pipe.execute()
         counts = rest[2 * len(hosts):]
-        host_rows = []
+        host_rows: list[HostRow] = []
         for i, host in enumerate(hosts):
             leader, last = _json(rest[2 * i]), _json(rest[2 * i + 1])
             host_rows.append({

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
 
 from tidings.jobs.channels.allowlist import Allowlist, peek_registry_state
 from tidings.jobs.delay.state import STATE_FILE
@@ -20,6 +19,10 @@ from tidings.store.inbox_keys import InboxKeys
 from tidings.store.keys import AgentKeys
 from tidings.store.registry import AgentRegistry
 
+#: An agent's signature: its Redis reads (as reprs), and for an agent page its channel
+#: files' fingerprint (as repr) with the delay state file's stat key (``None`` otherwise).
+Signature = tuple[tuple[str, ...], tuple[str, tuple[int, ...] | None] | None]
+
 
 def _file_key(path: str) -> tuple[int, ...] | None:
     try:
@@ -28,7 +31,7 @@ def _file_key(path: str) -> tuple[int, ...] | None:
         return None
 
 
-def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict[str, Any]:
+def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict[str, Signature]:
     """A value per agent that changes whenever what its page shows may have changed."""
     ids = sorted(set(shallow) | set(deep))
     deep_ids = set(deep)
@@ -45,11 +48,11 @@ def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict
             pipe.scard(k.blocked)
         replies = pipe.execute()
     registry = AgentRegistry(rt.redis, rt.control)
-    out: dict[str, Any] = {}
+    out: dict[str, Signature] = {}
     for i, agent_id in enumerate(ids):
         redis_part = tuple(repr(v) for v in replies[6 * i: 6 * i + 6])
         record = registry.get(agent_id) if agent_id in deep_ids else None
-        files: Any = None
+        files: tuple[str, tuple[int, ...] | None] | None = None
         if record is not None and record.root.is_dir():
             allow = Allowlist(peek_registry_state(rt, record).hook_channels)
             files = (repr(fingerprint(record.root, allow)),

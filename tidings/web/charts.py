@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 #: Chart size in SVG user units.
 WIDTH, HEIGHT = 300, 60
@@ -11,8 +11,21 @@ WIDTH, HEIGHT = 300, 60
 PAD = 4
 
 
-def sparkline(values: Sequence[float]) -> dict[str, Any]:
-    """``{"path", "area", "peak", "last", "width", "height"}`` of a line through ``values``."""
+class Sparkline(TypedDict):
+    """A line chart's SVG paths and the figures shown beside it."""
+
+    path: str
+    area: str
+    peak: float
+    last: float
+    mean: float
+    width: int
+    height: int
+
+
+def sparkline(values: Sequence[float]) -> Sparkline:
+    """``{"path", "area", "peak", "last", "mean", "width", "height"}`` of a line through
+    ``values``."""
     values = list(values) or [0.0]
     peak = max(values)
     scale = (HEIGHT - 2 * PAD) / peak if peak > 0 else 0.0

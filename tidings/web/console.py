@@ -5,22 +5,22 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from tidings._hub import Hub
-from tidings.inspection.overview import Summary
+from tidings.inspection.overview import Overview, Summary
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.rates import BUCKET_SECONDS, WINDOW_SECONDS
 from tidings.web.auth import Guard
-from tidings.web.charts import sparkline
-from tidings.web.poller import Poller
+from tidings.web.charts import Sparkline, sparkline
+from tidings.web.poller import LiveSummary, Poller
 
 
-def pretty(value: Any) -> str:
+def pretty(value: object) -> str:
     """JSON for people (escaped by the template like any other text)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
@@ -33,8 +33,17 @@ def templates() -> Environment:
     return env
 
 
-def overview_context(figures: dict[str, Any]) -> dict[str, Any]:
-    rates = figures.get("rates", {})
+class OverviewContext(TypedDict):
+    """What the overview templates render: the figures, their charts, the window."""
+
+    o: Overview
+    charts: dict[str, Sparkline]
+    window_minutes: int
+    bucket_seconds: int
+
+
+def overview_context(figures: Overview) -> OverviewContext:
+    rates = figures["rates"]
     charts = {kind: sparkline(rates.get(kind, [])) for kind in ("events", "wakes")}
     return {"o": figures, "charts": charts, "window_minutes": WINDOW_SECONDS // 60,
             "bucket_seconds": BUCKET_SECONDS}
@@ -59,7 +68,7 @@ class Console:
         env = templates()
         summary = Summary(hub.redis, hub.control)
 
-        def read_summary() -> dict[str, Any]:
+        def read_summary() -> LiveSummary:
             figures = summary.read(hub.clock.now())
             html = env.get_template("_overview_live.html").render(**overview_context(figures))
             return {"at": figures["at"], "dead": figures["dead"], "html": html}
@@ -67,7 +76,7 @@ class Console:
         return cls(hub, allow_actions, guard, env, summary, Poller(hub.runtime, read_summary),
                    secrets.token_urlsafe(24))
 
-    def page(self, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    def page(self, name: str, status_code: int = 200, **context: object) -> HTMLResponse:
         html = self.env.get_template(name).render(
             allow_actions=self.allow_actions, form_key=self.form_key,
             signed_in=self.guard.token is not None,

@@ -16,11 +16,11 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import anyio.to_thread
 
-from tidings.inspection.signatures import signatures
+from tidings.inspection.signatures import Signature, signatures
 from tidings.jobs.runtime import Runtime
 
 #: Seconds between status reads while any page listens (a page updates within 2 s).
@@ -31,6 +31,24 @@ QUEUE_SIZE = 16
 MAX_WATCHED = 100
 
 
+class LiveSummary(TypedDict):
+    """A status read as pages get it: the overview's time and dead count, and its fragment."""
+
+    at: str
+    dead: int
+    html: str
+
+
+class ReadFailed(TypedDict):
+    """A status read that failed (Redis away): what went wrong, for the pages to say."""
+
+    error: str
+
+
+#: What a page's mailbox carries: ("summary", a status read) or ("agents", changed ids).
+Message = tuple[str, LiveSummary | ReadFailed | list[str]]
+
+
 @dataclass(eq=False)
 class Subscriber:
     """One open page: the agents it shows (``deep``: an agent page) and its mailbox."""
@@ -39,10 +57,10 @@ class Subscriber:
     deep: bool
     #: Until the first read: the page may predate a change the poller never saw.
     fresh: bool = True
-    queue: asyncio.Queue[tuple[str, Any]] = field(
+    queue: asyncio.Queue[Message] = field(
         default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
 
-    def offer(self, kind: str, data: Any) -> None:
+    def offer(self, kind: str, data: LiveSummary | ReadFailed | list[str]) -> None:
         with contextlib.suppress(asyncio.QueueFull):
             self.queue.put_nowait((kind, data))
 
@@ -50,7 +68,7 @@ class Subscriber:
 class Poller:
     """Reads on a timer while pages listen; every page gets the same results."""
 
-    def __init__(self, rt: Runtime, read_summary: Callable[[], dict[str, Any]],
+    def __init__(self, rt: Runtime, read_summary: Callable[[], LiveSummary],
                  interval: float = INTERVAL_SECONDS) -> None:
         self.rt = rt
         self.read_summary = read_summary
@@ -58,8 +76,8 @@ class Poller:
         self.subscribers: set[Subscriber] = set()
         self.status_reads = 0
         self._task: asyncio.Task[None] | None = None
-        self._seen: dict[str, Any] = {}
-        self.latest: dict[str, Any] | None = None
+        self._seen: dict[str, Signature] = {}
+        self.latest: LiveSummary | ReadFailed | None = None
 
     def subscribe(self, agents: Iterable[str] = (), deep: bool = False) -> Subscriber:
         sub = Subscriber(frozenset(list(agents)[:MAX_WATCHED]), deep)
@@ -73,7 +91,8 @@ class Poller:
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
 
-    def _read(self, shallow: set[str], deep: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _read(self, shallow: set[str],
+              deep: set[str]) -> tuple[LiveSummary, dict[str, Signature]]:
         self.status_reads += 1
         return self.read_summary(), signatures(self.rt, shallow, deep)
 
@@ -83,9 +102,11 @@ class Poller:
             deep = {a for s in subs if s.deep for a in s.agents}
             shallow = {a for s in subs if not s.deep for a in s.agents}
             try:
-                summary, signs = await anyio.to_thread.run_sync(self._read, shallow, deep)
+                read, signs = await anyio.to_thread.run_sync(self._read, shallow, deep)
+                summary: LiveSummary | ReadFailed = read
             except Exception as exc:  # Redis away: pages say so and the poller goes on
-                summary, signs = {"error": f"{type(exc).__name__}: {exc}"[:300]}, {}
+                summary = ReadFailed(error=f"{type(exc).__name__}: {exc}"[:300])
+                signs = {}
             changed = {a for a, sign in signs.items()
                        if a in self._seen and self._seen[a] != sign}
             self._seen = signs
