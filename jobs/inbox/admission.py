@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Literal, Required, TypedDict
+from collections.abc import Mapping
+from typing import Literal, Required, TypedDict
 
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_uuid7
@@ -104,7 +105,7 @@ def admit(
     agent_id: str,
     source_kind: str,
     summary: str,
-    payload: dict[str, Any] | None = None,
+    payload: Mapping[str, object] | None = None,
     wake: bool = False,
     key: str | None = None,
     *,

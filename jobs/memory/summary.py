@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tidings.jobs.text import SUMMARY_BYTES, TRUNCATION_MARK, cap
 
@@ -29,7 +28,7 @@ _SPOOFING = re.compile(r'; |: | → |\(\+\d+ more\)|^"')
 _LABELS = {"commit": "Committed", "staged": "Staged", "worktree": "Worktree"}
 
 
-def summary_text(payload: Mapping[str, Any], header: str) -> str:
+def summary_text(payload: Mapping[str, object], header: str) -> str:
     """M37: header, notices, branch move, head move, lists, overflow, persona sentence."""
     lines = [header]
     if payload.get("repository_replaced"):
@@ -49,18 +48,39 @@ def summary_text(payload: Mapping[str, Any], header: str) -> str:
                      f"{short(payload.get('to_head'))}")
     if payload.get("history_rewritten"):
         lines.append("History rewritten; inspect with git.")
-    changes, more = payload.get("changes") or {}, payload.get("more") or {}
+    changes, more = mapping_of(payload.get("changes")), mapping_of(payload.get("more"))
     for area, label in _LABELS.items():
-        line = list_line(label, changes.get(area) or [], int(more.get(area) or 0))
+        line = list_line(label, entries_of(changes.get(area)), count_of(more.get(area)))
         if line:
             lines.append(line)
-    overflow = payload.get("overflow")
+    overflow = mapping_of(payload.get("overflow"))
     if overflow:
         lines.append(f"Paths listed beyond the first 20,000 changed: {overflow.get('from')} → "
                      f"{overflow.get('to')} more paths.")
-    if payload.get("persona_changed") and payload.get("persona_paths"):
-        lines.append(persona_sentence(payload["persona_paths"]))
+    persona_paths = strings_of(payload.get("persona_paths"))
+    if payload.get("persona_changed") and persona_paths:
+        lines.append(persona_sentence(persona_paths))
     return cap("\n".join(lines))
+
+
+def mapping_of(value: object) -> Mapping[str, object]:
+    """A payload's JSON object field (an empty one where it is absent or not an object)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def entries_of(value: object) -> list[Mapping[str, object]]:
+    """A payload's list of change entries (the objects in it; none where it is absent)."""
+    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+
+
+def strings_of(value: object) -> list[str]:
+    """A payload's list of paths (the strings in it; none where it is absent)."""
+    return [s for s in value if isinstance(s, str)] if isinstance(value, list) else []
+
+
+def count_of(value: object) -> int:
+    """A payload's count (0 where it is absent)."""
+    return int(value) if isinstance(value, int | float | str) and value else 0
 
 
 def header(since: str | None, observed_at: str | None, event_ids: Sequence[str] = ()) -> str:
@@ -106,7 +126,7 @@ def short(commit: object) -> str:
     return str(commit)[:SHORT_ID] if commit else "(none)"
 
 
-def _position(payload: Mapping[str, Any], side: str) -> str:
+def _position(payload: Mapping[str, object], side: str) -> str:
     head = payload.get(f"{side}_head")
     if payload.get(f"{side}_detached"):
         return f"detached HEAD at {short(head)}"

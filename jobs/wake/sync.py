@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal, Required, TypedDict
+from typing import Literal, Required, TypedDict
 
 from tidings.jobs import log, metrics
 from tidings.jobs.channels import allowlist, dead_letter
@@ -35,7 +35,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import committed, delivery, own_acts, wake_mask
 from tidings.jobs.view.coherent import observe
 from tidings.jobs.view.read import Observation, fingerprint
-from tidings.jobs.wake.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN
+from tidings.jobs.wake.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN, Entry
 from tidings.store import keys, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
@@ -130,7 +130,7 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
     return known
 
 #: C26: the synthetic call the orchestrator injects with a notification wake.
-WAKE_CALL: dict[str, Any] = {
+WAKE_CALL: dict[str, object] = {
     "name": "notification",
     "arguments": {"action": "check", "input": {}, "reasoning": "notification sync"},
 }
@@ -152,7 +152,7 @@ def enqueue_stranded(rt: Runtime, agent: AgentRecord) -> list[str]:
     return started
 
 
-def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> dict[str, Any] | None:
+def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> Entry | None:
     """C26: the signal for ``obs`` (``None`` if it cannot be stamped)."""
     stamped = delivery.stamp_with(rt, agent, obs, delivery.check_placeholder())
     if stamped is None:
