@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
 from tidings._tool import ACTIONS
 from tidings._tool_schema import INPUT_FIELDS, TOOL_DESCRIPTION, TOOL_NAME, argument_schema
 from tidings.store.errors import TidingsError
 
-Schema = dict[str, Any]
+#: A JSON Schema document (or a provider's tool definition around one), as a JSON object.
+Schema = dict[str, object]
 
 
 def _action_description() -> str:
@@ -62,7 +62,7 @@ def flat_arguments() -> Schema:
 def strict_arguments() -> Schema:
     """OpenAI strict mode: every key required, the unset ones null."""
     fields = {name: _nullable(field) for name, field in INPUT_FIELDS.items()}
-    input_schema = {"type": "object", "properties": fields, "required": list(fields),
+    input_schema: Schema = {"type": "object", "properties": fields, "required": list(fields),
                     "additionalProperties": False,
                     "description": "Every key is sent; null where the action does not use it."}
     return _root(input_schema, strict=True)

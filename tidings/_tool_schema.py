@@ -8,7 +8,6 @@ never disagree about which input keys an action takes. The provider dialects
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from tidings._tool import ACTIONS
 
@@ -20,12 +19,12 @@ TOOL_DESCRIPTION = (
 )
 
 
-def _text(description: str) -> dict[str, Any]:
+def _text(description: str) -> dict[str, object]:
     return {"type": ["string", "null"], "description": description}
 
 
 #: Every input field any action takes.
-INPUT_FIELDS: dict[str, dict[str, Any]] = {
+INPUT_FIELDS: dict[str, dict[str, object]] = {
     "channel": _text("Channel name (file stem), e.g. 'email', 'system', 'mcp.build'."),
     "force": {"type": ["boolean", "null"],
               "description": "Dismiss even if guarded or changed since last delivered."},
@@ -46,7 +45,7 @@ INPUT_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 
-def _action_rule(action: str, keys: frozenset[str]) -> dict[str, Any]:
+def _action_rule(action: str, keys: frozenset[str]) -> dict[str, object]:
     return {
         "if": {"properties": {"action": {"const": action}}, "required": ["action"]},
         "then": {"properties": {"input": {
@@ -57,7 +56,7 @@ def _action_rule(action: str, keys: frozenset[str]) -> dict[str, Any]:
     }
 
 
-def argument_schema() -> dict[str, Any]:
+def argument_schema() -> dict[str, object]:
     """The ``"json-schema"`` dialect: the arguments' JSON Schema (2020-12), with the
     input keys of each action as conditional rules."""
     return {

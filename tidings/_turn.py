@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the jobs load pygit2; a Turn is built only after they ran
+    from tidings.jobs.cap.attention import Lane
+    from tidings.jobs.inbox.items import Item
+    from tidings.jobs.turns.prepare import PreparedTurn, TurnMemory
 
 
 @dataclass(frozen=True)
@@ -19,25 +24,25 @@ class Turn:
 
     turn_id: str
     kind: str
-    inbox: list[dict[str, Any]]
+    inbox: list[Item]
     inbox_text: str
-    attention: dict[str, Any]
-    memory: dict[str, Any]
+    attention: Lane
+    memory: TurnMemory
     lease_expires_at: str
 
     @classmethod
-    def from_result(cls, result: Mapping[str, Any]) -> Turn:
+    def from_result(cls, result: PreparedTurn) -> Turn:
         return cls(
             turn_id=result["turn_id"],
             kind=result["kind"],
             inbox=list(result["inbox"]),
             inbox_text=result["inbox_text"],
             attention=dict(result["attention"]),
-            memory=dict(result["memory"]),
+            memory=result["memory"].copy(),
             lease_expires_at=result["lease_expires_at"],
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

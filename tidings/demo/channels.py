@@ -111,8 +111,8 @@ def wake(tour: Tour) -> None:
     if signal is None:
         raise AssertionError("wait_for_wake returned the signal")
     attention = _at(signal, "result", "_meta", "agent_meta", "notifications", "attention")
-    if not isinstance(attention, list):
-        raise AssertionError("the wake signal carries the stamped attention list")
+    if not isinstance(attention, dict):  # the lane: channel -> payload
+        raise AssertionError("the wake signal carries the stamped attention lane")
     tour.expect("mcp.watch" in attention, "the stamped check carries the new channel")
     tour.show("agent.wait_for_wake(5)", {
         "kind": signal["kind"], "wake_id": signal["wake_id"], "call": signal["call"],

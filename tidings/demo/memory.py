@@ -76,7 +76,10 @@ def memory_inbox(tour: Tour) -> None:
             raise AssertionError("the turn is prepared")
         tour.expect("MEMORY.md" in turn.inbox_text, "the event names the file")
         tour.show("turn.inbox_text (goes under the next turn message)", turn.inbox_text)
-        [entry] = turn.inbox[0]["payload"]["changes"]["worktree"]
+        changes = turn.inbox[0]["payload"].get("changes")
+        if not isinstance(changes, dict):
+            raise AssertionError("a memory event carries its changes")
+        [entry] = changes["worktree"]
         tour.show(f"the orchestrator reads {entry['path']} from disk",
                   (repo / entry["path"]).read_text())
         done = again.finish_turn(turn)

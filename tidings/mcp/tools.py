@@ -9,7 +9,8 @@ from typing import Literal, TypedDict
 from mcp_types import CallToolResult, TextContent, Tool
 
 from tidings._tool import InvalidArgument, ToolResult
-from tidings._tool_dialects import notification_tool_schema
+from tidings._tool_dialects import flat_arguments
+from tidings._tool_schema import TOOL_DESCRIPTION, TOOL_NAME
 from tidings.aio import AsyncAgent
 from tidings.jobs.guard import ErrorAnswer, internal_error
 from tidings.jobs.inbox.items import DEFAULT_PAGE, PublicItem, check_query
@@ -46,10 +47,8 @@ IGNORE_SCHEMA: dict[str, object] = {
 
 
 def tools() -> list[Tool]:
-    notification = notification_tool_schema("mcp")
-    return [
-        Tool(name=notification["name"], description=notification["description"],
-             input_schema=notification["inputSchema"]),
+    return [  # the notification tool as notification_tool_schema("mcp") states it
+        Tool(name=TOOL_NAME, description=TOOL_DESCRIPTION, input_schema=flat_arguments()),
         Tool(name="inbox", input_schema=INBOX_SCHEMA,
              description="Your inbox items (memory changes and other events), newest first; "
                          "reading never wakes you."),
