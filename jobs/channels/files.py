@@ -7,7 +7,6 @@ above (the coherent read, delay statistics) compose them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tidings.store.files import safe_read
 from tidings.store.jsonfmt import sha256_hex
@@ -16,7 +15,10 @@ from tidings.store.jsonread import Parsed, parse
 #: The folder of channel files inside a workdir.
 NOTIFICATION_DIR = ".notification"
 
-FpEntry = list[Any]  # [filename, byte_size, sha256_hex]
+#: One fingerprint entry as committed (JSON): ``[filename, byte_size, sha256_hex]``.
+FpEntry = list[object]
+#: One fingerprint entry as just read from disk.
+FileStat = tuple[str, int, str]
 
 
 def parse_payload(data: bytes) -> dict[str, object] | None:
@@ -31,12 +33,12 @@ def parse_payload(data: bytes) -> dict[str, object] | None:
 
 def channel_file_stat(
     root: Path, channel: str
-) -> tuple[FpEntry | None, dict[str, object] | None, str | None]:
+) -> tuple[FileStat | None, dict[str, object] | None, str | None]:
     """One channel file's fingerprint entry, payload and read problem (``None`` each if absent)."""
     outcome = safe_read(root, f"{NOTIFICATION_DIR}/{channel}.json")
     if outcome.kind == "absent":
         return None, None, None
     if not outcome.ok:
         return None, None, outcome.error
-    entry: FpEntry = [f"{channel}.json", len(outcome.data), sha256_hex(outcome.data)]
+    entry = (f"{channel}.json", len(outcome.data), sha256_hex(outcome.data))
     return entry, parse_payload(outcome.data), None

@@ -17,7 +17,7 @@ from typing import Literal
 
 from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.channels.files import FpEntry, channel_file_stat
+from tidings.jobs.channels.files import FileStat, channel_file_stat
 from tidings.jobs.channels.names import DAEMON, DELAY_ALARM, name_error
 from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.delay.record import DelayState, is_int
@@ -203,10 +203,10 @@ def live_target(rt: Runtime, agent: AgentRecord, allow: Allowlist) -> str | None
 
 def stats(root: Path, channel: str) -> TargetStats:
     """D7: the target statistics object of ``channel`` (``daemon``: the aggregate)."""
-    entry: FpEntry | None
+    entry: FileStat | None
     if channel == DAEMON:
         view = daemon_view.read_daemon(root)
-        entry = list(view.fp_entry) if view.fp_entry else None
+        entry = view.fp_entry or None
         payload, problem = view.payload, None
     else:
         entry, payload, problem = channel_file_stat(root, channel)

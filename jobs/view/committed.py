@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from tidings.jobs.channels.files import FpEntry
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import wake_mask
 from tidings.store import replies
@@ -19,8 +19,6 @@ from tidings.store.jsonread import loads_or
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import wake as wake_scripts
-
-FpEntry = list[Any]
 
 #: How often a patch retries when a concurrent delivery moved a fingerprint.
 PATCH_ATTEMPTS = 20
@@ -35,17 +33,21 @@ class Committed:
 
     @property
     def delivered(self) -> list[FpEntry]:
-        value = loads_or(self.delivered_text or None, [])
-        return list(value) if isinstance(value, list) else []
+        return _entries(loads_or(self.delivered_text or None, []))
 
     def wake(self, root: Path, delayed: str | None) -> list[FpEntry]:
         value = loads_or(self.wake_text or None, None)
         if isinstance(value, list):
-            return list(value)
+            return _entries(value)
         return wake_mask.baseline(root, delayed)
 
     def delivered_entry(self, filename: str) -> FpEntry | None:
         return next((e for e in self.delivered if e[0] == filename), None)
+
+
+def _entries(value: object) -> list[FpEntry]:
+    """A stored fingerprint's entries (the lists in it; none where it is not a list)."""
+    return [e for e in value if isinstance(e, list)] if isinstance(value, list) else []
 
 
 def read(rt: Runtime, agent: AgentRecord) -> Committed:

@@ -9,8 +9,8 @@ while ``daemon`` is the delay target.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from tidings.jobs.channels.files import FpEntry
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.daemon import runs as daemon_runs
 
@@ -35,7 +35,7 @@ def daemon_token(root: Path, delayed: str | None, *, empty: bool = False) -> str
     return TOKEN_ALARM if fired else TOKEN_QUIET
 
 
-def _masked(raw: list[list[Any]], delayed: str | None, token: str | None) -> list[list[Any]]:
+def _masked(raw: list[FpEntry], delayed: str | None, token: str | None) -> list[FpEntry]:
     omitted = f"{delayed}.json" if delayed is not None and delayed != DAEMON else None
     masked = [list(entry) for entry in raw if entry[0] != omitted]
     if token is not None:
@@ -44,11 +44,11 @@ def _masked(raw: list[list[Any]], delayed: str | None, token: str | None) -> lis
     return sorted(masked, key=lambda entry: str(entry[0]))
 
 
-def masked_fingerprint(root: Path, raw: list[list[Any]], delayed: str | None) -> list[list[Any]]:
+def masked_fingerprint(root: Path, raw: list[FpEntry], delayed: str | None) -> list[FpEntry]:
     """C25: masked = raw − ordinary delayed target, daemon entry tokenised, re-sorted."""
     return _masked(raw, delayed, daemon_token(root, delayed))
 
 
-def baseline(root: Path, delayed: str | None) -> list[list[Any]]:
+def baseline(root: Path, delayed: str | None) -> list[FpEntry]:
     """C25: with nothing committed, the masked fingerprint of an empty directory."""
     return _masked([], delayed, daemon_token(root, delayed, empty=True))
