@@ -14,7 +14,7 @@ from a hook, where start-up is most of the cost) ever needs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tidings.jobs.actions import publish as producer
 from tidings.jobs.channels import publish as publishing
@@ -139,7 +139,7 @@ class Agent:
     # -- consumer reads (channels.md C21-C24) ------------------------------------
 
     @raising("snapshot")
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, object]:
         """A coherent read of the visible channels ``{channel: envelope}``; commits nothing.
 
         The composed read: an overdue delay's alarm is published first, so the due
@@ -295,7 +295,7 @@ class Agent:
         self,
         source_kind: str,
         summary: str,
-        payload: dict[str, Any] | None = None,
+        payload: Mapping[str, object] | None = None,
         wake: bool = False,
         key: str | None = None,
     ) -> Admitted | InboxError:

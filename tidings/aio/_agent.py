@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from redis.asyncio import Redis as AsyncRedis
 
@@ -119,7 +119,7 @@ class AsyncAgent:
 
     # -- consumer reads and the tool ---------------------------------------------------
 
-    async def snapshot(self) -> dict[str, Any]:
+    async def snapshot(self) -> dict[str, object]:
         return await asyncio.to_thread(self.sync.snapshot)
 
     async def stamp(self, result: dict[str, object],
@@ -182,7 +182,7 @@ class AsyncAgent:
         return await asyncio.to_thread(self.sync.ignore, event_id)
 
     async def admit(
-        self, source_kind: str, summary: str, payload: dict[str, Any] | None = None,
+        self, source_kind: str, summary: str, payload: Mapping[str, object] | None = None,
         wake: bool = False, key: str | None = None,
     ) -> Admitted | InboxError | ErrorAnswer:
         return await asyncio.to_thread(self.sync.admit, source_kind, summary, payload, wake, key)

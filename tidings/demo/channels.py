@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Mapping
 
-from tidings.demo.tour import Tour
+from tidings.demo.tour import Tour, json_at
 
 HOOK = {
     "name": "deploy-watcher",
@@ -34,7 +34,7 @@ def _drain_wakes(tour: Tour) -> None:
         pass
 
 
-def _write_directly(tour: Tour, name: str, payload: dict[str, Any]) -> None:
+def _write_directly(tour: Tour, name: str, payload: Mapping[str, object]) -> None:
     """What an outside producer does: temp file + rename, no tidings call."""
     directory = tour.workdir / ".notification"
     directory.mkdir(exist_ok=True)
@@ -43,16 +43,13 @@ def _write_directly(tour: Tour, name: str, payload: dict[str, Any]) -> None:
     os.replace(temp, directory / name)
 
 
-def _at(value: object, *path: str) -> object:
-    """The JSON value at ``path`` inside ``value`` (``None`` where a level is missing)."""
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
+def _system_events(tour: Tour) -> list[dict[str, object]]:
+    events = json_at(tour.agent.snapshot(), "system", "data", "events")
+    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
 
 
-def _system_refs(tour: Tour) -> list[Any]:
-    events = tour.agent.snapshot().get("system", {}).get("data", {}).get("events", [])
-    return [e.get("ref_id") for e in events if isinstance(e, dict)]
+def _system_refs(tour: Tour) -> list[object]:
+    return [e.get("ref_id") for e in _system_events(tour)]
 
 
 def hooks(tour: Tour) -> None:
@@ -77,8 +74,7 @@ def blocked(tour: Tour) -> None:
     _drain_wakes(tour)  # the warning is a new system event: it wakes once, then ticks are quiet
     tour.expect(_system_refs(tour).count("blocked_channel:scraper") == 1, "warned once only")
     tour.expect("scraper" not in tour.agent.snapshot(), "the blocked file is never delivered")
-    warning = next(e for e in tour.agent.snapshot()["system"]["data"]["events"]
-                   if e.get("ref_id") == "blocked_channel:scraper")
+    warning = next(e for e in _system_events(tour) if e.get("ref_id") == "blocked_channel:scraper")
     tour.show("the system event (warned once; the set lives in Redis)", warning)
 
 
@@ -110,7 +106,7 @@ def wake(tour: Tour) -> None:
     signal = tour.agent.wait_for_wake(5)
     if signal is None:
         raise AssertionError("wait_for_wake returned the signal")
-    attention = _at(signal, "result", "_meta", "agent_meta", "notifications", "attention")
+    attention = json_at(signal, "result", "_meta", "agent_meta", "notifications", "attention")
     if not isinstance(attention, dict):  # the lane: channel -> payload
         raise AssertionError("the wake signal carries the stamped attention lane")
     tour.expect("mcp.watch" in attention, "the stamped check carries the new channel")

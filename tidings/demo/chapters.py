@@ -23,7 +23,7 @@ from tidings.demo.delay import delay_alarm
 from tidings.demo.memory import memory_inbox
 from tidings.demo.restart import host_restart
 from tidings.demo.status import status
-from tidings.demo.tour import Tour
+from tidings.demo.tour import Tour, json_at
 from tidings.demo.web import web_console
 
 
@@ -54,7 +54,8 @@ def burst(tour: Tour) -> None:
               {"header": envelope["header"], "priority": envelope["priority"],
                "last event": events[-1]})
     tour.say("The agent reads a coherent snapshot of every visible channel:")
-    tour.show("agent.snapshot()", {k: v.get("header") for k, v in tour.agent.snapshot().items()})
+    headers = {k: json_at(v, "header") for k, v in tour.agent.snapshot().items()}
+    tour.show("agent.snapshot()", headers)
 
 
 def bad_input(tour: Tour) -> None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
-from tidings.demo.tour import Tour
+from tidings.demo.tour import Tour, json_at
 from tidings.jobs.actions.delay import request_delay
 
 #: The demo's delay, in seconds.
 DEMO_DELAY_SECONDS = 2
 
 
-def _headers(snapshot: dict[str, Any]) -> dict[str, Any]:
-    return {name: envelope.get("header") for name, envelope in snapshot.items()}
+def _headers(snapshot: Mapping[str, object]) -> dict[str, object]:
+    return {name: json_at(envelope, "header") for name, envelope in snapshot.items()}
 
 
 def delay_alarm(tour: Tour) -> None:

@@ -7,13 +7,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
 
 from tidings._agent import Agent
 from tidings._hub import Hub
+
+
+def json_at(value: object, *path: str) -> object:
+    """The JSON value at ``path`` inside ``value`` (``None`` where a level is missing)."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 @dataclass
@@ -32,7 +38,7 @@ class Tour:
     def say(self, text: str) -> None:
         self.console.print(text)
 
-    def show(self, title: str, value: Any) -> None:
+    def show(self, title: str, value: object) -> None:
         text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
         self.console.print(Panel(text, title=title, expand=False))
 

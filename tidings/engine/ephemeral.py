@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-from typing import Any
 
 from tidings._embedded import EmbeddedServer
 from tidings.engine import storefile
@@ -56,7 +55,7 @@ class EphemeralStore:
         """Ready as soon as it is started (nothing to load)."""
         return self
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> storefile.StoreRecord:
         server = self._running()
         return {"url": server.url, "pid": os.getpid(), "engine": ENGINE_LABEL,
                 "port": server.port, "owner_pid": os.getpid(), "socket": None}

@@ -42,9 +42,10 @@ def _ask_shutdown(paths: StatePaths) -> None:
     with contextlib.suppress(Exception):  # a stale or half-written record: just wait
         record = read(paths.store_file)
         secret = paths.password.read_text().strip()
-        if record is None or not isinstance(record.get("port"), int):
+        port = record.get("port") if record is not None else None
+        if not isinstance(port, int):
             return
-        with client(BIND, record["port"], secret) as c:
+        with client(BIND, port, secret) as c:
             c.shutdown()
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from typing import Any
 
 from tidings.engine import config, storefile
 from tidings.engine.binary import EngineUnavailable, find_engine
@@ -123,7 +122,7 @@ class DefaultStore:
         storefile.write(self.paths.store_file, self.record())
         return self
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> storefile.StoreRecord:
         """What ``store.json`` says."""
         engine = self._started()
         return {"url": engine.url, "pid": engine.pid, "engine": engine.engine.label,

@@ -15,7 +15,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 #: The file clients read, in the state directory.
 STORE_FILE = "store.json"
@@ -43,7 +43,19 @@ def write_private(path: Path, data: bytes) -> None:
     os.replace(temp, path)
 
 
-def write(path: Path, record: dict[str, Any]) -> None:
+class StoreRecord(TypedDict):
+    """``store.json``: how to reach the store, and which processes serve and own it."""
+
+    url: str
+    pid: int
+    engine: str
+    port: int
+    owner_pid: int
+    #: The Unix socket path, where the engine listens on one.
+    socket: str | None
+
+
+def write(path: Path, record: StoreRecord) -> None:
     """Publish ``record`` as ``store.json``."""
     write_private(path, json.dumps(record, sort_keys=True).encode() + b"\n")
 
@@ -65,7 +77,7 @@ def _pid_alive(pid: object) -> bool:
     return True
 
 
-def read(path: Path) -> dict[str, Any] | None:
+def read(path: Path) -> dict[str, object] | None:
     """The record of a live store, ``None`` when there is none (absent, stale or unreadable).
 
     Raises :class:`StoreFileError` for a file that is there but could be another user's
