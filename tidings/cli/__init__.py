@@ -46,7 +46,7 @@ class _Version(argparse.Action):
                  **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
-    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         from tidings import __version__  # noqa: PLC0415 - importlib.metadata, on request
 
         print(f"tidings {__version__}")

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit
 
 from tidings.store import jsonread
@@ -23,12 +23,15 @@ if TYPE_CHECKING:
     from tidings._hub import Hub
     from tidings.store.settings import Settings
 
+    #: What ``add_subparsers`` returns; each command module registers its parsers on it.
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 #: A subcommand's handler: parsed arguments in, exit code out.
 Handler = Callable[[argparse.Namespace], int]
 
-_COMMON_DEFAULTS: dict[str, Any] = {
+_COMMON_DEFAULTS: dict[str, str | bool | None] = {
     "redis_url": None,
     "broker_url": None,
     "workdir": None,
@@ -186,7 +189,7 @@ def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -
     return parsed.value
 
 
-def emit(args: argparse.Namespace, result: Any) -> int:
+def emit(args: argparse.Namespace, result: object) -> int:
     """Print ``result``; the exit code follows its ``status``."""
     if wants_json(args):
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")

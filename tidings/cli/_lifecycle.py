@@ -6,8 +6,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from tidings._sdnotify import notify, watchdog_interval
 from tidings.store.connection import stop_retrying
@@ -19,13 +18,13 @@ CHECK_SECONDS = 0.5
 Health = Callable[[], str | None]
 
 
-def say(payload: dict[str, Any]) -> None:
+def say(payload: Mapping[str, object]) -> None:
     """One JSON line on stdout (ready lines, scheduler events)."""
     sys.stdout.write(json.dumps(payload) + "\n")
     sys.stdout.flush()
 
 
-def ready(payload: dict[str, Any]) -> None:
+def ready(payload: Mapping[str, object]) -> None:
     """The ready line, and ``READY=1`` to systemd (``Type=notify``)."""
     say(payload)
     notify("READY=1")

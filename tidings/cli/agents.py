@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import UsageError, emit, open_hub, option
 
+if TYPE_CHECKING:
+    from tidings._hub import Hub
+    from tidings.cli._common import Subparsers
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     a = subparsers.add_parser("agents", parents=[common], help="the agent registry")
     sub = a.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
 
@@ -48,7 +52,7 @@ def list_agents(args: argparse.Namespace) -> int:
         return emit(args, {"status": "ok", "agents": hub.agents()})
 
 
-def _agent_id(args: argparse.Namespace, hub: Any) -> str | None:
+def _agent_id(args: argparse.Namespace, hub: Hub) -> str | None:
     """The agent named by exactly one of ``--agent-id`` and ``--workdir``."""
     workdir = option(args, "workdir")
     if bool(args.agent_id) == bool(workdir):

@@ -6,12 +6,15 @@ The web console's re-enqueue action makes the same call (``hub.requeue_dead``).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import emit, open_hub
 
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     d = subparsers.add_parser("dead", parents=[common],
                               help="list dead letters; `dead requeue ID` enqueues one again")
     sub = d.add_subparsers(dest="dead_command", metavar="ACTION")

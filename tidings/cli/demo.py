@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     d = subparsers.add_parser("demo", parents=[common], help="a narrated tour of every capability")
     d.set_defaults(handler=demo)
 

@@ -7,13 +7,16 @@ C42; delay.md D4), so results and exit codes are the tool's.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import JSON_SOURCES, UsageError, emit, open_agent, open_hub, parse_json
 from tidings.store import jsonread
 
+if TYPE_CHECKING:
+    from tidings.cli._common import Handler, Subparsers
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     h = subparsers.add_parser("hooks", parents=[common], help="the hook channel registry")
     sub = h.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
     ls = sub.add_parser("list", parents=[common], help="list registered hooks")
@@ -40,13 +43,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     d.set_defaults(handler=_action("delay"))
 
 
-def _seconds(text: str) -> Any:
+def _seconds(text: str) -> object:
     """An integer when it is one; anything else goes through for the job to refuse."""
     parsed = jsonread.parse(text)
     return parsed.value if isinstance(parsed, jsonread.Parsed) else text
 
 
-def _payload(action: str, args: argparse.Namespace) -> dict[str, Any]:
+def _payload(action: str, args: argparse.Namespace) -> dict[str, object]:
     if action == "delay":
         return {"channel": args.channel, "seconds": _seconds(args.seconds)}
     if action in ("add", "edit"):
@@ -59,7 +62,7 @@ def _payload(action: str, args: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
-def _action(action: str) -> Any:
+def _action(action: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
         payload = _payload(action, args)
         with open_hub(args) as hub:

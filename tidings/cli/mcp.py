@@ -11,19 +11,20 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, option, settings
 
 if TYPE_CHECKING:
     from tidings._hub import Hub
+    from tidings.cli._common import Subparsers
     from tidings.store.models import AgentRecord
 
 #: ``--transport http`` port when ``--port`` is not given.
 DEFAULT_HTTP_PORT = 8765
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     m = subparsers.add_parser("mcp", parents=[common],
                               help="serve one registered agent over MCP (extra tidings[mcp])")
     m.add_argument("--agent-id", help="the agent to serve (default: the --workdir's agent)")

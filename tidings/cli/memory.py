@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import emit, open_agent, open_hub
+
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
 #: Item states (api.md), for ``--state``; the projection refuses any other.
 STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignored")
@@ -13,7 +16,7 @@ STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignor
 DEFAULT_PAGE = 30
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     o = subparsers.add_parser("observe", parents=[common],
                               help="observe the memory repository now")
     o.add_argument("--reason", default="manual", help="the observation's trigger name")

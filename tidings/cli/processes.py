@@ -7,9 +7,12 @@ Only the parsers live here; the commands run from :mod:`tidings.cli.serve` and
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import common_options, lazy
+
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
 #: The default store's loopback port (api.md "The default store").
 STORE_PORT = 6390
@@ -19,7 +22,7 @@ WORKER_THREADS = 8
 UP_THREADS = 4
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     up_common = common_options(workdir=False)
     u = subparsers.add_parser(
         "up", parents=[up_common],

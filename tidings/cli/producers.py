@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import JSON_SOURCES, UsageError, emit, open_agent, open_hub, parse_json
+
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
 #: Event priorities (channels.md).
 PRIORITIES = ("low", "normal", "high")
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser("publish", parents=[common], help="publish to a channel")
     p.add_argument("channel", help="the channel's name")
     body = p.add_mutually_exclusive_group(required=True)

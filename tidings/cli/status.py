@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import lazy
 
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     s = subparsers.add_parser(
         "status", parents=[common],
         help="queues, scheduler leaders, agents' pending inbox items and live delays",

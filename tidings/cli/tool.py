@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import JSON_SOURCES, emit, open_agent, open_hub, parse_json
+
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
 #: The tool's actions (channels.md C44), listed by ``notification --help``; the tool
 #: itself answers an unknown action (tests/unit/test_cli_rules.py keeps the two equal).
@@ -13,7 +16,7 @@ ACTIONS = ("check", "dismiss_channel", "dismiss_event", "dismiss_ref", "add", "l
            "drop", "delay", "settings", "manual")
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     listing = ", ".join(ACTIONS)
     n = subparsers.add_parser(
         "notification", parents=[common], help="run one action of the notification tool",

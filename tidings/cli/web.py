@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tidings.cli._common import EXIT_USAGE, open_hub
+
+if TYPE_CHECKING:
+    from tidings.cli._common import Subparsers
 
 #: api.md: the console's default address.
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8377
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     w = subparsers.add_parser(
         "web", parents=[common],
         help="a live web console (read-only unless --allow-actions; extra tidings[web])",

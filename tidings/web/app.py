@@ -10,13 +10,13 @@ find the process's :class:`~tidings.web.console.Console` on ``app.state``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tidings._hub import Hub
 from tidings.web import actions, auth, pages
@@ -63,11 +63,11 @@ def build_app(hub: Hub, *, allow_actions: bool = False, token: str | None = None
 class SecurityHeaders:
     """Adds the Content Security Policy and friends to every response."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        async def with_headers(message: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 # same-origin, not no-referrer: under no-referrer a browser's own form

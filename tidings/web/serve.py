@@ -8,13 +8,16 @@ import secrets
 import socket
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from tidings.jobs import log
 from tidings.web.app import build_app
 from tidings.web.auth import is_loopback
+
+if TYPE_CHECKING:
+    from tidings._hub import Hub
 
 TOKEN_ENV = "TIDINGS_WEB_TOKEN"
 EXIT_USAGE = 2
@@ -63,7 +66,7 @@ def console_token(host: str, allow_actions: bool) -> tuple[str | None, bool]:
     return token, False
 
 
-def serve(hub: Any, host: str, port: int, allow_actions: bool) -> int:
+def serve(hub: Hub, host: str, port: int, allow_actions: bool) -> int:
     """Serve until interrupted; ``StartError`` before anything is served."""
     token, generated = console_token(host, allow_actions)
     sock = bind(host, port)
@@ -89,7 +92,7 @@ def serve(hub: Any, host: str, port: int, allow_actions: bool) -> int:
 class Background:
     """The console served from a thread of this process (``tidings demo``, tests)."""
 
-    def __init__(self, hub: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, hub: Hub, host: str = "127.0.0.1", port: int = 0) -> None:
         self.sock = bind(host, port)
         self.url = f"http://{host}:{self.sock.getsockname()[1]}/"
         config = uvicorn.Config(build_app(hub, loopback=is_loopback(host)), log_level="warning",
