@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections import Counter as Tally
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -34,11 +34,12 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 #: as ``manual``, so a label never takes unbounded values.
 OBSERVATION_REASONS = frozenset({"startup", "pre_turn", "finish_turn", "manual"})
 
-M = TypeVar("M")
+#: Covariant: every declared metric, whatever its kind, is built alike.
+M = TypeVar("M", covariant=True)
 
 _lock = threading.RLock()
 _registry: CollectorRegistry | None = None
-_declared: list[Lazy[Any]] = []
+_declared: list[Lazy[object]] = []
 #: Publishes counted before the registry existed: (op, outcome) → records.
 _published_tally: Tally[tuple[str, str]] = Tally()
 

@@ -11,7 +11,6 @@ skip D9: an import-linter contract (pyproject.toml, "One way down") lets only
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -33,8 +32,8 @@ COHERENT_ATTEMPTS = 3
 
 def _snapshot(
     root: Path, allow: Allowlist, exclude: str | None
-) -> tuple[dict[str, Any], list[FpEntry]]:
-    payloads: dict[str, Any] = {}
+) -> tuple[dict[str, dict[str, object]], list[FpEntry]]:
+    payloads: dict[str, dict[str, object]] = {}
     seen: list[FpEntry] = []
     with directory(root, NOTIFICATION_DIR) as view:
         for entry in chosen(view, allow, exclude) if view is not None else []:
@@ -54,7 +53,9 @@ def _snapshot(
     return ordered, sorted(seen, key=lambda item: str(item[0]))
 
 
-def snapshot(root: Path, allow: Allowlist, exclude: str | None = None) -> dict[str, Any]:
+def snapshot(
+    root: Path, allow: Allowlist, exclude: str | None = None
+) -> dict[str, dict[str, object]]:
     """C21: ``{channel: payload}`` of allowed, readable, parseable files (fresh objects)."""
     return _snapshot(root, allow, exclude)[0]
 
@@ -70,7 +71,7 @@ def bare_read(rt: Runtime, agent: AgentRecord, allow: Allowlist | None = None) -
         return failed_read(agent, exc)
     exclude = target if target != DAEMON else None
     root = agent.root
-    payloads: dict[str, Any] = {}
+    payloads: dict[str, dict[str, object]] = {}
     raw: list[FpEntry] = []
     stable = False
     attempt = 0

@@ -15,7 +15,6 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
@@ -45,11 +44,11 @@ class Observation:
     stable: bool
     raw_fp: list[FpEntry]
     masked_fp: list[FpEntry]
-    payloads: dict[str, Any]
+    payloads: dict[str, dict[str, object]]
     delayed: str | None = None
     error: str | None = None
     attempts: int = 1
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, object] = field(default_factory=dict)
 
 
 class _HashCache:
