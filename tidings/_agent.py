@@ -139,7 +139,7 @@ class Agent:
     # -- consumer reads (channels.md C21-C24) ------------------------------------
 
     @raising("snapshot")
-    def snapshot(self) -> dict[str, object]:
+    def snapshot(self) -> dict[str, dict[str, object]]:
         """A coherent read of the visible channels ``{channel: envelope}``; commits nothing.
 
         The composed read: an overdue delay's alarm is published first, so the due

@@ -119,7 +119,7 @@ class AsyncAgent:
 
     # -- consumer reads and the tool ---------------------------------------------------
 
-    async def snapshot(self) -> dict[str, object]:
+    async def snapshot(self) -> dict[str, dict[str, object]]:
         return await asyncio.to_thread(self.sync.snapshot)
 
     async def stamp(self, result: dict[str, object],
