@@ -14,7 +14,7 @@ scheduler and pygit2 they never touch.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tidings._agent import Agent
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     )
     from tidings.store.clock import Clock, FakeClock, SystemClock
     from tidings.store.settings import RedisConfig, Settings
+
+    #: The installed distribution's version (looked up on first use).
+    __version__: str
 
 #: Where each public name lives.
 _EXPORTS = {
@@ -81,9 +84,9 @@ def _version() -> str:
         return "0+unknown"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "__version__":
-        value: Any = _version()
+        value: object = _version()
         globals()[name] = value
         return value
     module = _EXPORTS.get(name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 #: The manual ships as package data of ``tidings``.
 MANUAL_PACKAGE = "tidings"
@@ -16,7 +16,16 @@ def manual_path() -> Path:
     return Path(str(resources.files(MANUAL_PACKAGE).joinpath(MANUAL_NAME))).absolute()
 
 
-def manual(path: Path | None = None) -> dict[str, Any]:
+class Manual(TypedDict):
+    """C43: the ``manual`` action's answer (``error`` only when ``degraded``)."""
+
+    status: Literal["ok", "degraded"]
+    notification_manual: str
+    manual_path: str
+    error: NotRequired[str]
+
+
+def manual(path: Path | None = None) -> Manual:
     """C43: the text and its absolute path; ``degraded`` when the file is missing."""
     target = path if path is not None else manual_path()
     try:

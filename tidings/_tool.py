@@ -116,7 +116,7 @@ def _settings(agent: Agent, p: Payload) -> ToolResult:
 
 
 def _manual_action(agent: Agent, p: Payload) -> ToolResult:
-    return _manual.manual()
+    return dict(_manual.manual())
 
 
 #: The action table: action -> (input keys it lists, handler).
