@@ -27,7 +27,7 @@ from _redis import redis_server
 
 import tidings
 from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.channels.publish import append_event
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.wake import sync
 from tidings.store.clock import SystemClock
@@ -124,7 +124,7 @@ def main() -> None:
 
         def publish() -> None:
             seq[0] += 1
-            assert publish_event(rt, one, "mcp.news", {"n": seq[0]})["status"] == "ok"
+            assert append_event(rt, one, "mcp.news", {"n": seq[0]})["status"] == "ok"
 
         out["publish_event"] = per_op(client, publish, N)
         jobs.flushes.clear()
@@ -200,7 +200,7 @@ def sustained(url: str, records: list[AgentRecord]) -> dict[str, Any]:
         n = 0
         while not stop.is_set():
             n += 1
-            publish_event(rt, agent, "mcp.load", {"n": n})
+            append_event(rt, agent, "mcp.load", {"n": n})
             if n % 20 == 0:
                 flush_channel(rt, agent, "mcp.load")
         done[i] = n

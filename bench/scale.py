@@ -41,7 +41,7 @@ from redis.connection import AbstractConnection
 
 import tidings
 from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.channels.publish import append_event
 from tidings.jobs.runtime import Runtime
 
 try:
@@ -351,7 +351,7 @@ def throughput(make_client: Callable[[], Any], ports: list[int], root: Path) -> 
         while not stop.is_set():
             n += 1
             agent = agents[n % len(agents)]
-            publish_event(rt, agent, "mcp.load", {"n": n})
+            append_event(rt, agent, "mcp.load", {"n": n})
             if n % 10 == 0:
                 for a in agents:
                     flush_channel(rt, a, "mcp.load")

@@ -30,7 +30,7 @@ def publish_event(
         problem = reserved.producer_event_problem(channel, event)
         if problem is not None:
             return problem
-        return publishing.publish_event(
+        return publishing.append_event(
             rt, agent, channel, event, priority=priority, idempotency_key=idempotency_key,
             wait=wait,
         )

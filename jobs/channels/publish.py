@@ -1,4 +1,4 @@
-"""Producer calls: ``publish`` and ``publish_event`` (channels.md C10, C11, C13).
+"""Channel writes: ``publish`` and ``append_event`` (channels.md C10, C11, C13).
 
 Both validate, then push one record onto the channel's Redis buffer in one Lua
 script that also checks dedup and sets the flush flag if absent. Only the caller
@@ -90,7 +90,7 @@ def publish(
     return _settle(rt, agent, channel, pushed, wait, event_id=None)
 
 
-def publish_event(
+def append_event(
     rt: Runtime,
     agent: AgentRecord,
     channel: str,

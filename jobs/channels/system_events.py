@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tidings.jobs.channels.envelope import PublishResult
-from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.channels.publish import append_event
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
@@ -23,7 +23,7 @@ def notify(
     a notice for a day pass an ``idempotency_key`` too. With ``replace`` the event
     instead takes the place of a retained one with this ``ref_id`` (C50)."""
     event = {"source": source, "ref_id": ref_id, "body": body}
-    return publish_event(
+    return append_event(
         rt, agent, "system", event, idempotency_key=idempotency_key,
         skip_if_ref_exists=not replace, replace_ref=replace,
     )

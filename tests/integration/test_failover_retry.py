@@ -18,7 +18,7 @@ from tests.support.dispatch import InlineJobs
 from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer, free_port
 from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.channels.publish import append_event
 from tidings.jobs.memory.admission import observe_memory
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
@@ -141,7 +141,7 @@ def test_c11_lost_script_reply_is_resent_and_answered_as_duplicate(
     lose = LoseOneReply()
     monkeypatch.setattr(AbstractConnection, "read_response", lose.read_response)
     try:
-        result = publish_event(rt, agent, "mcp.x", {"text": "once"}, idempotency_key="k1")
+        result = append_event(rt, agent, "mcp.x", {"text": "once"}, idempotency_key="k1")
         assert not lose.armed
         assert result["status"] == "ok" and result["duplicate"] is True
         # The lost reply also lost "you set the flag, start the flush": the record

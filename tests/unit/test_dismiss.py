@@ -36,7 +36,7 @@ def mirror(agent: AgentRecord, channel: str) -> dict[str, Any]:
 
 
 def system_events(rt: Runtime, agent: AgentRecord, *events: dict[str, Any]) -> list[str]:
-    return [publishing.publish_event(rt, agent, "system", e)["event_id"] for e in events]
+    return [publishing.append_event(rt, agent, "system", e)["event_id"] for e in events]
 
 
 class TestC35GuardOrder:
@@ -214,7 +214,7 @@ def test_acceptance4_append_while_dismissing_never_loses_the_new_event(
     def producer() -> None:
         start.wait(5)
         for n in range(10):
-            new_ids.append(publishing.publish_event(rt, agent, "system", {"event_id": f"new{n}"})
+            new_ids.append(publishing.append_event(rt, agent, "system", {"event_id": f"new{n}"})
                            ["event_id"])
 
     thread = threading.Thread(target=producer)

@@ -167,7 +167,7 @@ class TestC40Actions:
         assert hooks.drop(rt, agent, "deployer") == {"status": "ok", "reason": "dropped",
                                                      "name": "deployer"}
         assert not allowlist.allowlist(rt, agent).allows("deploys")
-        assert publishing.publish_event(rt, agent, "deploys", {})["reason"] == "invalid_channel"
+        assert publishing.append_event(rt, agent, "deploys", {})["reason"] == "invalid_channel"
         assert hooks.drop(rt, agent, "deployer")["reason"] == "not_found"
         assert hooks.drop(rt, agent, "")["reason"] == "invalid_manifest"
         assert [m["name"] for m in registry(agent)] == ["b"]
@@ -266,8 +266,8 @@ def test_acceptance2_hook_of_one_agent_never_allows_for_another(
     one = make_agent(rt, tmp_path / "one", "one")
     two = make_agent(rt, tmp_path / "two", "two")
     hooks.add(rt, one, MANIFEST)
-    assert publishing.publish_event(rt, one, "deploys", {"n": 1})["status"] == "ok"
-    refused = publishing.publish_event(rt, two, "deploys", {"n": 1})
+    assert publishing.append_event(rt, one, "deploys", {"n": 1})["status"] == "ok"
+    refused = publishing.append_event(rt, two, "deploys", {"n": 1})
     assert refused["reason"] == "invalid_channel"
     (two.root / ".notification").mkdir(exist_ok=True)
     (two.root / ".notification" / "deploys.json").write_text("{}")

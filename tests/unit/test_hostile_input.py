@@ -337,7 +337,7 @@ class TestItem7Locks:
         assert result["reason"] == "hook_registry_write_failed"
         assert "is a directory" in result["message"]
         self._lock(agent, "channel:system").mkdir()
-        flushed = publishing.publish_event(rt, agent, "system", {"n": 1})
+        flushed = publishing.append_event(rt, agent, "system", {"n": 1})
         assert flushed["status"] == "ok" and flushed["flushed"] is False
         os.mkfifo(self._lock(agent, "channel:soul"))
         assert publishing.publish(rt, agent, "soul", {"header": "h"})["status"] == "ok"
@@ -387,7 +387,7 @@ class TestItem11SpecialFiles:
     ) -> None:
         (agent.root / ".notification").mkdir()
         make(agent.root / ".notification" / "email.json")
-        result = publishing.publish_event(rt, agent, "email", {"n": 1})
+        result = publishing.append_event(rt, agent, "email", {"n": 1})
         assert result["status"] == "ok" and result["flushed"] is False
         body = next(e["body"] for e in mirror(agent, "system")["data"]["events"]
                     if e["ref_id"] == "unsafe_channel:email")

@@ -47,8 +47,8 @@ def test_publish_counts_records_and_flush_counts_batches_and_coalescing(
     }
     jobs_dispatch.run_flushes = False
     for n in range(3):
-        publishing.publish_event(rt, agent, "mcp.x", {"n": n}, idempotency_key=f"k{n}")
-    publishing.publish_event(rt, agent, "mcp.x", {"n": 0}, idempotency_key="k0")
+        publishing.append_event(rt, agent, "mcp.x", {"n": n}, idempotency_key=f"k{n}")
+    publishing.append_event(rt, agent, "mcp.x", {"n": 0}, idempotency_key="k0")
     publishing.publish(rt, agent, "mcp.y", {"header": "h"})
     flush_channel(rt, agent, "mcp.x")
     flush_channel(rt, agent, "mcp.y")

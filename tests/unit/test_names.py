@@ -89,9 +89,9 @@ def test_c5_hook_channel_allowed_for_its_agent_only(rt: Runtime, tmp_path: Path)
 
 
 def test_c6_evaluation_order_and_message(rt: Runtime, agent: AgentRecord) -> None:
-    bad = publishing.publish_event(rt, agent, "a..b", {})
+    bad = publishing.append_event(rt, agent, "a..b", {})
     assert bad["reason"] == "invalid_channel" and "not allowlisted" not in bad["message"]
-    unknown = publishing.publish_event(rt, agent, "deploys", {})
+    unknown = publishing.append_event(rt, agent, "deploys", {})
     assert unknown["reason"] == "invalid_channel"
     assert "not allowlisted" in unknown["message"]
     assert all(b in unknown["message"] for b in names.BUILTIN_CHANNELS)

@@ -123,7 +123,7 @@ def test_producer_change_during_the_cycles_still_wakes(
 def test_dismissals_against_a_50ms_tick_never_wake(rt: Runtime, agent: AgentRecord) -> None:
     """C53: the agent's own dismissals never wake it (``system`` keeps 20 events)."""
     for n in range(SYSTEM_KEPT):
-        publishing.publish_event(rt, agent, "system", {"body": f"b{n}", "event_id": f"e{n}"})
+        publishing.append_event(rt, agent, "system", {"body": f"b{n}", "event_id": f"e{n}"})
     delivery.stamp(rt, agent, delivery.check_placeholder())
     settle(rt, agent)
     with ticking(rt, agent):

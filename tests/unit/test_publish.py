@@ -44,7 +44,7 @@ class TestPublishValidation:
     def test_c2_bad_names(
         self, rt: Runtime, agent: AgentRecord, channel: str, message: str
     ) -> None:
-        result = publishing.publish_event(rt, agent, channel, {"text": "x"})
+        result = publishing.append_event(rt, agent, channel, {"text": "x"})
         assert result["reason"] == "invalid_channel"
         assert result["message"] == message
         assert notification_files(agent) == []
@@ -52,7 +52,7 @@ class TestPublishValidation:
     def test_c6_unregistered_channel_is_not_allowlisted(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
-        result = publishing.publish_event(rt, agent, "foo", {"text": "x"})
+        result = publishing.append_event(rt, agent, "foo", {"text": "x"})
         assert result["reason"] == "invalid_channel"
         assert "not allowlisted" in result["message"]
         assert "system" in result["message"] and "mcp." in result["message"]
@@ -70,7 +70,7 @@ class TestPublishValidation:
     def test_c10_reserved_and_daemon(self, rt: Runtime, agent: AgentRecord) -> None:
         assert publishing.publish(rt, agent, "delay-alarm", {})["reason"] == "reserved_channel"
         assert publishing.publish(rt, agent, "daemon", {})["reason"] == "invalid_channel"
-        assert publishing.publish_event(rt, agent, "delay-alarm",
+        assert publishing.append_event(rt, agent, "delay-alarm",
                                         {})["reason"] == "reserved_channel"
 
     def test_c10_too_large(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -78,19 +78,19 @@ class TestPublishValidation:
         assert result["reason"] == "envelope_too_large"
 
     def test_c11_event_checks(self, rt: Runtime, agent: AgentRecord) -> None:
-        assert publishing.publish_event(rt, agent, "system", [1])["reason"] == "invalid_event"
+        assert publishing.append_event(rt, agent, "system", [1])["reason"] == "invalid_event"
         big = {"text": "x" * 262_200}
-        assert publishing.publish_event(rt, agent, "system", big)["reason"] == "event_too_large"
-        assert publishing.publish_event(rt, agent, "system", {}, priority="urgent")["reason"] == (
+        assert publishing.append_event(rt, agent, "system", big)["reason"] == "event_too_large"
+        assert publishing.append_event(rt, agent, "system", {}, priority="urgent")["reason"] == (
             "invalid_priority"
         )
-        assert publishing.publish_event(rt, agent, "system", {"event_id": ""})["reason"] == (
+        assert publishing.append_event(rt, agent, "system", {"event_id": ""})["reason"] == (
             "invalid_event_id"
         )
-        assert publishing.publish_event(rt, agent, "system", {"event_id": "x" * 201})["reason"] == (
+        assert publishing.append_event(rt, agent, "system", {"event_id": "x" * 201})["reason"] == (
             "invalid_event_id"
         )
-        assert publishing.publish_event(rt, agent, "system", {},
+        assert publishing.append_event(rt, agent, "system", {},
                                         idempotency_key="k" * 201)["reason"] == (
             "invalid_idempotency_key"
         )
@@ -101,7 +101,7 @@ class TestPublishValidation:
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         (agent.root / ".notification").symlink_to(elsewhere)
-        result = publishing.publish_event(rt, agent, "system", {"text": "x"})
+        result = publishing.append_event(rt, agent, "system", {"text": "x"})
         assert result["reason"] == "unsafe_path"
         assert list(elsewhere.iterdir()) == []
         assert rt.redis.llen(AgentKeys(agent.agent_id).buffer("system")) == 0
@@ -109,7 +109,7 @@ class TestPublishValidation:
 
 class TestPublishAndFlush:
     def test_c11_event_lands_with_id_and_at(self, rt: Runtime, agent: AgentRecord) -> None:
-        result = publishing.publish_event(rt, agent, "system", {"text": "hi"})
+        result = publishing.append_event(rt, agent, "system", {"text": "hi"})
         assert result["status"] == "ok" and result["flushed"] is True
         assert result["event_id"].startswith("evt_")
         env = mirror(agent, "system")
@@ -122,7 +122,7 @@ class TestPublishAndFlush:
     def test_c10_publish_replaces_whole_mirror_and_fills_defaults(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
-        publishing.publish_event(rt, agent, "email", {"text": "old"})
+        publishing.append_event(rt, agent, "email", {"text": "old"})
         result = publishing.publish(rt, agent, "email", {"header": "2 unread", "data": {"ids": [1,
                                                                                                 2]},
                                                   "instructions": None})
@@ -147,27 +147,27 @@ class TestPublishAndFlush:
         assert b", " not in raw and not raw.endswith(b"\n")
 
     def test_c11_dedup_by_idempotency_key(self, rt: Runtime, agent: AgentRecord) -> None:
-        first = publishing.publish_event(rt, agent, "system", {"text": "a"}, idempotency_key="k1")
-        again = publishing.publish_event(rt, agent, "system", {"text": "b"}, idempotency_key="k1")
+        first = publishing.append_event(rt, agent, "system", {"text": "a"}, idempotency_key="k1")
+        again = publishing.append_event(rt, agent, "system", {"text": "b"}, idempotency_key="k1")
         assert again == {"status": "ok", "event_id": first["event_id"], "duplicate": True}
         assert len(mirror(agent, "system")["data"]["events"]) == 1
 
     def test_c11_dedup_by_caller_event_id(self, rt: Runtime, agent: AgentRecord) -> None:
-        publishing.publish_event(rt, agent, "system", {"event_id": "mine-1"})
-        again = publishing.publish_event(rt, agent, "system", {"event_id": "mine-1", "x": 2})
+        publishing.append_event(rt, agent, "system", {"event_id": "mine-1"})
+        again = publishing.append_event(rt, agent, "system", {"event_id": "mine-1", "x": 2})
         assert again["duplicate"] is True and again["event_id"] == "mine-1"
 
     def test_c12_retention_and_priority(self, rt: Runtime, agent: AgentRecord) -> None:
         for n in range(25):
-            publishing.publish_event(rt, agent, "system", {"n": n})
+            publishing.append_event(rt, agent, "system", {"n": n})
         env = mirror(agent, "system")
         assert [e["n"] for e in env["data"]["events"]] == list(range(5, 25))
         assert env["header"] == "20 system notification(s)"
-        publishing.publish_event(rt, agent, "system", {"n": 99}, priority="high")
+        publishing.append_event(rt, agent, "system", {"n": 99}, priority="high")
         assert mirror(agent, "system")["priority"] == "high"
-        publishing.publish_event(rt, agent, "system", {"n": 100})
+        publishing.append_event(rt, agent, "system", {"n": 100})
         assert mirror(agent, "system")["priority"] == "normal"
-        publishing.publish_event(rt, agent, "system", {"n": 101, "severity": "high"})
+        publishing.append_event(rt, agent, "system", {"n": 101, "severity": "high"})
         assert mirror(agent, "system")["priority"] == "high"
 
     def test_c12_registration_bound(self, rt: Runtime, tmp_path: Path) -> None:
@@ -175,21 +175,21 @@ class TestPublishAndFlush:
 
         a = make_agent(rt, tmp_path / "w2", agent_id="a2", max_events={"mcp.x": 3})
         for n in range(5):
-            publishing.publish_event(rt, a, "mcp.x", {"n": n})
+            publishing.append_event(rt, a, "mcp.x", {"n": n})
         assert [e["n"] for e in mirror(a, "mcp.x")["data"]["events"]] == [2, 3, 4]
 
     def test_c12_malformed_mirror_starts_empty(self, rt: Runtime, agent: AgentRecord) -> None:
         d = agent.root / ".notification"
         d.mkdir()
         (d / "mcp.y.json").write_text("{not json")
-        publishing.publish_event(rt, agent, "mcp.y", {"n": 1})
+        publishing.append_event(rt, agent, "mcp.y", {"n": 1})
         assert [e["n"] for e in mirror(agent, "mcp.y")["data"]["events"]] == [1]
 
     def test_c13_only_flag_setter_enqueues(self, rt: Runtime, agent: AgentRecord,
                                            jobs_dispatch: InlineJobs) -> None:
         jobs_dispatch.run_flushes = False
         for n in range(10):
-            assert publishing.publish_event(rt, agent, "system", {"n": n})["flushed"] is False
+            assert publishing.append_event(rt, agent, "system", {"n": n})["flushed"] is False
         assert jobs_dispatch.flushes == [(agent.agent_id, "system")]
         result = flush_channel(rt, agent, "system")
         assert result["applied"] == 10 and result["requeued"] is False
@@ -204,7 +204,7 @@ class TestPublishAndFlush:
         monkeypatch.setattr(flushing, "BATCH_RECORDS", 3)
         jobs_dispatch.run_flushes = False
         for n in range(10):
-            publishing.publish_event(rt, agent, "mcp.b", {"n": n})
+            publishing.append_event(rt, agent, "mcp.b", {"n": n})
         result = flush_channel(rt, agent, "mcp.b")
         assert result == {"status": "ok", "channel": "mcp.b", "applied": 6, "requeued": True}
         assert rt.redis.exists(AgentKeys(agent.agent_id).flush_flag("mcp.b"))
@@ -214,17 +214,17 @@ class TestPublishAndFlush:
 
     def test_c14_skip_if_ref_exists(self, rt: Runtime, agent: AgentRecord) -> None:
         for _ in range(2):
-            publishing.publish_event(rt, agent, "system", {"ref_id": "r1", "body": "x"},
+            publishing.append_event(rt, agent, "system", {"ref_id": "r1", "body": "x"},
                               skip_if_ref_exists=True)
         assert len(mirror(agent, "system")["data"]["events"]) == 1
 
     def test_c11_wait_reports_flushed(self, rt: Runtime, agent: AgentRecord) -> None:
-        assert publishing.publish_event(rt, agent, "system", {"n": 1}, wait=True)["flushed"] is True
+        assert publishing.append_event(rt, agent, "system", {"n": 1}, wait=True)["flushed"] is True
 
     def test_c11_wait_times_out_unflushed(self, rt: Runtime, agent: AgentRecord,
                                           jobs_dispatch: InlineJobs) -> None:
         jobs_dispatch.run_flushes = False
-        result = publishing.publish_event(rt, agent, "system", {"n": 1}, wait=True)
+        result = publishing.append_event(rt, agent, "system", {"n": 1}, wait=True)
         assert result["flushed"] is False  # the fake clock ran out the 30 s
         assert rt.redis.llen(AgentKeys(agent.agent_id).buffer("system")) == 1
 
@@ -248,7 +248,7 @@ class TestCrashSafety:
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
         jobs_dispatch.run_flushes = False
         for n in range(3):
-            publishing.publish_event(rt, agent, "system", {"n": n})
+            publishing.append_event(rt, agent, "system", {"n": n})
         self._crash_after_write(rt, agent, monkeypatch)
         k = AgentKeys(agent.agent_id)
         assert rt.redis.exists(k.intent("system"))
@@ -262,7 +262,7 @@ class TestCrashSafety:
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
 
         jobs_dispatch.run_flushes = False
-        publishing.publish_event(rt, agent, "system", {"n": 0})
+        publishing.append_event(rt, agent, "system", {"n": 0})
 
         def boom(*args: Any, **kwargs: Any) -> None:
             raise OSError("disk gone")
@@ -280,7 +280,7 @@ class TestCrashSafety:
         monkeypatch: pytest.MonkeyPatch
     ) -> None:
         jobs_dispatch.run_flushes = False
-        publishing.publish_event(rt, agent, "system", {"n": 0})
+        publishing.append_event(rt, agent, "system", {"n": 0})
         self._crash_after_write(rt, agent, monkeypatch)
         outside = {"header": "outside", "data": {"events": [{"n": "o"}]}}
         (agent.root / ".notification" / "system.json").write_text(json.dumps(outside))
@@ -292,7 +292,7 @@ def test_c16_flush_into_symlinked_target_keeps_records(rt: Runtime, agent: Agent
                                                         jobs_dispatch: InlineJobs,
                                                         tmp_path: Path) -> None:
     jobs_dispatch.run_flushes = False
-    publishing.publish_event(rt, agent, "mcp.s", {"n": 0})
+    publishing.append_event(rt, agent, "mcp.s", {"n": 0})
     target = tmp_path / "target.json"
     target.write_text("{}")
     (agent.root / ".notification").mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.support.dispatch import InlineJobs
-from tidings.jobs.channels.publish import publish_event
+from tidings.jobs.channels.publish import append_event
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
@@ -15,7 +15,7 @@ from tidings.store.models import AgentRecord
 def test_c15_sync_step_restarts_a_stranded_flush(rt: Runtime, agent: AgentRecord,
                                                  jobs_dispatch: InlineJobs) -> None:
     jobs_dispatch.run_flushes = False
-    assert publish_event(rt, agent, "system", {"text": "stranded"})["status"] == "ok"
+    assert append_event(rt, agent, "system", {"text": "stranded"})["status"] == "ok"
     rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("system"))  # its flush died
     jobs_dispatch.run_flushes = True
     sync.sync_agent(rt, agent)

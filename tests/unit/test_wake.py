@@ -210,7 +210,7 @@ class TestC27SyncTick:
                                                monkeypatch: pytest.MonkeyPatch) -> None:
         """C15 via C27: a buffer whose flag lapsed gets a new flush; D9 backstop runs."""
         jobs_dispatch.run_flushes = False
-        publishing.publish_event(rt, agent, "mcp.x", {"n": 1})
+        publishing.append_event(rt, agent, "mcp.x", {"n": 1})
         rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("mcp.x"))  # the flag expired
         jobs_dispatch.run_flushes = True
         reconciled: list[str] = []
