@@ -126,8 +126,9 @@ class Agent:
     ) -> PublishResult:
         """Append ``event`` to daemon run ``daemon_id``'s mini-file (C30).
 
-        Runs in the caller under the daemon locks, so the result is final whatever
-        ``wait`` says. Returns ``{"status": "ok", ...}`` or an error dict
+        ``priority`` (``"high"`` or ``"normal"``) is the run's priority in the ``daemon``
+        aggregate. Runs in the caller under the daemon locks, so the result is final
+        whatever ``wait`` says. Returns ``{"status": "ok", ...}`` or an error dict
         (``invalid_daemon_id``, ``daemon_run_full``, ``daemon_write_failed``, ...).
         """
         from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415 - see module doc
@@ -175,7 +176,7 @@ class Agent:
 
     @answering("cap_persistent")
     def cap_persistent(self, block: Mapping[str, object]) -> Block | ErrorAnswer:
-        """A caller's email/IM block within the block cap, spilled to ``logs/`` if cut
+        """A caller's email/IM ``block`` within the block cap, spilled to ``logs/`` if cut
         (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
         if not isinstance(block, dict):
             return _invalid_persistent()
@@ -187,7 +188,8 @@ class Agent:
 
     @answering("notification")
     def notification(self, action: str, input: Mapping[str, object] | None = None) -> ToolResult:
-        """Run one action of the ``notification`` tool; ``None`` input means ``{}``.
+        """Run one action of the ``notification`` tool with its ``input`` (``None`` means
+        ``{}``).
 
         ``action``: ``check``, ``dismiss_channel``, ``dismiss_event``, ``dismiss_ref``,
         ``add``, ``list``, ``edit``, ``drop``, ``delay``, ``settings`` or ``manual``; the
@@ -199,7 +201,10 @@ class Agent:
 
     @answering("call_tool")
     def call_tool(self, arguments: Mapping[str, object]) -> ToolResult:
-        """Run raw tool-call arguments ``{action, input, reasoning?, summarize?}``."""
+        """Run a model's raw ``notification`` tool call: ``arguments`` is
+        ``{action, input, reasoning?, summarize?}``. Answers the tool's result (the same
+        JSON object :meth:`notification` answers, or ``{"status": "error", "reason"}`` for
+        arguments that are not a valid call)."""
         from tidings import _tool as notification_tool  # noqa: PLC0415 - see module doc
 
         return notification_tool.call_tool(self, arguments)
@@ -221,6 +226,10 @@ class Agent:
     def prepare_turn(self, kind: str = "ordinary") -> Turn | TurnError:
         """Take the turn slot, observe (ordinary/scheduled), claim and render (M43).
 
+        ``kind``: ``"ordinary"`` or ``"scheduled"`` (both observe memory first), ``"bridge"``
+        (a relayed external message) or ``"peer"`` (another agent's ambient message),
+        which do not observe.
+
         Returns a :class:`Turn`, or an error dict (``turn_in_progress``, ``invalid_kind``).
         """
         from tidings._turn import Turn  # noqa: PLC0415 - see module doc
@@ -235,8 +244,8 @@ class Agent:
     def mark_side_effect(self, turn: Turn | str) -> SideEffectMarked | TurnError:
         """Call before the turn's first externally visible action (M47).
 
-        ``turn``: the :class:`Turn` or its ``turn_id``. Returns ``{"status": "ok", ...}``
-        or an error dict (``unknown_turn``, ``turn_expired``).
+        ``turn``: the :class:`Turn` or its ``turn_id``. Returns ``{"status": "ok", ...}`` or an
+        error dict (``unknown_turn``, ``turn_expired``).
         """
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
@@ -254,6 +263,7 @@ class Agent:
     ) -> TurnError | dict[str, object]:
         """Reconcile the memory checkpoint and settle the turn's items (M46-M50).
 
+        ``turn``: the :class:`Turn` (or its id) that :meth:`prepare_turn` answered;
         ``ok``: the turn succeeded; ``side_effects``: it acted outside (M47); ``ignored``:
         event ids to settle as ``ignored``; ``owned``: the agent's own memory changes,
         absorbed instead of admitted (M48). Returns the settled turn (``{"status": "ok",

@@ -218,7 +218,12 @@ class Hub:
         return Agent(self, record, inline=inline or self._inline_agents)
 
     def find_agent(self, workdir: str | os.PathLike[str], inline: bool = False) -> Agent | None:
-        """The agent registered for ``workdir``, or ``None``; registers nothing."""
+        """The agent registered for ``workdir``, or ``None``; registers nothing.
+
+        ``workdir`` is resolved (symlinks followed) before the lookup, by agent id first,
+        then by the per-host workdir index. ``inline=True`` runs the agent's jobs in the
+        calling thread, as :meth:`agent` does.
+        """
         real = os.path.realpath(workdir)
         record = self.registry.get(default_agent_id(real))
         if record is None or record.workdir != real:
@@ -229,7 +234,9 @@ class Hub:
 
     @raising("agents")
     def agents(self) -> list[dict[str, str | None]]:
-        """Registered agents: ``agent_id``, ``workdir``, ``memory_repo``, ``host``."""
+        """Every registered agent on every host, one mapping each: ``agent_id``,
+        ``workdir``, ``memory_repo`` (or ``None``) and ``host``. Walks the host set and
+        each host's index (no keyspace scan)."""
         return [record.public for record in self.registry.all()]
 
     def startup(self, host: str | None = None) -> dict[str, Startup | TurnError]:
@@ -288,7 +295,12 @@ class Hub:
         return dead_letters.requeue(self.broker, message_id)
 
     def set_dismiss_guard(self, channel: str, suggested_verb: str) -> None:
-        """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins."""
+        """Guard ``channel`` against non-forced dismissal (channels.md C37); last wins.
+
+        A non-forced dismissal of ``channel`` is then refused with ``guarded`` and
+        the answer names ``suggested_verb`` (what the agent should do instead). Raises
+        :class:`TidingsError` (``invalid_channel``, ``invalid_guard``) on bad input.
+        """
         problem = name_error(channel)
         if problem is not None:
             raise TidingsError(problem, reason="invalid_channel")
@@ -299,7 +311,11 @@ class Hub:
     # -- in-process worker ------------------------------------------------------
 
     def start_worker(self, threads: int = LOCAL_WORKER_THREADS) -> None:
-        """Consume this host's queue in this process (embedded hubs, ``tidings up``)."""
+        """Consume this host's queue in this process (embedded hubs, ``tidings up``).
+
+        ``threads`` is dramatiq's worker thread count; a second call does nothing.
+        :meth:`close` stops the worker.
+        """
         with self._worker_lock:
             if self._worker is not None:
                 return
@@ -318,7 +334,9 @@ class Hub:
         """Run this host's scheduler in this process (embedded hubs, ``tidings up``).
 
         It is leader-locked like ``tidings scheduler``: if another scheduler of
-        this host is active, this one waits as standby.
+        this host is active, this one waits as standby. ``on_event`` receives the
+        scheduler's state changes as JSON objects (``leader`` with start-up counts,
+        ``standby``); the running service is returned, and a second call returns it again.
         """
         from tidings.scheduler.service import SchedulerService  # noqa: PLC0415 - APScheduler
 
@@ -330,7 +348,9 @@ class Hub:
             return self._scheduler
 
     def close(self) -> None:
-        """Stop what this hub started and close the client that :func:`connect` built."""
+        """Stop what this hub started (worker, scheduler), flush this process's rate
+        counters, and close the clients that :func:`connect` built (a client passed in
+        stays open)."""
         with self._worker_lock:
             if self._scheduler is not None:
                 self._scheduler.stop()

@@ -57,6 +57,23 @@ def test_same_signatures_as_coroutines(sync_cls: type, async_cls: type) -> None:
         assert _params(sync_member) == _params(async_member), name
 
 
+
+@pytest.mark.parametrize("cls", [Hub, Agent, AsyncHub, AsyncAgent])
+def test_public_methods_document_every_parameter(cls: type) -> None:
+    """Issue 22: the public methods document their parameters; the coroutines share the
+    sync text (``tidings.aio._docs``), so both sides say the same."""
+    undocumented = []
+    for name, member in _public(cls).items():
+        if isinstance(member, property) or name.startswith("_") or name == "pre_turn":
+            continue
+        doc = inspect.getdoc(member) or ""
+        params = [p for p in inspect.signature(member).parameters if p != "self"]  # type: ignore[arg-type]
+        missing = [p for p in params if f"``{p}``" not in doc and f"``{p}=" not in doc]
+        if not doc or missing:
+            undocumented.append(f"{name}: {missing or 'no docstring'}")
+    assert not undocumented
+
+
 def test_async_hub_has_the_operator_reads() -> None:
     for name in ("find_agent", "dead_letters", "requeue_dead", "declare_actors"):
         assert inspect.iscoroutinefunction(getattr(AsyncHub, name)), name

@@ -17,6 +17,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from tidings._agent import Agent
 from tidings._turn import Turn
+from tidings.aio._docs import share_docs
 from tidings.aio._guard import answering, raising
 from tidings.jobs.cap.attention import Lane
 from tidings.jobs.channels import applied
@@ -53,6 +54,9 @@ class Waits(Protocol):
 
 
 class AsyncAgent:
+    """An :class:`tidings.Agent` whose methods are coroutines: the same parameters, results
+    and reasons (each docstring is the sync one's), with the waits native to asyncio."""
+
     def __init__(self, hub: Waits, agent: Agent) -> None:
         self.hub = hub
         #: The sync agent whose code every coroutine runs.
@@ -197,3 +201,6 @@ class AsyncAgent:
         """Await up to ``timeout`` seconds for the oldest unconsumed wake signal (C26)."""
         return await waiting.wait_for_wake(self.hub.aredis, self.hub.scripts, self.agent_id,
                                            timeout)
+
+
+share_docs(AsyncAgent, Agent)

@@ -14,6 +14,7 @@ from redis.asyncio import Redis as AsyncRedis
 from tidings._hub import LOCAL_WORKER_THREADS, MOVE_SETTLE_SECONDS, Hub, Moved
 from tidings._hub import connect as connect_sync
 from tidings.aio._agent import AsyncAgent
+from tidings.aio._docs import share_docs
 from tidings.store.async_connection import async_client_for, async_client_like
 from tidings.store.clock import Clock
 from tidings.store.models import AgentRecord
@@ -110,6 +111,7 @@ class AsyncHub:
         await asyncio.to_thread(self.sync.close)
 
     async def aclose(self) -> None:
+        """:meth:`close` under the name ``redis.asyncio`` and ``contextlib.aclosing`` use."""
         await self.close()
 
     async def __aenter__(self) -> AsyncHub:
@@ -117,6 +119,9 @@ class AsyncHub:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+share_docs(AsyncHub, Hub)
 
 
 async def _open(redis_url: str | None, broker_url: str | None, background: bool,
