@@ -4,7 +4,7 @@ Jobs count where the work happens: a publish in the calling process, a flush
 on the worker that writes the file. Labels stay low-cardinality (no agent ids;
 per-agent detail is in the logs and ``tidings status``). Under ``tidings worker
 --processes N`` each child records into ``PROMETHEUS_MULTIPROC_DIR`` and the
-parent serves the sum (workers/metrics.py).
+parent serves the sum (workers/message_metrics.py).
 
 prometheus_client loads with the registry, on the first :func:`registry` call or
 the first use of a metric, not with this module: a hook-sized producer

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from tidings.jobs.actions import publish as producer
+from tidings.jobs.actions import producer
 from tidings.jobs.channels import publish as publishing
 from tidings.jobs.channels.envelope import PublishResult
 from tidings.jobs.guard import ErrorAnswer, answering, raising

@@ -1,7 +1,7 @@
 """What the metrics endpoint of ``up``, ``worker`` and ``scheduler`` serves.
 
 Next to the counters the jobs and workers record (jobs/metrics.py,
-workers/metrics.py): the ``process_*`` and ``python_*`` collectors,
+workers/message_metrics.py): the ``process_*`` and ``python_*`` collectors,
 ``tidings_build_info``, and gauges computed at scrape time with the reads of
 ``tidings status`` (one status read per scrape). Every process of a host serves
 the same gauge values; aggregate them with ``max``, not ``sum``.

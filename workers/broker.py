@@ -20,7 +20,7 @@ from redis import Redis
 
 from tidings.store.keys import NAMESPACE
 from tidings.store.settings import DEFAULT_HEARTBEAT_MS, Settings
-from tidings.workers.metrics import MessageMetrics
+from tidings.workers.message_metrics import MessageMetrics
 from tidings.workers.presence import Presence
 
 #: Retry back-off bounds (ms): short, because most failures are a busy lock.

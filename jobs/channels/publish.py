@@ -109,7 +109,7 @@ def append_event(
         return problem
     if channel == names.DAEMON:
         # C11 routes daemon events to the aggregate; that is the caller's step
-        # (tidings.jobs.actions.publish), since channels sit below the daemon package.
+        # (tidings.jobs.actions.producer), since channels sit below the daemon package.
         return failure("invalid_channel", "use publish_daemon_event for the daemon channel",
                      channel=channel)
     if channel == names.DELAY_ALARM:

@@ -24,7 +24,7 @@ from tidings.workers.routing import host_queue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 
-#: Every metric family tidings defines (jobs/metrics.py, workers/metrics.py).
+#: Every metric family tidings defines (jobs/metrics.py, workers/message_metrics.py).
 TIDINGS_FAMILIES = {
     "tidings_events_published", "tidings_events_coalesced", "tidings_flush_batch_records",
     "tidings_alarms_published", "tidings_alarm_lateness_seconds", "tidings_observations",

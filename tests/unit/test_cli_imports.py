@@ -58,7 +58,7 @@ def test_import_tidings_keeps_the_public_names_lazily() -> None:
 def test_publish_path_loads_neither_pygit2_nor_apscheduler() -> None:
     """What ``tidings publish`` imports: the client hub and the producer jobs."""
     loaded = loaded_after(
-        "import tidings.cli, tidings._hub, tidings.cli.producers, tidings.jobs.actions.publish"
+        "import tidings.cli, tidings._hub, tidings.cli.producers, tidings.jobs.actions.producer"
     )
     assert "pygit2" not in loaded and "apscheduler" not in loaded
     assert "dramatiq" in loaded  # the broker that enqueues the flush

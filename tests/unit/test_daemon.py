@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from tidings.jobs.actions import dismiss
-from tidings.jobs.actions import publish as producer
+from tidings.jobs.actions import dismiss, producer
 from tidings.jobs.channels import publish as publishing
 from tidings.jobs.daemon import dismissal as daemon_dismissal
 from tidings.jobs.daemon import runs as daemon_runs

@@ -16,8 +16,7 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.cli import main as cli_main
-from tidings.jobs.actions import delay_request, dismiss
-from tidings.jobs.actions import publish as producer
+from tidings.jobs.actions import delay_request, dismiss, producer
 from tidings.jobs.cap import ruler as cap_ruler
 from tidings.jobs.cap import spill
 from tidings.jobs.cap.attention import cap_lane

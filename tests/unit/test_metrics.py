@@ -128,7 +128,7 @@ def test_publishes_before_the_registry_are_tallied_then_taken_over() -> None:
     probe = """
 import json, sys
 from tidings.jobs import metrics
-from tidings.workers import metrics as message_metrics
+from tidings.workers import message_metrics
 metrics.published("append", "queued")
 metrics.published("append", "queued")
 metrics.published("replace", "duplicate")

@@ -1,4 +1,4 @@
-"""The metrics endpoint's own parts (tidings/_metrics.py, workers/metrics.py; issue 14):
+"""The metrics endpoint's own parts (tidings/_metrics.py, workers/message_metrics.py; issue 14):
 the loopback default address, retry and dead-letter counters, and status gauges that
 answer even when the status read fails."""
 
@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from tidings._metrics import StatusGauges, serve_metrics
 from tidings.jobs.metrics import registry
 from tidings.store.settings import Settings
-from tidings.workers.metrics import MessageMetrics
+from tidings.workers.message_metrics import MessageMetrics
 
 
 def value(name: str, **labels: str) -> float:

@@ -21,8 +21,7 @@ from tests.conftest import make_agent
 from tidings._agent import Agent
 from tidings._hub import Hub
 from tidings.jobs import guard
-from tidings.jobs.actions import delay
-from tidings.jobs.actions import publish as producer
+from tidings.jobs.actions import delay, producer
 from tidings.jobs.cap import lanes as cap_lanes
 from tidings.jobs.channels import publish as publishing
 from tidings.jobs.daemon import runs as daemon_runs

@@ -273,7 +273,7 @@ def test_the_stream_is_not_read_past_the_limit(hub: Hub) -> None:
 def test_an_event_stream_ends_with_its_session(hub: Hub) -> None:
     import anyio
 
-    from tidings.web import stream
+    from tidings.web import sse
 
     app = build_app(hub, token=TOKEN)
     guard = app.state.console.guard
@@ -298,13 +298,13 @@ def test_an_event_stream_ends_with_its_session(hub: Hub) -> None:
             guard.sessions.end(session)
 
     async def run() -> None:
-        original = stream.KEEPALIVE_SECONDS
-        stream.KEEPALIVE_SECONDS = 0.05
+        original = sse.KEEPALIVE_SECONDS
+        sse.KEEPALIVE_SECONDS = 0.05
         try:
             with anyio.fail_after(5):  # ends by itself, not by the client going away
                 await app(scope, receive, send)
         finally:
-            stream.KEEPALIVE_SECONDS = original
+            sse.KEEPALIVE_SECONDS = original
 
     anyio.run(run)
     assert b"retry:" in b"".join(chunks)

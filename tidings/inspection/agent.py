@@ -29,8 +29,8 @@ from tidings.jobs.runtime import Runtime
 # read-only twin. The composed read (jobs.view.coherent.observe) would publish an overdue
 # delay's alarm (D9), so the console takes the bare read and reports the alarm as overdue.
 from tidings.jobs.view._bare_read import bare_read, snapshot
+from tidings.jobs.view.agent_status import LiveDelay, delay_from_state
 from tidings.jobs.view.delivery import attention_preview
-from tidings.jobs.view.status import LiveDelay, delay_from_state
 from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp

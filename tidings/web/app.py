@@ -22,7 +22,7 @@ from tidings._hub import Hub
 from tidings.web import actions, auth, pages
 from tidings.web.console import Console
 from tidings.web.limits import BodyLimit
-from tidings.web.stream import events
+from tidings.web.sse import events
 
 #: Host names a loopback console answers to (DNS rebinding guard).
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
