@@ -41,7 +41,13 @@ from redis.connection import AbstractConnection
 
 import tidings
 from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.channels.publish import append_event
+
+try:
+    from tidings.jobs.channels.publish import append_event
+except ImportError:  # the tree before issue 22's renames
+    from tidings.jobs.channels.publish import (  # type: ignore[attr-defined,no-redef]
+        publish_event as append_event,
+    )
 from tidings.jobs.runtime import Runtime
 
 try:
