@@ -4,8 +4,8 @@ Built here, beside the sync clients, with the same timeouts and protocol; the
 asyncio client serves only the waits (wake stream, applied sequence, group
 results), so a failover retry bounded by count is enough for it. Its pool is
 bounded and blocking: past :data:`MAX_CONNECTIONS` concurrent commands, a waiter
-waits for a connection instead of failing (a cluster client does the same per
-node, :mod:`tidings.store.async_cluster`).
+waits for a connection instead of failing, behind Sentinel as well (a cluster client
+does the same per node, :mod:`tidings.store.async_cluster`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from redis.asyncio.connection import BlockingConnectionPool, UnixDomainSocketCon
 from redis.asyncio.connection import Connection as AsyncConnection
 from redis.asyncio.connection import SSLConnection as AsyncSSLConnection
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.backoff import ExponentialBackoff
 from redis.connection import SSLConnection
 
@@ -61,6 +61,18 @@ class _Settings(TypedDict):
     max_connections: int
 
 
+class BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+    """redis-py's Sentinel pool (master discovery, re-pointing after a failover) with the
+    blocking pool's ``get_connection``: past ``max_connections`` a command waits for a
+    free connection (``timeout=None``) instead of raising ``MaxConnectionsError``.
+    Closing it closes the clients of the Sentinels it asked, too."""
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        for sentinel in self.sentinel_manager.sentinels:
+            await sentinel.aclose()
+
+
 def _common() -> _Settings:
     return {
         "retry": Retry(_backoff(), ASYNC_RETRIES),
@@ -93,8 +105,9 @@ def async_client_for(config: RedisConfig) -> AsyncRedis:
             **({"password": config.password} if config.password else {}),
         })
         master: AsyncRedis = sentinel.master_for(
-            config.service_name or "mymaster", db=config.db, username=config.username,
-            password=config.password, **_common())
+            config.service_name or "mymaster", connection_pool_class=BlockingSentinelPool,
+            timeout=None, db=config.db, username=config.username, password=config.password,
+            **_common())
         return master
     return _blocking(BlockingConnectionPool.from_url(config.url, timeout=None, **_common()))
 
