@@ -19,6 +19,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for_ping(port: int, timeout: float = 10.0) -> None:
+    """Return once the server on ``port`` answers PING (raise after ``timeout``)."""
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+    finally:
+        client.close()
+
+
 @contextmanager
 def redis_server() -> Iterator[str]:
     """Yield the URL of a fresh, non-persistent redis-server."""
@@ -33,17 +50,7 @@ def redis_server() -> Iterator[str]:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:
-            client = redis.Redis(port=port)
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.02)
-            client.close()
+            wait_for_ping(port)
             yield f"redis://127.0.0.1:{port}/0"
         finally:
             proc.terminate()

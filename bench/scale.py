@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from _redis import _free_port, wait_for_ping
 from redis.connection import AbstractConnection
 
 import tidings
@@ -70,26 +70,6 @@ LOAD_SECONDS = 4.0
 
 # -- servers -------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(port: int) -> None:
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-    client.close()
-
-
 @contextmanager
 def servers(count: int, *extra: str) -> Iterator[list[int]]:
     """``count`` fresh non-persistent redis-servers (never the shared one on 6379)."""
@@ -111,7 +91,7 @@ def servers(count: int, *extra: str) -> Iterator[list[int]]:
                      *more], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                 ports.append(port)
             for port in ports:
-                _wait(port)
+                wait_for_ping(port)
             yield ports
         finally:
             for proc in procs:

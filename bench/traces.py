@@ -107,20 +107,13 @@ def code_root() -> Path:
     return Path(tidings.__file__).resolve().parent.parent
 
 
-def writes(suffix: str) -> Callable[[FrameType], bool]:
-    """The effect: a write by ``store/files.py`` of a path ending in ``suffix``."""
+def writes(suffix: str = "", prefix: str = "") -> Callable[[FrameType], bool]:
+    """The effect: a write by ``store/files.py`` of a path with ``prefix`` and ``suffix``."""
     def wanted(frame: FrameType) -> bool:
         code = frame.f_code
+        rel = str(frame.f_locals.get("rel", ""))
         return (code.co_name in WRITERS and code.co_filename.endswith("files.py")
-                and str(frame.f_locals.get("rel", "")).endswith(suffix))
-    return wanted
-
-
-def writes_prefix(prefix: str) -> Callable[[FrameType], bool]:
-    def wanted(frame: FrameType) -> bool:
-        code = frame.f_code
-        return (code.co_name in WRITERS and code.co_filename.endswith("files.py")
-                and str(frame.f_locals.get("rel", "")).startswith(prefix))
+                and rel.startswith(prefix) and rel.endswith(suffix))
     return wanted
 
 
@@ -172,7 +165,7 @@ def memory_admission(hub: Any, base: Path, root: Path) -> Trace:
 def attention_spill(hub: Any, base: Path, root: Path) -> Trace:
     agent = new_agent(hub, base, "spill")
     agent.publish("mcp.big", {"header": "big", "data": {"text": OVER_CAP}}, wait=True)
-    with tracing(Trace(root, writes_prefix("logs/"))) as trace:
+    with tracing(Trace(root, writes(prefix="logs/"))) as trace:
         agent.stamp(agent.notification("check"))
     return trace
 

@@ -22,6 +22,7 @@ from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
+from tests.support.waiters import wait_all, woken_count
 from tidings.store import async_connection
 from tidings.store.settings import Settings
 
@@ -131,24 +132,10 @@ def test_150_waiters_of_one_event_loop_share_a_bounded_pool(
     """Acceptance 3: 150 ``tidings.aio`` agents wait at once; with a pool far smaller
     than the waiters, a wait queues for a connection instead of failing."""
     monkeypatch.setattr(async_connection, "MAX_CONNECTIONS", 16)
-
-    async def scenario() -> list[Any]:
-        async with tidings.aio.connect(stores.state_url, broker_url=stores.broker_url,
-                                       settings=Settings(host="wait-host")) as hub:
-            agents = []
-            for n in range(WAITERS):
-                (tmp_path / f"a{n}").mkdir()
-                agents.append(await hub.agent(tmp_path / f"a{n}", inline=True))
-            for agent in agents[::3]:
-                await agent.admit("ticket", "wake", wake=True)
-            return await asyncio.gather(*(a.wait_for_wake(0.5) for a in agents),
-                                        return_exceptions=True)
-
-    results = asyncio.run(scenario())
+    results = wait_all(stores.state_url, stores.broker_url, "wait-host", tmp_path, WAITERS, 0.5)
     failures = [r for r in results if isinstance(r, BaseException)]
     assert not failures, failures[:3]
-    woken = [r for r in results if r is not None]
-    assert len(woken) == len(range(0, WAITERS, 3))
+    assert len([r for r in results if r is not None]) == woken_count(WAITERS)
 
 
 def getkeys_calls(cluster: RedisCluster) -> int:
