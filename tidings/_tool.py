@@ -12,7 +12,7 @@ from typing import Literal, Protocol, TypedDict
 from tidings import _manual
 from tidings.jobs.actions import delay, dismiss
 from tidings.jobs.channels import hooks
-from tidings.jobs.channels import settings as channel_settings
+from tidings.jobs.channels import settings_view as channel_settings
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import delivery
 from tidings.store.jsonread import input_problem

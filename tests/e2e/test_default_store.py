@@ -29,8 +29,8 @@ from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
 from tests.support.redis_server import free_port
 from tidings.engine import config, storefile
 from tidings.engine.binary import find_engine
-from tidings.engine.process import EngineProcess
-from tidings.engine.service import DefaultStore, claim
+from tidings.engine.child import EngineProcess
+from tidings.engine.supervisor import DefaultStore, claim
 from tidings.store import keys
 from tidings.store.settings import Settings
 

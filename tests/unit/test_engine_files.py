@@ -12,8 +12,8 @@ import pytest
 
 from tidings.engine import config, storefile
 from tidings.engine.binary import EngineUnavailable, identify
-from tidings.engine.locks import FileLock
-from tidings.engine.paths import StatePaths
+from tidings.engine.dir_locks import FileLock
+from tidings.engine.state_paths import StatePaths
 
 
 def test_store_json_is_0600_and_read_back(tmp_path: Path) -> None:

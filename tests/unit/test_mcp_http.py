@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from tidings.errors import TidingsError
 from tidings.mcp import token as mcp_token
 from tidings.mcp.server import AgentServer
-from tidings.web.limits import MAX_BODY_BYTES
+from tidings.web.body_limit import MAX_BODY_BYTES
 
 TOKEN = "mcp-t0ken-for-tests"
 BASE = "http://127.0.0.1:8765"

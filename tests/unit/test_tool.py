@@ -17,7 +17,7 @@ from tidings._hub import Hub
 from tidings._tool import ACTIONS
 from tidings.jobs import limits
 from tidings.jobs.actions import delay
-from tidings.jobs.channels import settings as channel_settings
+from tidings.jobs.channels import settings_view as channel_settings
 from tidings.jobs.view import delivery
 
 MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",

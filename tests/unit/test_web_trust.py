@@ -20,7 +20,7 @@ from tidings.store.clock import FakeClock
 from tidings.web import sessions
 from tidings.web.app import build_app
 from tidings.web.auth import COOKIE
-from tidings.web.limits import MAX_BODY_BYTES
+from tidings.web.body_limit import MAX_BODY_BYTES
 from tidings.web.serve import console_token
 
 LOCAL = "http://127.0.0.1"

@@ -17,7 +17,7 @@ from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.cli.pool import run_pool
 from tidings.engine.discover import store_url
 from tidings.engine.ephemeral import EphemeralStore
-from tidings.engine.service import DefaultStore, StoreUnavailable
+from tidings.engine.supervisor import DefaultStore, StoreUnavailable
 from tidings.jobs import log
 from tidings.store.connection import redact
 from tidings.store.roles import Stores, open_stores

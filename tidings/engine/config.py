@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 
-from tidings.engine.paths import StatePaths
+from tidings.engine.state_paths import StatePaths
 from tidings.engine.storefile import SECRET_MODE, write_private
 
 #: Random bytes of the generated password (hex-encoded, so twice as many characters).

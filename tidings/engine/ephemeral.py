@@ -11,9 +11,9 @@ import secrets
 from tidings._embedded import EmbeddedServer
 from tidings.engine import storefile
 from tidings.engine.config import BIND, PASSWORD_BYTES
-from tidings.engine.locks import FileLock
-from tidings.engine.paths import StatePaths
-from tidings.engine.service import claim, port_busy
+from tidings.engine.dir_locks import FileLock
+from tidings.engine.state_paths import StatePaths
+from tidings.engine.supervisor import claim, port_busy
 from tidings.store.settings import Settings
 
 #: What ``store.json`` names as the engine.

@@ -16,10 +16,10 @@ import time
 
 import redis
 
+from tidings.engine.child import client
 from tidings.engine.config import BIND
-from tidings.engine.locks import FileLock
-from tidings.engine.paths import StatePaths
-from tidings.engine.process import client
+from tidings.engine.dir_locks import FileLock
+from tidings.engine.state_paths import StatePaths
 from tidings.engine.storefile import read
 
 #: How long an orphan gets to stop after SHUTDOWN, then after SIGTERM (seconds).

@@ -30,7 +30,7 @@ from tidings.jobs.view.delivery import check_placeholder
 from tidings.jobs.wake import waiting
 from tidings.mcp import tools
 from tidings.mcp.token import StaticToken
-from tidings.web.limits import MAX_BODY_BYTES
+from tidings.web.body_limit import MAX_BODY_BYTES
 
 log = logging.getLogger("tidings.mcp")
 

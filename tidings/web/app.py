@@ -20,8 +20,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tidings._hub import Hub
 from tidings.web import actions, auth, pages
+from tidings.web.body_limit import BodyLimit
 from tidings.web.console import Console
-from tidings.web.limits import BodyLimit
 from tidings.web.sse import events
 
 #: Host names a loopback console answers to (DNS rebinding guard).

@@ -15,10 +15,10 @@ import socket
 
 from tidings.engine import config, storefile
 from tidings.engine.binary import EngineUnavailable, find_engine
-from tidings.engine.locks import FileLock
+from tidings.engine.child import EngineFailed, EngineProcess
+from tidings.engine.dir_locks import FileLock
 from tidings.engine.orphan import clear_stale, stop_orphan
-from tidings.engine.paths import StatePaths
-from tidings.engine.process import EngineFailed, EngineProcess
+from tidings.engine.state_paths import StatePaths
 from tidings.store.settings import Settings
 
 

@@ -29,7 +29,7 @@ from redis.retry import Retry
 
 from tidings.engine.binary import Engine
 from tidings.engine.config import BIND
-from tidings.engine.paths import StatePaths
+from tidings.engine.state_paths import StatePaths
 
 #: ``prctl(2)`` option asking for a signal when the parent dies (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
