@@ -21,6 +21,7 @@ from tests.support.processes import ProcessGroup
 from tests.support.redis_cluster import RedisCluster, started
 from tests.support.redis_server import RedisServer
 from tidings.jobs.runtime import Runtime
+from tidings.store import rates
 from tidings.store.clock import FakeClock
 from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
@@ -60,6 +61,9 @@ def redis_client(request: pytest.FixtureRequest) -> Iterator[Any]:
         client = server.client()
         client.flushall()
     yield client
+    # The rate tallies this test counted go to its own store now, not into a later
+    # test's (the shared server) when the flush timer next runs (store/rates.py).
+    rates.flush(client)
     client.close()
 
 
