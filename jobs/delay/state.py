@@ -17,8 +17,8 @@ from typing import Literal
 
 from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.channels.files import FileStat, channel_file_stat
 from tidings.jobs.channels.names import DAEMON, DELAY_ALARM, name_error
+from tidings.jobs.channels.payload_files import FileStat, channel_file_stat
 from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.delay.record import DelayState, is_int
 from tidings.jobs.delay.shapes import TargetStats

@@ -14,7 +14,7 @@ from typing import Literal, Required, TypedDict
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.text import cap
+from tidings.jobs.summary_cap import cap
 from tidings.store import rates
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.jsonread import encodable, input_problem

@@ -8,7 +8,7 @@ import pygit2
 from pygit2.enums import DeltaStatus, DiffOption
 
 from tidings.jobs.memory.changes import UNKNOWN, Change, ChangeKind
-from tidings.jobs.memory.listing import head_tree
+from tidings.jobs.memory.git_status import head_tree
 from tidings.jobs.memory.model import TreeEntry
 from tidings.jobs.memory.paths import excluded, to_str
 

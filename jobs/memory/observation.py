@@ -21,8 +21,7 @@ import time
 import pygit2
 
 from tidings.jobs import log
-from tidings.jobs.memory import listing as memory_listing
-from tidings.jobs.memory import partition, privateindex, watchdog
+from tidings.jobs.memory import git_status, partition, privateindex, watchdog
 from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS, Fingerprinter, Unstable
 from tidings.jobs.memory.head import head_state, identity
 from tidings.jobs.memory.model import MAX_PATHS, ObserveResult, PathRecord, Snapshot
@@ -82,14 +81,14 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float, threads: int
         index_before = _index_stat(index_path)
         head = head_state(repo)
         index, index_data = privateindex.load(repo, index_path)
-        staged = memory_listing.read_staged(repo, index, head, index_path)
+        staged = git_status.read_staged(repo, index, head, index_path)
         if threads > 1:
             names = partition.top_level_names(
-                repo.workdir, memory_listing.head_tree(repo, head.head), staged)
+                repo.workdir, git_status.head_tree(repo, head.head), staged)
             worktree = partition.read_worktree(repo_path, index_path, index_data, names, threads)
         else:
-            worktree = memory_listing.read_worktree(index)
-        listed = memory_listing.merge(staged, worktree, index)
+            worktree = git_status.read_worktree(index)
+        listed = git_status.merge(staged, worktree, index)
         ident = identity(repo, head, previous.identity.root_commit if previous else None)
         ordered = sorted(listed)
         records = _fingerprint(ident.root, ordered[:MAX_PATHS], listed, previous)
@@ -110,7 +109,7 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float, threads: int
 
 def _fingerprint(
     root: str, paths: list[bytes], listed: dict[bytes,
-                                                memory_listing.Listed], previous: Snapshot | None
+                                                git_status.Listed], previous: Snapshot | None
 ) -> dict[bytes, PathRecord]:
     cached = previous.paths if previous else {}
     cache_before = previous.started_ns - RACY_WINDOW_NS if previous else 0
@@ -138,7 +137,7 @@ def _refresh(
         log.event("memory.index_refreshed", logging.INFO, repo=root, entries=refreshed)
 
 
-def listing_digest(ordered: list[bytes], listed: dict[bytes, memory_listing.Listed]) -> str:
+def listing_digest(ordered: list[bytes], listed: dict[bytes, git_status.Listed]) -> str:
     """M20: SHA-256 over the full listing: raw path, NUL, flags in decimal, LF."""
     digest = hashlib.sha256()
     for raw in ordered:

@@ -19,8 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pygit2
 
-from tidings.jobs.memory import listing as memory_listing
-from tidings.jobs.memory import privateindex
+from tidings.jobs.memory import git_status, privateindex
 from tidings.jobs.memory.fingerprint import Unstable
 from tidings.jobs.memory.paths import excluded
 from tidings.jobs.memory.repository import opened
@@ -43,23 +42,23 @@ def groups(names: list[bytes], threads: int) -> list[list[bytes]]:
 
 def read_worktree(
     repo_path: str, index_file: str, data: bytes, names: list[bytes], threads: int
-) -> memory_listing.WorktreeSide:
+) -> git_status.WorktreeSide:
     """The single pass's worktree side, read by ``threads`` threads."""
     parts = groups(names, threads)
     if not parts:
         return {}
     with ThreadPoolExecutor(len(parts), thread_name_prefix="memory-listing") as pool:
         found = list(pool.map(lambda part: _part(repo_path, index_file, data, part), parts))
-    merged: memory_listing.WorktreeSide = {}
+    merged: git_status.WorktreeSide = {}
     for part in found:
         merged.update(part)
     return merged
 
 
 def _part(repo_path: str, index_file: str, data: bytes, names: list[bytes]
-          ) -> memory_listing.WorktreeSide:
+          ) -> git_status.WorktreeSide:
     with opened(repo_path) as repo:
         index, seen = privateindex.load(repo, index_file)
         if seen != data:
             raise Unstable("the index changed during the observation")
-        return memory_listing.read_worktree(index, names)
+        return git_status.read_worktree(index, names)

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from tidings.jobs.text import SUMMARY_BYTES, TRUNCATION_MARK, cap
+from tidings.jobs.summary_cap import SUMMARY_BYTES, TRUNCATION_MARK, cap
 
 __all__ = ["SUMMARY_BYTES", "TRUNCATION_MARK", "cap", "summary_text"]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from redis.exceptions import RedisError
 
 from tidings.jobs.channels.allowlist import Allowlist, allowlist
-from tidings.jobs.channels.files import NOTIFICATION_DIR, FpEntry, parse_payload
 from tidings.jobs.channels.names import DAEMON
+from tidings.jobs.channels.payload_files import NOTIFICATION_DIR, FpEntry, parse_payload
 from tidings.jobs.daemon import view as daemon_view
 from tidings.jobs.delay import state as delay_state
 from tidings.jobs.runtime import Runtime

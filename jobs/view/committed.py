@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidings.jobs.channels.files import FpEntry
+from tidings.jobs.channels.payload_files import FpEntry
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import wake_mask
 from tidings.store import replies

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from tidings.jobs import log
 from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.channels.files import NOTIFICATION_DIR, FpEntry, parse_payload
 from tidings.jobs.channels.names import DAEMON, NON_CHANNEL_FILES
+from tidings.jobs.channels.payload_files import NOTIFICATION_DIR, FpEntry, parse_payload
 from tidings.jobs.daemon import view as daemon_view
 from tidings.store.files import MAX_READ_BYTES, DirView, Entry, directory, stat_key
 from tidings.store.jsonfmt import sha256_hex

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tidings.jobs.channels.files import FpEntry
 from tidings.jobs.channels.names import DAEMON
+from tidings.jobs.channels.payload_files import FpEntry
 from tidings.jobs.daemon import runs as daemon_runs
 
 DAEMON_ENTRY = "daemon.json"

@@ -15,8 +15,7 @@ import pytest
 
 from tests.support.gitrepo import GitRepo, fast_tmp
 from tidings.jobs.memory import fingerprint as memory_fingerprint
-from tidings.jobs.memory import listing as memory_listing
-from tidings.jobs.memory import observe_worktree
+from tidings.jobs.memory import git_status, observe_worktree
 from tidings.jobs.memory.fingerprint import Fingerprinter, Unstable
 from tidings.jobs.memory.model import CONFLICTED, INDEX_NEW, WT_MODIFIED, WT_NEW
 
@@ -67,7 +66,7 @@ def test_unexpected_error_is_reported_not_raised(
     def boom(*args: Any) -> Any:
         raise RuntimeError("odd")
 
-    monkeypatch.setattr(memory_listing, "read_staged", boom)
+    monkeypatch.setattr(git_status, "read_staged", boom)
     result = observe_worktree(repo.path, None, now=0)
     assert (result.status, result.reason) == ("unavailable", "unreadable")
     assert any(getattr(r, "event", "") == "memory.observe_failed" for r in caplog.records)

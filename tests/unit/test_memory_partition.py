@@ -14,8 +14,7 @@ import pygit2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tidings.jobs.memory import listing as memory_listing
-from tidings.jobs.memory import partition, privateindex
+from tidings.jobs.memory import git_status, partition, privateindex
 from tidings.jobs.memory.head import head_state
 from tidings.jobs.memory.observation import observe_worktree
 
@@ -91,17 +90,17 @@ def build(root: bytes, specs: list[tuple[bytes, str]], submodule: bool) -> None:
     write(root, b"untracked dir/deep/[y].md", b"u")
 
 
-def listings(root: bytes, threads: int) -> tuple[memory_listing.WorktreeSide,
-                                                 memory_listing.WorktreeSide]:
+def listings(root: bytes, threads: int) -> tuple[git_status.WorktreeSide,
+                                                 git_status.WorktreeSide]:
     path = os.fsdecode(root)
     repo = pygit2.Repository(path)
     try:
         index_file = os.path.join(repo.path, "index")
         index, data = privateindex.load(repo, index_file)
         head = head_state(repo)
-        staged = memory_listing.read_staged(repo, index, head, index_file)
-        single = memory_listing.read_worktree(index)
-        names = partition.top_level_names(repo.workdir, memory_listing.head_tree(repo, head.head),
+        staged = git_status.read_staged(repo, index, head, index_file)
+        single = git_status.read_worktree(index)
+        names = partition.top_level_names(repo.workdir, git_status.head_tree(repo, head.head),
                                           staged)
         parallel = partition.read_worktree(path, index_file, data, names, threads)
         return single, parallel
