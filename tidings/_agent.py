@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tidings.jobs.cap.persistent import Block
     from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
     from tidings.jobs.inbox.items import PublicItem
-    from tidings.jobs.memory.admission import ObservationResult
+    from tidings.jobs.memory.memory_admission import ObservationResult
     from tidings.jobs.turns.finish import SideEffectMarked
     from tidings.jobs.turns.prepare import Startup, TurnError
     from tidings.jobs.view.delivery import Notifications, ToolResult
@@ -331,7 +331,7 @@ class Agent:
         if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
             return {"status": "error", "reason": "invalid_input",
                     "message": "reason must be a string of 1 to 64 characters"}
-        from tidings.jobs.memory import admission as memory_admission  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.memory import memory_admission  # noqa: PLC0415 - pygit2, see module doc
 
         return memory_admission.observe_memory(self.runtime, self.record, reason)
 

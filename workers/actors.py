@@ -23,7 +23,7 @@ from tidings.jobs import log
 from tidings.jobs.actions import delay
 from tidings.jobs.channels import dead_letter
 from tidings.jobs.channels import flush as flushing
-from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.memory import memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view import render
 from tidings.jobs.wake import sync

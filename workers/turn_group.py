@@ -18,7 +18,7 @@ from dramatiq.results import ResultError, ResultTimeout
 
 from tidings.jobs import log
 from tidings.jobs.cap.attention import Lane
-from tidings.jobs.memory.admission import ObservationResult, result
+from tidings.jobs.memory.memory_admission import ObservationResult, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import TurnMemory, skipped
 from tidings.store.models import AgentRecord
@@ -37,7 +37,7 @@ group: Any = _untyped_group
 
 def observation_of(value: dict[str, object]) -> ObservationResult:
     """The ``observe_memory`` actor's answer as the results backend hands it back: the
-    JSON of :func:`tidings.jobs.memory.admission.observe_memory`'s M12 result."""
+    JSON of :func:`tidings.jobs.memory.memory_admission.observe_memory`'s M12 result."""
     return cast("ObservationResult", value)
 
 

@@ -16,7 +16,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from tidings.jobs import log
 from tidings.jobs.cap.attention import Lane
-from tidings.jobs.memory.admission import result
+from tidings.jobs.memory.memory_admission import result
 from tidings.jobs.turns.prepare import TurnMemory, skipped
 from tidings.store.models import AgentRecord
 from tidings.workers.turn_group import _WAIT_SLICE_SECONDS, GroupPreTurn, observation_of

@@ -14,7 +14,7 @@ from typing import Literal, TypedDict
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id
 from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.memory.admission import (
+from tidings.jobs.memory.memory_admission import (
     RECORDED,
     ObservationResult,
     observe_at_finish,

@@ -21,7 +21,7 @@ from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import Item, read_items
 from tidings.jobs.inbox.text import render_inbox_text
 from tidings.jobs.memory import render_memory_entry
-from tidings.jobs.memory.admission import ObservationResult, observe_memory
+from tidings.jobs.memory.memory_admission import ObservationResult, observe_memory
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.view.render import render_attention
 from tidings.store.jsonfmt import utc_stamp_ms

@@ -16,8 +16,8 @@ from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
 from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import projection
-from tidings.jobs.memory import admission as memory_admission
 from tidings.jobs.memory import lock as observe_lock
+from tidings.jobs.memory import memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
 from tidings.jobs.turns import prepare as turn_prepare

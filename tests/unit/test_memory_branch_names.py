@@ -16,7 +16,7 @@ import tidings
 from tests.conftest import make_agent
 from tests.support.gitrepo import GitRepo
 from tidings._hub import Hub
-from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.memory import memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.store.errors import TidingsError
 from tidings.store.inbox_keys import InboxKeys

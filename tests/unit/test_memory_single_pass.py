@@ -17,8 +17,7 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.memory import admission as memory_admission
-from tidings.jobs.memory import observation
+from tidings.jobs.memory import memory_admission, observation
 from tidings.jobs.runtime import Runtime
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord

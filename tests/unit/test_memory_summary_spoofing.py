@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.memory import memory_admission
 from tidings.jobs.memory.paths import display
 from tidings.jobs.memory.summary import quoted
 from tidings.jobs.runtime import Runtime

@@ -21,7 +21,7 @@ from tidings.jobs.channels import publish as publishing
 from tidings.jobs.channels.flush import flush_channel
 from tidings.jobs.delay import alarm as delay_alarm
 from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.memory import memory_admission
 from tidings.jobs.metrics import registry
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish

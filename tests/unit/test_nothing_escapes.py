@@ -27,7 +27,7 @@ from tidings.jobs.channels import publish as publishing
 from tidings.jobs.daemon import runs as daemon_runs
 from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox import items as inbox_items
-from tidings.jobs.memory import admission as memory_admission
+from tidings.jobs.memory import memory_admission
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns import finish as turn_finish
 from tidings.jobs.turns import prepare as turn_prepare

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tidings.jobs.cap.persistent import Block
     from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
     from tidings.jobs.inbox.items import PublicItem
-    from tidings.jobs.memory.admission import ObservationResult
+    from tidings.jobs.memory.memory_admission import ObservationResult
     from tidings.jobs.turns.finish import SideEffectMarked
     from tidings.jobs.view.delivery import Notifications, ToolResult
     from tidings.jobs.wake.wait_loop import Entry
