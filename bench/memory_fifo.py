@@ -7,7 +7,9 @@ runs one observation in a child process with a timeout; a child still running at
 timeout is a hang. Part 2, the race: a thread swaps ``.git/config`` (or ``.git/HEAD``)
 between a regular file and a FIFO as fast as it can while a child observes in a loop;
 a child that does not finish within the timeout was caught between the check and
-libgit2's ``open()``. Prints one JSON object.
+libgit2's ``open()``. Both parts run twice, with the thread alarm (``alarm``: the child
+installs its handler, as a tidings process does) and without it (``no-alarm``, the
+baseline). Prints one JSON object.
 
     .venv/bin/python bench/memory_fifo.py
 """
@@ -27,8 +29,13 @@ from pathlib import Path
 
 import pygit2
 
+#: ``alarm``: the child installs the thread alarm's handler as a tidings process does when
+#: it builds its Runtime (jobs/thread_alarm.py); ``no-alarm``: the baseline without it.
+VARIANTS = ("alarm", "no-alarm")
 #: Seconds before a child counts as hung.
 TIMEOUT = 3.0
+#: Seconds before a racing child (many observations, each maybe interrupted) counts as hung.
+RACE_TIMEOUT = 30.0
 #: Race trials per swapped file, and observations per trial.
 TRIALS = 5
 OBSERVATIONS = 20
@@ -36,6 +43,9 @@ OBSERVATIONS = 20
 CHILD = """
 import sys, time
 from tidings.jobs.memory.observation import observe_worktree
+if sys.argv[3] == "alarm":  # as every tidings process does when it builds its Runtime
+    from tidings.jobs import thread_alarm
+    thread_alarm.install()
 for _ in range(int(sys.argv[2])):
     out = observe_worktree(sys.argv[1], None, now=0.0)
     print(out.status, out.reason, flush=True)
@@ -55,9 +65,9 @@ def make_repo(path: Path) -> pygit2.Repository:
     return repo
 
 
-def run_child(repo: Path, count: int, timeout: float) -> tuple[str, float, int]:
+def run_child(repo: Path, count: int, timeout: float, variant: str) -> tuple[str, float, int]:
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(repo), str(count)],
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(repo), str(count), variant],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -114,11 +124,12 @@ PLACEMENTS: dict[str, Callable[[Path, pygit2.Repository], None]] = {
 }
 
 
-def race(base: Path, name: str) -> dict[str, object]:
+def race(base: Path, name: str, variant: str) -> dict[str, object]:
     hung = swaps = 0
-    observed = []
+    observed: list[int] = []
+    elapsed: list[float] = []
     for trial in range(TRIALS):
-        path = base / f"race-{name}-{trial}"
+        path = base / f"race-{variant}-{name}-{trial}"
         make_repo(path)
         target = path / ".git" / name
         regular = target.read_bytes()
@@ -137,32 +148,36 @@ def race(base: Path, name: str) -> dict[str, object]:
 
         swapper = threading.Thread(target=swap)
         swapper.start()
-        outcome, _, count = run_child(path, OBSERVATIONS, TIMEOUT + 5)
-        print(f"race {name} trial {trial}: {outcome} after {count}", file=sys.stderr)
+        outcome, seconds, count = run_child(path, OBSERVATIONS, RACE_TIMEOUT, variant)
+        print(f"race {variant} {name} trial {trial}: {outcome} after {count} in {seconds}s",
+              file=sys.stderr)
         stop.set()
         swapper.join()
         hung += outcome == "hung"
         observed.append(count)
+        elapsed.append(seconds)
     return {"trials": TRIALS, "hung": hung, "swaps": swaps,
-            "observations_before_end": observed}
+            "observations_before_end": observed, "seconds": elapsed}
 
 
 def main() -> None:
+    out: dict[str, object] = {"benchmark": "memory_fifo", "timeout_seconds": TIMEOUT}
     base = Path(tempfile.mkdtemp(prefix="tidings-fifo-"))
     try:
-        placements = {}
-        for label, make in PLACEMENTS.items():
-            path = base / label.replace(" ", "_").replace("/", "_")
-            repo = make_repo(path)
-            make(path, repo)
-            outcome, seconds, _ = run_child(path, 1, TIMEOUT + 2)
-            placements[label] = {"outcome": outcome, "seconds": seconds}
-            print(f"{label}: {outcome} {seconds}s", file=sys.stderr)
-        races = {name: race(base, name) for name in ("config", "HEAD")}
+        for variant in VARIANTS:
+            placements = {}
+            for label, make in PLACEMENTS.items():
+                path = base / variant / label.replace(" ", "_").replace("/", "_")
+                repo = make_repo(path)
+                make(path, repo)
+                outcome, seconds, _ = run_child(path, 1, TIMEOUT + 2, variant)
+                placements[label] = {"outcome": outcome, "seconds": seconds}
+                print(f"{variant} {label}: {outcome} {seconds}s", file=sys.stderr)
+            races = {name: race(base, name, variant) for name in ("config", "HEAD")}
+            out[variant] = {"placements": placements, "races": races}
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print(json.dumps({"benchmark": "memory_fifo", "timeout_seconds": TIMEOUT,
-                      "placements": placements, "races": races}, indent=1))
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

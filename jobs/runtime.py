@@ -14,6 +14,7 @@ from typing import Protocol
 
 from redis import Redis
 
+from tidings.jobs import thread_alarm
 from tidings.store.clock import Clock
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import Scripts
@@ -51,6 +52,10 @@ class Runtime:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scripts", Scripts(self.redis))
+        # A process builds its runtime on its main thread (a hub, a worker process): the
+        # one place the handler that lets a memory observation be interrupted can be set
+        # (M55, :mod:`tidings.jobs.thread_alarm`); elsewhere this does nothing.
+        thread_alarm.install()
 
     @property
     def control(self) -> Redis:

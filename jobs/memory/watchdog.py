@@ -19,18 +19,16 @@ reaper thread keeps releasing FIFOs it opens again, and its repository answers
 ``timeout`` at once until it ends. At most :data:`MAX_STUCK` helpers may be left; past that
 every observation answers ``timeout`` at once (fail open, reported) until one ends.
 
-What this cannot bound: an ``open()`` libgit2 makes while pygit2 holds the GIL (reading
-``config`` and the files it includes, ``HEAD``, loose objects) stops every thread of the
-process, the watcher too; :mod:`metadata` checks those files beforehand (includes too),
-which leaves a FIFO loose object and a file swapped for a FIFO after the check.
-``bench/memory_fifo.py`` (5 s limit, 2 shared cores) before the include check: nine of
-twelve placements answered ``unavailable`` at once or observed normally, a FIFO
-``include.path`` and a FIFO loose object hung the process, and swapping ``.git/config`` or
-``.git/HEAD`` for a FIFO in a loop hung 7 of 10 children within 20 observations. Only a
-process boundary with a wall-clock limit bounds those; it would cost a process (or a pool)
-and a serialised snapshot per observation and lose the in-process index-copy cache, and it
-is not built (issue 24 report).
-Without ``/proc`` (not Linux) only the time limit applies.
+An ``open()`` libgit2 makes while pygit2 holds the GIL (reading ``config`` and the files
+it includes, ``HEAD``, loose objects) stops every thread of the process, the watcher too;
+:mod:`metadata` checks those files beforehand (includes too), which leaves a FIFO loose
+object and a file swapped for a FIFO after the check (a FIFO renamed away while a thread
+waits in its ``open()`` can never be opened for writing again). For those the helper runs
+under :func:`tidings.jobs.thread_alarm.armed`: after half a second the kernel signals the helper
+thread itself, the blocked ``open()`` fails with ``EINTR`` and the observation answers
+``unavailable`` (``bench/memory_fifo.py``: a FIFO loose object, and ``config`` or ``HEAD``
+swapped for a FIFO in a loop, hung the whole process before).
+Without ``/proc`` and POSIX timers (not Linux) only the time limit applies.
 """
 
 from __future__ import annotations
@@ -42,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from tidings.jobs import log
+from tidings.jobs import log, thread_alarm
 from tidings.jobs.memory.model import ObserveResult
 
 #: M55: the longest an observation may take before it answers ``timeout`` (seconds).
@@ -73,7 +71,8 @@ def watched(repo_path: str, observe: Callable[[], ObserveResult]) -> ObserveResu
 
     def run() -> None:
         try:
-            answer.append(observe())
+            with thread_alarm.armed():
+                answer.append(observe())
         finally:
             with _lock:
                 done.set()

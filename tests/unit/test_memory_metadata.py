@@ -28,6 +28,8 @@ from tidings.jobs.memory.observation import observe_worktree
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The child's whole budget: every case answers in well under a second.
 CHILD_TIMEOUT = 60
+#: Observations of one repository while its ``config`` is swapped for a FIFO in a loop.
+SWAP_OBSERVATIONS = 12
 
 
 def _fifo(path: Path) -> None:
@@ -112,6 +114,63 @@ def test_odd_metadata_files_answer_unreadable_at_once(tmp_path: Path) -> None:
     for answer in answers:
         assert (answer["status"], answer["reason"]) == ("unavailable", "unreadable"), answer
         assert answer["seconds"] < 1.0, answer
+
+
+def _observe_in_child(cases: list[list[str]]) -> list[dict[str, object]]:
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.support.observe_child", json.dumps(cases)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False)
+    assert child.returncode == 0, child.stderr[-2000:]
+    return [json.loads(line) for line in child.stdout.splitlines()]
+
+
+def test_a_fifo_loose_object_is_interrupted_not_held(tmp_path: Path) -> None:
+    """M55: libgit2 opens a loose object while pygit2 holds the GIL, so no thread of the
+    process can release it; the helper thread's own alarm (tidings.jobs.thread_alarm)
+    makes the ``open()`` fail and the observation answers ``unavailable``."""
+    repo = MemoryRepo(tmp_path / "memory", {"SOUL.md": "soul\n"})
+    head = str(repo.repo.head.target)
+    loose = repo.path / ".git" / "objects" / head[:2] / head[2:]
+    loose.chmod(0o644)
+    loose.unlink()
+    os.mkfifo(loose)
+    (tmp_path / "workdir").mkdir()
+    [answer] = _observe_in_child([["loose-object-fifo", str(tmp_path / "workdir"), repo.root]])
+    assert (answer["status"], answer["reason"]) == ("unavailable", "unreadable"), answer
+    assert answer["seconds"] < 5.0, answer
+
+
+def test_a_file_swapped_for_a_fifo_after_the_checks_holds_nothing(tmp_path: Path) -> None:
+    """M55: ``.git/config`` flips between a file and a FIFO as fast as a thread can rename,
+    so some observation opens the FIFO after the lstat checks passed (the FIFO is renamed
+    away at once: nothing can open it for writing again). Every observation still ends,
+    each ``ok`` or ``unavailable``."""
+    repo = MemoryRepo(tmp_path / "memory", {"SOUL.md": "soul\n"})
+    config = repo.path / ".git" / "config"
+    regular = config.read_bytes()
+    cases = []
+    for n in range(SWAP_OBSERVATIONS):
+        (tmp_path / f"w{n}").mkdir()
+        cases.append([f"swap-{n}", str(tmp_path / f"w{n}"), repo.root])
+    halt = threading.Event()
+
+    def swap() -> None:
+        fifo, text = repo.path / ".git" / "config.fifo", repo.path / ".git" / "config.text"
+        while not halt.is_set():
+            os.mkfifo(fifo)
+            os.replace(fifo, config)
+            text.write_bytes(regular)
+            os.replace(text, config)
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        answers = _observe_in_child(cases)
+    finally:
+        halt.set()
+        swapper.join(5)
+    assert len(answers) == SWAP_OBSERVATIONS
+    assert {a["status"] for a in answers} <= {"ok", "unavailable"}, answers
 
 
 def test_the_reason_names_what_was_found(tmp_path: Path) -> None:
