@@ -243,3 +243,21 @@ def test_every_scenario_runs_on_every_listed_path() -> None:
     for name in ("cli.check", "mcp.attention", "mcp.check", "console.preview", "sync-inline.turn",
                  "sync-worker.turn", "aio.turn", "aio-worker.turn"):
         assert ("memory", name) in ran
+
+
+def test_d9_the_sync_tick_publishes_an_overdue_alarm_and_wakes(world: World) -> None:
+    """delay.md D9 on the scheduler's path, where no consumer reads: the sync tick's
+    observation is the composed read too, so the first tick after the deadline publishes
+    the alarm (once) and wakes the agent for it (C27)."""
+    world.producer.publish("soul", SOUL, wait=True)
+    assert world.producer.notification("delay", {"channel": "soul",
+                                                 "seconds": DELAY_SECONDS})["status"] == "ok"
+    world.tick()
+    wakes = world.wakes()
+    world.clock.advance(DELAY_SECONDS + 1)
+    world.tick()
+    assert world.delay_status() == "published"
+    assert world.channel("delay-alarm")["header"] == ALARM_HEADER
+    assert world.wakes() == wakes + 1
+    world.tick()
+    assert world.wakes() == wakes + 1
