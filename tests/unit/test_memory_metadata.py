@@ -144,7 +144,7 @@ def test_a_file_swapped_for_a_fifo_after_the_checks_holds_nothing(tmp_path: Path
     """M55: ``.git/config`` flips between a file and a FIFO as fast as a thread can rename,
     so some observation opens the FIFO after the lstat checks passed (the FIFO is renamed
     away at once: nothing can open it for writing again). Every observation still ends,
-    each ``ok`` or ``unavailable``."""
+    with a baseline, or unavailable (or unstable)."""
     repo = MemoryRepo(tmp_path / "memory", {"SOUL.md": "soul\n"})
     config = repo.path / ".git" / "config"
     regular = config.read_bytes()
@@ -170,7 +170,9 @@ def test_a_file_swapped_for_a_fifo_after_the_checks_holds_nothing(tmp_path: Path
         halt.set()
         swapper.join(5)
     assert len(answers) == SWAP_OBSERVATIONS
-    assert {a["status"] for a in answers} <= {"ok", "unavailable"}, answers
+    # A fresh agent's first good observation is its baseline (M12); a read that raced a
+    # swap may also be unstable. What matters is that each one ended.
+    assert {a["status"] for a in answers} <= {"baseline", "unstable", "unavailable"}, answers
 
 
 def test_the_reason_names_what_was_found(tmp_path: Path) -> None:
