@@ -211,7 +211,10 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> SyncOutcome:
                       "flushes": enqueue_stranded(rt, agent), "woke": False}
     delay_alarm.reconcile(rt, agent)
     sets = known.sets if known else None
-    if _unchanged(rt, agent, allow, known.committed if known else committed.read(rt, agent)):
+    # Read once, before the files: the compare-and-set below (C26, C53) then refuses a
+    # signal if a delivery committed anything while this visit observed.
+    seen = known.committed if known else committed.read(rt, agent)
+    if _unchanged(rt, agent, allow, seen):
         found = blocked_warnings.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
     obs = observe(rt, agent)
@@ -219,7 +222,6 @@ def sync_agent(rt: Runtime, agent: AgentRecord) -> SyncOutcome:
         return {**result, "stable": False, "retry": True}
     found = blocked_warnings.scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
     result.update({"stable": True, "blocked": found.blocked, "oversized": found.oversized})
-    seen = committed.read(rt, agent)
     if obs.masked_fp == seen.wake(agent.root, obs.delayed):
         return result
     if not obs.payloads:
