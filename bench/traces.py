@@ -201,7 +201,7 @@ def sync_host() -> Callable[..., Any]:
 def mcp_update(base: Path, root: Path) -> list[Trace]:
     """Three legs: the producer's publish up to its channel file, the sync tick up to the
     wake signal (C27), the MCP server's watch up to the subscriber's notice."""
-    from tidings.mcp.server import AgentServer
+    from tidings.mcp.server import AgentServer  # the MCP extra: only this trace needs it
 
     async def run() -> list[Trace]:
         async with tidings.aio.connect("embedded") as hub:

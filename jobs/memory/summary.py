@@ -79,8 +79,13 @@ def strings_of(value: object) -> list[str]:
 
 
 def count_of(value: object) -> int:
-    """A payload's count (0 where it is absent)."""
-    return int(value) if isinstance(value, int | float | str) and value else 0
+    """A payload's count (0 where it is absent or not a number: stored data fails open)."""
+    if not isinstance(value, int | float | str) or not value:
+        return 0
+    try:
+        return int(value)
+    except (ValueError, OverflowError):
+        return 0
 
 
 def header(since: str | None, observed_at: str | None, event_ids: Sequence[str] = ()) -> str:

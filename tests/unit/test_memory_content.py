@@ -230,6 +230,17 @@ def test_coalesced_entry_bounds_lists() -> None:
     assert render_memory_entry([]) == ""
 
 
+@pytest.mark.parametrize("count", ["abc", "1e999", float("inf"), float("nan"), [3], None])
+def test_a_corrupt_more_count_reads_as_none_hidden(count: object) -> None:
+    """Stored payloads fail open: a ``more`` count that is not a number hides nothing
+    instead of raising out of the coalesced entry."""
+    _, payload = content(comparison(worktree=(change("worktree", b"a.md", "added"),)))
+    payload = {**payload, "more": {"worktree": count}}
+    text = render_memory_entry([event("e1", payload)])
+    assert "Worktree: added a.md" in text
+    assert "more)" not in text
+
+
 @pytest.mark.parametrize("trigger", ["startup", "manual", "finish_turn"])
 def test_trigger_is_carried(trigger: str) -> None:
     """M36."""
