@@ -6,7 +6,11 @@ call's own fail-open answer) and is logged with its traceback. :func:`raising`
 wraps a call that returns another value (api.md, Errors in Python): the
 exception becomes a :class:`TidingsError` whose reason is ``internal_error``.
 A :class:`TidingsError` already carries a machine-readable reason, so it is
-answered as its error dict, or raised unchanged.
+answered as its error dict, or raised unchanged. A refusal of the store (a wrong
+password, an ACL user without a right the call needs) is no internal error either:
+it is answered as ``auth_failed`` or ``no_permission`` with one line naming the user
+and the role that has the right (api.md, "Never silent, never wrong";
+:mod:`tidings.store.refusals`), logged without a traceback.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypedDict, TypeVar
 
 from tidings.jobs import log
+from tidings.store import refusals
 from tidings.store.errors import TidingsError
 
 P = ParamSpec("P")
@@ -48,6 +53,23 @@ def _agent_id(args: tuple[object, ...]) -> str | None:
     return None
 
 
+def _client(args: tuple[object, ...]) -> object:
+    """The state store's client of the agent or hub a call is made on, if one is."""
+    for arg in args:
+        for holder in (getattr(arg, "runtime", None),
+                       getattr(getattr(arg, "sync", None), "runtime", None), arg):
+            client = getattr(holder, "redis", None)
+            if client is not None:
+                return client
+    return None
+
+
+def store_refusal(exc: Exception, args: tuple[object, ...] = ()) -> TidingsError | None:
+    """``exc`` as the :class:`TidingsError` of a store refusal (``no_permission``,
+    ``auth_failed``), or ``None`` when it is something else."""
+    return refusals.refusal(exc, _client(args))
+
+
 def internal_error(
     call: str, exc: Exception, args: tuple[object, ...] = ()
 ) -> ErrorAnswer:
@@ -75,7 +97,9 @@ def refused(call: str, exc: TidingsError, args: tuple[object, ...] = ()) -> Erro
 def answering(
     call: str, *, fail_open: Callable[..., Any] | None = None
 ) -> Callable[[Callable[P, R]], Callable[P, R | ErrorAnswer]]:
-    """Decorate a dict-answering public call (``fail_open``: its own answer instead)."""
+    """Decorate a dict-answering public call. ``fail_open(answer, *args, **kwargs)``:
+    the call's own answer instead of the error dict ``answer`` of an unexpected failure
+    or a store refusal."""
 
     def wrap(fn: Callable[P, R]) -> Callable[P, R | ErrorAnswer]:
         @functools.wraps(fn)
@@ -85,9 +109,11 @@ def answering(
             except TidingsError as exc:
                 return refused(call, exc, args)
             except Exception as exc:
-                answer = internal_error(call, exc, args)
+                refusal = store_refusal(exc, args)
+                answer = (refused(call, refusal, args) if refusal is not None
+                          else internal_error(call, exc, args))
                 if fail_open is not None:
-                    fallback: R = fail_open(*args, **kwargs)
+                    fallback: R = fail_open(answer, *args, **kwargs)
                     return fallback
                 return answer
 
@@ -108,6 +134,9 @@ def raising(call: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             except TidingsError:
                 raise
             except Exception as exc:
+                refusal = store_refusal(exc, args)
+                if refusal is not None:
+                    raise refusal from None
                 raise unexpected(call, exc, args) from exc
 
         return guarded

@@ -33,6 +33,7 @@ from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 
+from tidings.store import refusals
 from tidings.store.cluster import CLUSTER_RETRY_ON, StateCluster
 from tidings.store.errors import NoStoreError
 from tidings.store.settings import RedisConfig
@@ -223,7 +224,8 @@ def redact(url: str) -> str:
 
 def ping(client: redis.Redis, url: str, *, broker: bool = False) -> None:
     """Raise :class:`NoStoreError` naming both fixes if nothing answers (``broker``: the
-    control store, named by its own variable).
+    control store, named by its own variable); a store that answers but refuses the
+    credentials raises ``auth_failed`` (:mod:`tidings.store.refusals`).
 
     Answers at once: the failover retry is for a store that answered before, not
     for one that was never started.
@@ -233,6 +235,9 @@ def ping(client: redis.Redis, url: str, *, broker: bool = False) -> None:
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:
+        refused = refusals.refusal(exc, client, redact(url))
+        if refused is not None:  # it answered: a credential or right problem, not no store
+            raise refused from None
         if broker:
             raise NoStoreError(
                 f"no Redis answers at {redact(url)} ({type(exc).__name__}), the control store: "

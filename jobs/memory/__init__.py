@@ -14,6 +14,7 @@ from tidings.jobs.memory.content import DEFAULT_STANDING_FILES, event_content
 from tidings.jobs.memory.model import CheckpointState, ObserveResult, Snapshot
 from tidings.jobs.memory.observation import observe_worktree
 from tidings.jobs.memory.owned import split_owned
+from tidings.jobs.memory.registration import repository_problem
 
 __all__ = [
     "DEFAULT_STANDING_FILES",
@@ -27,5 +28,6 @@ __all__ = [
     "event_content",
     "observe_worktree",
     "render_memory_entry",
+    "repository_problem",
     "split_owned",
 ]

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
-from tidings.jobs.guard import ErrorAnswer, internal_error, refused, unexpected
+from tidings.jobs.guard import ErrorAnswer, internal_error, refused, store_refusal, unexpected
 from tidings.store.errors import TidingsError
 
 P = ParamSpec("P")
@@ -26,6 +26,9 @@ def answering(
             except TidingsError as exc:
                 return refused(call, exc, args)
             except Exception as exc:
+                refusal = store_refusal(exc, args)
+                if refusal is not None:
+                    return refused(call, refusal, args)
                 return internal_error(call, exc, args)
 
         return guarded
@@ -44,6 +47,9 @@ def raising(call: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awai
             except TidingsError:
                 raise
             except Exception as exc:
+                refusal = store_refusal(exc, args)
+                if refusal is not None:
+                    raise refusal from None
                 raise unexpected(call, exc, args) from exc
 
         return guarded

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit
 
 from tidings.store import jsonread
+from tidings.store.reasons import REASONS
 
 if TYPE_CHECKING:
     from tidings._agent import Agent
@@ -149,7 +150,9 @@ def open_hub(args: argparse.Namespace) -> Hub:
     from tidings._hub import connect  # noqa: PLC0415 - keeps `tidings --help` light
 
     s = settings(args)
-    return connect(s.redis_url, settings=s, declare_actors=False)
+    hub = connect(s.redis_url, settings=s, declare_actors=False)
+    args.store_client = hub.redis  # names the ACL user of a refusal outside a call (main)
+    return hub
 
 
 def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
@@ -169,10 +172,12 @@ def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
     return agent
 
 
-def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -> Any:
+def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json",
+               null: bool = False) -> Any:
     """A JSON option's value through the bounded reader (C47); ``-`` reads standard
-    input, ``@PATH`` the file PATH. Too deep answers the call's own invalid-input
-    reason, anything else unreadable ``invalid_json``."""
+    input, ``@PATH`` the file PATH. It must be an object (``null`` too when ``null``):
+    other JSON is bad input text like JSON that does not parse (``invalid_json``, exit
+    2, api.md). Too deep answers the call's own invalid-input reason."""
     if text == "-":
         text = sys.stdin.read()
     elif text.startswith("@"):
@@ -186,11 +191,13 @@ def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -
         if parsed.reason == "too_deep":
             raise UsageError(f"{what}: {parsed.message}", reason=too_deep_reason)
         raise UsageError(f"{what} is not valid JSON: {parsed.message}", reason="invalid_json")
+    if not isinstance(parsed.value, dict) and not (null and parsed.value is None):
+        raise UsageError(f"{what} must be a JSON object, not {type(parsed.value).__name__}",
+                         reason="invalid_json")
     return parsed.value
 
 
-def emit(args: argparse.Namespace, result: object) -> int:
-    """Print ``result``; the exit code follows its ``status``."""
+def _print(args: argparse.Namespace, result: object) -> None:
     if wants_json(args):
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     else:
@@ -198,13 +205,43 @@ def emit(args: argparse.Namespace, result: object) -> int:
 
         Console().print_json(data=result)
     sys.stdout.flush()
-    status = result.get("status") if isinstance(result, dict) else None
-    return EXIT_ERROR if status in ("error", "failed") else EXIT_OK
+
+
+def error_of(result: object) -> tuple[str, str] | None:
+    """``(reason, message)`` of an answer that is an error (api.md, Never silent): a
+    ``status`` of ``error`` or ``failed``, or a check placeholder whose notifications
+    could not be read (C24)."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("status") in ("error", "failed"):
+        return str(result.get("reason") or "error"), str(result.get("message") or "")
+    meta = result.get("_meta")
+    agent_meta = meta.get("agent_meta") if isinstance(meta, dict) else None
+    unread = agent_meta.get("notifications_unavailable") if isinstance(agent_meta, dict) else None
+    if isinstance(unread, dict):
+        return str(unread.get("reason") or "error"), str(unread.get("message") or "")
+    return None
+
+
+def say_error(reason: str, message: str) -> None:
+    """The one stderr line of every error (api.md): ``tidings: <reason>: <message>``; an
+    answer without a message of its own (an M12 result) gets the reason's sentence."""
+    line = " ".join(message.split()) or REASONS.get(reason, "")  # type: ignore[call-overload]
+    print(f"tidings: {reason}: {line}", file=sys.stderr)
+
+
+def emit(args: argparse.Namespace, result: object) -> int:
+    """Print ``result`` on stdout; an error answer also gets its one stderr line (api.md,
+    Never silent). Exit 1 for an error answer, else 0."""
+    _print(args, result)
+    failed = error_of(result)
+    if failed is None:
+        return EXIT_OK
+    say_error(*failed)
+    return EXIT_ERROR
 
 
 def emit_error(args: argparse.Namespace, reason: str, message: str) -> None:
-    payload = {"status": "error", "reason": reason, "message": message}
-    if wants_json(args):
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-    print(f"tidings: {message}", file=sys.stderr)
+    """An error with no answer of its own: the error dict on stdout, its line on stderr."""
+    _print(args, {"status": "error", "reason": reason, "message": message})
+    say_error(reason, message)

@@ -18,7 +18,10 @@ def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     sub = a.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
 
     add = sub.add_parser("add", parents=[common], help="register an agent")
-    add.add_argument("--memory-repo", help="the agent's memory git repository")
+    add.add_argument("--memory-repo", metavar="R",
+                     help="the agent's memory Git repository: the root of a work tree (a "
+                          "missing path, a plain folder or a bare repository is refused "
+                          "with invalid_memory_repo); '' clears a registered one")
     add.add_argument("--agent-id", help="the agent's id (default: a digest of the workdir)")
     add.add_argument("--host", help="the host that serves the agent (default: TIDINGS_HOST)")
     add.set_defaults(handler=add_agent)

@@ -31,6 +31,9 @@ def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     u.add_argument("--workdir", action="append", dest="workdirs", default=[],
                    help="register this agent workdir (repeatable)")
+    u.add_argument("--memory-repo", metavar="R",
+                   help="with exactly one --workdir: register that agent with the Git memory "
+                        "repository R (a work tree's root; '' clears a registered one)")
     u.add_argument("--port", type=int, default=STORE_PORT,
                    help="loopback port of the default store (0: any free port)")
     u.add_argument("--ephemeral", action="store_true",

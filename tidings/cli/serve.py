@@ -8,6 +8,8 @@ import os
 import sys
 from importlib import import_module
 
+from redis import Redis
+
 from tidings import _logging
 from tidings._embedded import NOT_DURABLE_WARNING
 from tidings._hub import connect
@@ -19,6 +21,7 @@ from tidings.engine.discover import store_url
 from tidings.engine.ephemeral import EphemeralStore
 from tidings.engine.supervisor import DefaultStore, StoreUnavailable
 from tidings.jobs import log
+from tidings.store import refusals
 from tidings.store.connection import redact
 from tidings.store.roles import Stores, open_stores
 from tidings.store.settings import Settings
@@ -40,7 +43,20 @@ def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | Epheme
         raise UsageError(str(exc), reason=exc.reason) from None
 
 
+def _up_workdirs(args: argparse.Namespace) -> list[str]:
+    """The ``--workdir`` arguments; ``--memory-repo`` goes with exactly one (api.md)."""
+    workdirs = list(args.workdirs)
+    if isinstance(option(args, "workdir"), str):
+        workdirs.append(option(args, "workdir"))
+    if args.memory_repo is not None and len(workdirs) != 1:
+        raise UsageError(f"--memory-repo goes with exactly one --workdir (got {len(workdirs)}); "
+                         "register other agents with `tidings agents add --workdir W "
+                         "--memory-repo R`")
+    return workdirs
+
+
 def up(args: argparse.Namespace) -> int:
+    workdirs = _up_workdirs(args)
     s = settings(args)
     stop = stop_signals()
     _logging.configure(s)
@@ -54,9 +70,6 @@ def up(args: argparse.Namespace) -> int:
     elif args.ephemeral:
         raise UsageError("--ephemeral serves its own store; it takes no Redis URL",
                          reason="bad_usage")
-    workdirs = list(args.workdirs)
-    if isinstance(option(args, "workdir"), str):
-        workdirs.append(option(args, "workdir"))
     exporter, failure = None, None
     try:
         hub = connect(s.redis_url, settings=s)
@@ -64,8 +77,13 @@ def up(args: argparse.Namespace) -> int:
         if store is not None:
             store.close()
         raise
+    args.store_client = hub.redis
     try:
-        agents = [hub.agent(w).record.public for w in workdirs]
+        _preflight(hub.redis, hub.control, s)
+        for workdir in workdirs:
+            hub.agent(workdir, memory_repo=args.memory_repo)
+        # every agent this host serves, registered now or earlier (api.md, Never silent)
+        agents = [record.public for record in hub.registry.on_host(s.host)]
         hub.start_worker(threads=args.threads)
         exporter = serve_metrics(s, hub.redis, hub.control)
         ready({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
@@ -94,8 +112,23 @@ def _no_problem() -> str | None:
     return None
 
 
-def _stores(s: Settings) -> Stores:
-    return open_stores(store_url(s), s.broker_url)
+def _preflight(state: Redis, control: Redis, s: Settings) -> None:
+    """A credential without the workers' rights stops the process at once, one line
+    (api.md, Never silent), before any thread starts."""
+    refusals.preflight(state, redact(s.redis_url or ""))
+    if control is not state:
+        refusals.preflight(control, redact(s.broker_url or s.redis_url or ""))
+
+
+def _stores(s: Settings, args: argparse.Namespace) -> Stores:
+    stores = open_stores(store_url(s), s.broker_url)
+    args.store_client = stores.state
+    try:
+        _preflight(stores.state, stores.control, s)
+    except BaseException:
+        stores.close()
+        raise
+    return stores
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -106,7 +139,7 @@ def worker(args: argparse.Namespace) -> int:
     if args.processes > 1:
         return run_pool(args, s)
     stop = stop_signals()
-    stores = _stores(s)
+    stores = _stores(s, args)
     # first: a busy port stops nothing half-started
     exporter = serve_metrics(s, stores.state, stores.control)
     host_worker = HostWorker(stores.state, s, threads=args.threads, control=stores.control)
@@ -129,7 +162,7 @@ def scheduler(args: argparse.Namespace) -> int:
 
     s = settings(args)
     _logging.configure(s)
-    stores = _stores(s)
+    stores = _stores(s, args)
     stop = stop_signals()
     service = SchedulerService(stores.state, s, on_event=say, control=stores.control)
     exporter = serve_metrics(s, stores.state, stores.control)

@@ -27,8 +27,13 @@ def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     n.add_argument("--input", help=f"the action's input, a JSON object ({JSON_SOURCES})")
     n.set_defaults(handler=notification)
 
-    c = subparsers.add_parser("check", parents=[common],
-                              help="notification check, stamped with the capped payload")
+    c = subparsers.add_parser(
+        "check", parents=[common], help="notification check, stamped with the capped payload",
+        description="notification check, stamped with the capped payload (C24). When the "
+                    "notifications cannot be read (the store refuses or is unreachable, the "
+                    "read stays unstable) the placeholder carries notifications_unavailable "
+                    "and the exit code is 1: never the bare placeholder as if none were "
+                    "active.")
     c.set_defaults(handler=check)
 
 
@@ -36,7 +41,8 @@ def notification(args: argparse.Namespace) -> int:
     """The tool's result exactly as the tool returns it (api.md, More CLI rules; C45)."""
     payload = None
     if args.input is not None:
-        payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")
+        payload = parse_json(args.input, "--input", too_deep_reason="invalid_argument",
+                             null=True)
     with open_hub(args) as hub:
         return emit(args, open_agent(args, hub).notification(args.action, payload))
 

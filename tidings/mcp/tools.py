@@ -12,7 +12,7 @@ from tidings._tool import InvalidArgument, ToolResult
 from tidings._tool_dialects import flat_arguments
 from tidings._tool_schema import TOOL_DESCRIPTION, TOOL_NAME
 from tidings.aio import AsyncAgent
-from tidings.jobs.guard import ErrorAnswer, internal_error
+from tidings.jobs.guard import ErrorAnswer, internal_error, store_refusal
 from tidings.jobs.inbox.items import DEFAULT_PAGE, PublicItem, check_query
 from tidings.jobs.view.delivery import is_placeholder
 from tidings.store.errors import TidingsError
@@ -69,6 +69,7 @@ async def _inbox(agent: AsyncAgent,
     extra = set(arguments) - {"limit", "state"}
     if extra:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
+                "reason": "invalid_argument",
                 "message": f"inbox: unknown argument(s): {', '.join(sorted(extra))}"}
     limit, state = arguments.get("limit"), arguments.get("state")
     # wrong types raise the projection's reasons (invalid_limit, invalid_state); past here
@@ -82,6 +83,7 @@ async def _inbox(agent: AsyncAgent,
 async def _ignore(agent: AsyncAgent, arguments: Mapping[str, object]) -> Mapping[str, object]:
     if set(arguments) != {"event_id"}:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
+                "reason": "invalid_argument",
                 "message": "inbox_ignore takes exactly one argument, event_id"}
     event_id = arguments["event_id"]
     # a non-string is no event id: "" gets the same not_found answer
@@ -115,4 +117,7 @@ async def call(
     except TidingsError as exc:
         return as_result(exc.as_result())
     except Exception as exc:
+        refusal = store_refusal(exc, (agent,))
+        if refusal is not None:
+            return as_result(refusal.as_result())
         return as_result(internal_error(f"mcp tool {name}", exc))

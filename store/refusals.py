@@ -1,0 +1,129 @@
+"""The store said no: a refused credential or a missing ACL right, as a reason (api.md,
+"Never silent, never wrong").
+
+Redis answers a wrong user or password with ``WRONGPASS``/``NOAUTH`` (redis-py's
+:class:`~redis.exceptions.AuthenticationError`) and a command, key or channel the ACL
+user may not touch with ``NOPERM`` (:class:`~redis.exceptions.NoPermissionError`; inside
+a script, a plain error naming the user executing the script). Both are answers, not an
+absent store: they become a :class:`~tidings.store.errors.TidingsError` whose reason is
+``auth_failed`` or ``no_permission`` and whose one-line message names the user, the
+refused command and the role that holds it (deploy/README.md, Roles), never
+``no_store`` and never the advice to start ``tidings up``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from redis.exceptions import AuthenticationError, NoPermissionError, RedisError, ResponseError
+
+from tidings.store.errors import TidingsError
+
+#: The reason of a store failure that is neither a refusal nor a tidings error.
+STORE_ERROR = "store_error"
+
+#: The roles of deploy/redis.conf, by ACL user, as a message names them.
+ROLES: Final[dict[str, str]] = {
+    "tidings": "the workers' role",
+    "tidings-producer": "the producers' and orchestrators' role",
+    "tidings-monitor": "the monitor role (status and health checks: counts only)",
+    "tidings-admin": "the operator's role",
+}
+#: Who holds what a refused call needs (deploy/README.md, Roles).
+HOLDERS = ("tidings-producer (producers, orchestrators, `tidings agents`) or tidings "
+           "(workers, `tidings up`)")
+#: Where the roles are described, for every message.
+ROLES_DOC = "deploy/README.md, Roles"
+#: A key no one writes: a long-running process's write check expires it (absent, so
+#: nothing changes) to learn whether its user may write tidings' keys.
+PREFLIGHT_KEY = "tidings:preflight"
+#: The text of a refusal inside a script (Redis answers it as a plain script error).
+SCRIPT_REFUSAL = "The user executing the script can't run this command"
+
+_COMMAND = re.compile(r"run the '([^']+)' command")
+_PIPELINE = re.compile(r"^Command # \d+ \((\S+)")
+
+
+def user_of(client: object) -> str:
+    """The ACL user ``client`` authenticates as (``default`` when it names none): a
+    client's pool keeps it, a cluster client's node manager too."""
+    if client is None:
+        return "(the configured user)"
+    for holder in (getattr(client, "connection_pool", None),
+                   getattr(client, "nodes_manager", None)):
+        kwargs = getattr(holder, "connection_kwargs", None)
+        if isinstance(kwargs, dict):
+            user = kwargs.get("username")
+            return str(user) if user else "default"
+    return "default"
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """True for the store's ``NOPERM`` (a command or key the ACL user lacks)."""
+    return isinstance(exc, NoPermissionError) or (
+        isinstance(exc, ResponseError) and SCRIPT_REFUSAL in str(exc))
+
+
+def _command(text: str) -> str:
+    found = _COMMAND.search(text) or _PIPELINE.search(text)
+    if found:
+        return f"the command {found.group(1).upper()}"
+    if SCRIPT_REFUSAL in text:
+        return "a command inside a tidings script"
+    return "a key or channel this call needs"
+
+
+def no_permission(exc: BaseException, user: str) -> TidingsError:
+    """The ``no_permission`` error of a ``NOPERM`` answer to ``user``."""
+    role = ROLES.get(user, "a user deploy/redis.conf does not ship")
+    message = (f"the store refused user {user} {_command(str(exc))} (NOPERM): {user} is "
+               f"{role}; run this with the URL of {HOLDERS} ({ROLES_DOC})")
+    return TidingsError(message, reason="no_permission")
+
+
+def auth_failed(url: str, user: str) -> TidingsError:
+    """The ``auth_failed`` error: the store at ``url`` (password masked) answered but
+    refused ``user``'s credentials."""
+    return TidingsError(f"the store at {url} refused user {user}: wrong user or password",
+                        reason="auth_failed")
+
+
+def refusal(exc: BaseException, client: object, url: str | None = None) -> TidingsError | None:
+    """The :class:`TidingsError` of a store refusal (``exc``, raised by ``client``), or
+    ``None`` when ``exc`` is not one."""
+    if not isinstance(exc, RedisError):
+        return None
+    user = user_of(client)
+    if is_refusal(exc):
+        return no_permission(exc, user)
+    if isinstance(exc, AuthenticationError):
+        return auth_failed(url or "configured", user)
+    return None
+
+
+def reason_of(exc: BaseException) -> str:
+    """The reason of a failure underneath a read: a tidings error's own, a store
+    refusal's (``no_permission``, ``auth_failed``), else ``store_error``."""
+    if isinstance(exc, TidingsError):
+        return exc.reason
+    if is_refusal(exc):
+        return "no_permission"
+    if isinstance(exc, AuthenticationError):
+        return "auth_failed"
+    return STORE_ERROR
+
+
+def preflight(client: object, url: str) -> None:
+    """Before a long-running process (``up``, ``worker``, ``scheduler``) starts its
+    threads: raise ``no_permission`` (or ``auth_failed``) unless ``client``'s user may
+    write tidings' keys and run its scripts, so that a monitor credential given to a
+    worker is one line at start, not a log flooded with refusals."""
+    try:
+        client.pexpire(PREFLIGHT_KEY, 1)  # type: ignore[attr-defined]
+        client.script_exists("0" * 40)  # type: ignore[attr-defined]
+    except RedisError as exc:
+        refused = refusal(exc, client, url)
+        if refused is not None:
+            raise refused from None
+        raise
