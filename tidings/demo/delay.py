@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 
 from tidings.demo.tour import Tour, json_at
-from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.consumer import request_delay
 
 #: The demo's delay, in seconds.
 DEMO_DELAY_SECONDS = 2
