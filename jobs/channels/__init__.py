@@ -3,8 +3,8 @@
 Names, allowlist, envelopes, reserved stems, payload files, mirror, publish and flush, the
 producer's C11 routing, hooks registry, settings view, system events, blocked and oversized
 warnings, and the daemon aggregate (C30-C34: mini-files, runs, control record, report,
-daemon dismissal). Outside this package, import only the names below (architecture.md,
-Front doors).
+daemon dismissal). Outside this package, import only the names below (guide.md,
+Layout).
 """
 
 from tidings.jobs.channels.allowlisting import (

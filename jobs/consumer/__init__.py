@@ -3,7 +3,7 @@
 Fingerprints and the bare read, the coherent read (D9 reconcile, then the read), committed
 fingerprints, the wake mask, own acts, delivery and render; the delay state, record and alarm,
 delay requests and expiry; dismissal; one agent's visit (C27) and the wake stream with its one
-wait loop. Outside this package, import only the names below (architecture.md, Front doors).
+wait loop. Outside this package, import only the names below (guide.md, Layout).
 """
 
 from tidings.jobs.consumer.attention import render_attention

@@ -18,7 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Required, TypedDict
 
-from tidings.jobs.channels import DAEMON, Allowlist, KnownSets, dead_channels, registry_state, scan
+from tidings.jobs.channels import (
+    DAEMON,
+    Allowlist,
+    KnownSets,
+    dead_channels,
+    registry_state,
+    scan,
+)
 from tidings.jobs.consumer import committed, delay_alarm, delay_state, delivery, own_acts, wake_mask
 from tidings.jobs.consumer.coherent import observe
 from tidings.jobs.consumer.read import Observation, fingerprint

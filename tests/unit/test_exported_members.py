@@ -1,4 +1,4 @@
-"""Front doors (architecture.md; issue 31): each ``jobs/`` package lists its operations in its
+"""Front doors (guide.md, Layout; issue 31): each ``jobs/`` package lists its operations in its
 ``__init__.__all__``, and code outside the package imports only those names (the import-linter
 contracts ``front-door-<package>``, checked by ``make lint``).
 
