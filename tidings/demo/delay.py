@@ -41,7 +41,7 @@ def delay_alarm(tour: Tour) -> None:
     tour.wait_for(alarm_path.exists, "the delay alarm")
     alarm = json.loads(alarm_path.read_text())
     report = alarm["data"]["delay_alarm"]
-    tour.expect(report["changed"] is True and report["request_id"] == result["request_id"],
+    tour.expect(report["changed"] is True and report["request_id"] == result.get("request_id"),
                 "the alarm reports that email changed")
     tour.introduce("delay-alarm", "tidings' own: one high-priority notification when a delay "
                    "ends, saying whether the channel changed meanwhile.")
