@@ -1,5 +1,5 @@
 """Demo chapter: the default store keeps what the agent should know across a host restart
-(api.md "The default store"; memory-inbox.md's restart rules).
+(interfaces.md "The default store"; memory-inbox.md's restart rules).
 
 The rest of the tour runs on the in-memory store; this chapter runs real ``tidings up``
 processes on the default store, in a temporary state directory (never the user's).
