@@ -9,7 +9,6 @@ moving the agent's cursor, so an orchestrator's ``wait_for_wake`` loses nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from importlib.metadata import version
 
@@ -29,6 +28,7 @@ from tidings.errors import TidingsError
 from tidings.jobs.consumer import check_placeholder, latest_id, signals_after
 from tidings.mcp import tools
 from tidings.mcp.token import StaticToken
+from tidings.store.jsonfmt import for_model
 from tidings.web.body_limit import MAX_BODY_BYTES
 
 log = logging.getLogger("tidings.mcp")
@@ -87,7 +87,7 @@ class AgentServer:
             raise ValueError(f"unknown resource {params.uri}")
         stamped = await self.agent.stamp(check_placeholder())
         return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=ATTENTION_URI, mime_type="application/json", text=json.dumps(stamped))])
+            uri=ATTENTION_URI, mime_type="application/json", text=for_model(stamped))])
 
     async def subscribe(
         self, ctx: Context, params: types.SubscribeRequestParams
