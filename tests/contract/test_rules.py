@@ -42,9 +42,9 @@ from tests.contract.paths import (
     channels_of,
 )
 from tests.contract.world import World, unreadable
+from tidings.jobs.consumer import committed
+from tidings.jobs.consumer.delivery import GUIDANCE_REF, STAMP_INSTRUCTION
 from tidings.jobs.limits import DEFAULT_MAX_CHARS
-from tidings.jobs.view import committed
-from tidings.jobs.view.delivery import GUIDANCE_REF, STAMP_INSTRUCTION
 
 SOUL = {"header": "s", "data": {"count": 7, "events": [1]}}
 ALARM_HEADER = "Notification delay ended: soul"

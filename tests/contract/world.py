@@ -22,11 +22,10 @@ from redis.exceptions import NoPermissionError
 from tests.support.memory_repo import MemoryRepo
 from tidings._agent import Agent
 from tidings._hub import Hub
-from tidings.jobs.delay import alarm as delay_alarm
-from tidings.jobs.view import coherent
-from tidings.jobs.view.delivery import check_placeholder
-from tidings.jobs.view.read import Observation
-from tidings.jobs.wake.sync import sync_agent
+from tidings.jobs.consumer import coherent, delay_alarm
+from tidings.jobs.consumer.delivery import check_placeholder
+from tidings.jobs.consumer.read import Observation
+from tidings.jobs.consumer.visit import sync_agent
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.settings import Settings

@@ -8,20 +8,17 @@ import os
 import sys
 from importlib import import_module
 
-from redis import Redis
-
 from tidings import _logging
 from tidings._embedded import NOT_DURABLE_WARNING
 from tidings._hub import connect
 from tidings._metrics import serve_metrics
 from tidings.cli._common import UsageError, option, settings
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
-from tidings.cli.pool import run_pool
+from tidings.cli.pool import check_rights, run_pool
 from tidings.engine.discover import store_url
 from tidings.engine.ephemeral import EphemeralStore
 from tidings.engine.supervisor import DefaultStore, StoreUnavailable
 from tidings.jobs import log
-from tidings.store import refusals
 from tidings.store.connection import redact
 from tidings.store.roles import Stores, open_stores
 from tidings.store.settings import Settings
@@ -29,7 +26,8 @@ from tidings.store.settings import Settings
 
 def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
     """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
-    store = EphemeralStore(s, args.port) if args.ephemeral else DefaultStore(s, args.port)
+    port = s.store_port if args.port is None else args.port
+    store = EphemeralStore(s, port) if args.ephemeral else DefaultStore(s, port)
     try:
         store.start()
         try:
@@ -79,7 +77,7 @@ def up(args: argparse.Namespace) -> int:
         raise
     args.store_client = hub.redis
     try:
-        _preflight(hub.redis, hub.control, s)
+        check_rights(hub.redis, hub.control, s)
         for workdir in workdirs:
             hub.agent(workdir, memory_repo=args.memory_repo)
         # every agent this host serves, registered now or earlier (api.md, Never silent)
@@ -112,19 +110,11 @@ def _no_problem() -> str | None:
     return None
 
 
-def _preflight(state: Redis, control: Redis, s: Settings) -> None:
-    """A credential without the workers' rights stops the process at once, one line
-    (api.md, Never silent), before any thread starts."""
-    refusals.preflight(state, redact(s.redis_url or ""))
-    if control is not state:
-        refusals.preflight(control, redact(s.broker_url or s.redis_url or ""))
-
-
 def _stores(s: Settings, args: argparse.Namespace) -> Stores:
     stores = open_stores(store_url(s), s.broker_url)
     args.store_client = stores.state
     try:
-        _preflight(stores.state, stores.control, s)
+        check_rights(stores.state, stores.control, s)
     except BaseException:
         stores.close()
         raise

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from tidings.cli._common import emit, open_hub, wants_json
+from tidings.inspection.agent_status import LiveDelay
 from tidings.inspection.attention import MEANING
 from tidings.inspection.status import Status
-from tidings.jobs.view.agent_status import LiveDelay
 
 
 def show_status(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from typing import Literal, TypedDict
 
 from redis import Redis
 
-from tidings.jobs.view.agent_status import AgentFigure
+from tidings.inspection.agent_status import AgentFigure
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord
 
