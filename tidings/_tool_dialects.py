@@ -1,5 +1,5 @@
 """``notification_tool_schema(dialect)``: the tool's schema as each provider takes it
-(api.md, Plugging into agent frameworks).
+(interfaces.md, Plugging into agent frameworks).
 
 Every dialect is generated from the action table and the input fields of
 :mod:`tidings._tool_schema`. Providers refuse conditionals at the top level
@@ -81,7 +81,7 @@ def _mcp() -> Schema:
     return {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "inputSchema": flat_arguments()}
 
 
-#: dialect -> builder (api.md's table).
+#: dialect -> builder (interfaces.md's table).
 DIALECTS: dict[str, Callable[[], Schema]] = {
     "json-schema": argument_schema,
     "anthropic": _anthropic,

@@ -139,7 +139,7 @@ class AgentServer:
     def http_app(self, token: str, host: str = "127.0.0.1", port: int = 0) -> Starlette:
         """The streamable HTTP app: Host/Origin checked against DNS rebinding (the SDK's
         loopback default), ``Authorization: Bearer <token>`` required (the SDK's auth
-        hooks: 401 without it) and bodies cut at 64 KiB (413), api.md "Local trust"."""
+        hooks: 401 without it) and bodies cut at 64 KiB (413), interfaces.md "Local trust"."""
         if host not in LOOPBACK_HOSTS:
             raise TidingsError(
                 f"tidings mcp serves HTTP on loopback only, not {host!r}: off loopback the "
