@@ -1,6 +1,6 @@
 """Issue 30 acceptance 1 and 2 on the default store: no acknowledged event twice in the
 files across an engine hung past the client's timeout, killed engines and `tidings up`s,
-and an AOF whose last N whole commands are gone (api.md "Retries never duplicate",
+and an AOF whose last N whole commands are gone (interfaces.md "The default store",
 channels.md C15).
 
 The suite runs a few rounds (a hang, which duplicated every time before issue 30; the AOF

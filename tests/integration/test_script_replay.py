@@ -1,5 +1,5 @@
-"""Issue 30 acceptance 1: every write a client may retry has one effect (api.md "Retries
-never duplicate", architecture.md rule 1).
+"""Issue 30 acceptance 1: every write a client may retry has one effect (interfaces.md
+"The default store", guide.md rule 1).
 
 The client's failover retry re-sends a script whose reply was lost: the script then runs
 twice with the same arguments and the caller sees the second reply. Here every script
