@@ -37,7 +37,7 @@ from tidings.store.scripts import channels as channel_scripts
 DEDUP_SECONDS = 24 * 3600
 #: C11: how long ``wait=True`` waits for the record to reach the file.
 WAIT_SECONDS = 30.0
-#: How long a push's receipt is kept (api.md "Retries never duplicate"): the client
+#: How long a push's receipt is kept (interfaces.md "The default store"): the client
 #: re-sends a command whose reply was lost for up to its failover budget, each try
 #: waiting up to the command timeout; twice that leaves room for a stalled engine.
 RECEIPT_SECONDS = round(2 * (COMMAND_TIMEOUT + FAILOVER_RETRY_SECONDS))
