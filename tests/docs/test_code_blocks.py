@@ -4,11 +4,10 @@ cannot show what the user does not get. How blocks run: tests/support/docblocks.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.support.docblocks import REFUSED, Block, DocSession, documents, parse
+from tests.support.docblocks import REFUSED, Block, Machine, documents, parse
 
 pytestmark = pytest.mark.e2e
 
@@ -18,24 +17,16 @@ RUN = [block for blocks in BLOCKS.values() for block in blocks
 
 
 @pytest.fixture(scope="module")
-def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, DocSession]]:
-    """One machine per document, kept while its blocks run, then stopped."""
-    opened: dict[Path, DocSession] = {}
-    yield opened
-    for session in opened.values():
-        session.close()
+def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machine]:
+    """The reader's machine, for every document in turn; stopped at the end."""
+    reader = Machine(tmp_path_factory.mktemp("docs"))
+    yield reader
+    reader.close()
 
 
 @pytest.mark.parametrize("block", RUN, ids=str)
-def test_code_block(block: Block, sessions: dict[Path, DocSession],
-                    tmp_path_factory: pytest.TempPathFactory) -> None:
-    if block.path not in sessions:
-        # A document's machine lives until the module ends; the previous document's
-        # background commands stop first, so two default stores never run at once.
-        for path in list(sessions):
-            sessions.pop(path).close()
-        sessions[block.path] = DocSession(block.path, tmp_path_factory.mktemp("docs"))
-    sessions[block.path].run_through(block, BLOCKS[block.path])
+def test_code_block(block: Block, machine: Machine) -> None:
+    machine.run_through(block, BLOCKS[block.path])
 
 
 def test_every_runnable_looking_block_runs_or_says_why_not() -> None:

@@ -1,11 +1,12 @@
 """The code blocks of README.md and docs/ as tests (issue 34, acceptance 1).
 
 sybil lexes the Markdown and evaluates Python; this module decides what each fenced block
-is and gives every document the machine a new user has: a home directory of its own (so
+is and gives the documents the machine a new user has: a home directory of its own (so
 ``~/agents/alice`` and the default store's state directory are fresh), ``tidings`` on
 ``PATH``, a free port for the default store (``TIDINGS_STORE_PORT``), nothing of the
-caller's ``TIDINGS_*`` settings. A document's blocks run in order and share one Python
-namespace, as a reader who types them one after another would.
+caller's ``TIDINGS_*`` settings. The documents are read one after another on that machine;
+a document's blocks run in order and share one Python namespace, as a reader who types them
+one after another would.
 
 Two kinds of block run: ```` ```python ```` (in this process, with the document's
 environment in ``os.environ``) and ```` ```sh ```` (``bash -e -o pipefail``). Two HTML
@@ -15,7 +16,7 @@ comments before a block change that:
   required);
 - ``<!-- run: background -->``: the block is a long-running command (``tidings up``); it is
   started, its first line on stdout is awaited, and it is stopped (SIGTERM) when the
-  document ends.
+  last document ends; the same block in a later document finds it running.
 
 Any other fence language (``text``, ``json``, ``toml``...) is not code to run. The names
 of shells and Python that are not ``sh``/``python`` are refused, so that no block that
@@ -176,11 +177,13 @@ def _deadline(seconds: int, what: str) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-class DocSession:
-    """One document's machine: its home, environment, background processes, namespace."""
+class Machine:
+    """The reader's machine: a home, an environment, the commands left running, and each
+    document's namespace. Documents are read one after another on it, as a new user would;
+    a background block that is already running (the same ``tidings up``) is not started a
+    second time."""
 
-    def __init__(self, path: Path, root: Path) -> None:
-        self.path = path
+    def __init__(self, root: Path) -> None:
         self.home = root / "home"
         self.home.mkdir(parents=True)
         bindir = str(Path(sys.executable).parent)
@@ -189,28 +192,31 @@ class DocSession:
         env.update(HOME=str(self.home), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
                    TIDINGS_STORE_PORT=str(free_port()), TIDINGS_LOG_JSON="false")
         self.env = env
-        self.background: list[tuple[Block, subprocess.Popen[bytes], Path]] = []
-        self.done: set[int] = set()
-        self.namespace: dict[str, Any] | None = None
+        self.background: dict[str, tuple[Block, subprocess.Popen[bytes], Path]] = {}
+        self.done: set[tuple[Path, int]] = set()
+        self.namespaces: list[dict[str, Any]] = []
 
     def run_through(self, block: Block, blocks: list[Block]) -> None:
-        """Run every block of the document up to ``block`` that has not run yet."""
+        """Run every block of ``block``'s document up to it that has not run yet."""
         for earlier in blocks:
-            if earlier.mode in ("run", "background") and earlier.line not in self.done:
-                self.done.add(earlier.line)
+            key = (earlier.path, earlier.line)
+            if earlier.mode in ("run", "background") and key not in self.done:
+                self.done.add(key)
                 self._run(earlier)
             if earlier.line == block.line:
                 return
 
     def _run(self, block: Block) -> None:
         if block.mode == "background":
-            self._start(block)
+            if block.source not in self.background:
+                self._start(block)
         elif block.language == "sh":
             self._shell(block)
         else:
             with _environment(self.env, self.home), _deadline(BLOCK_SECONDS, str(block)):
                 for example in block.examples:
-                    self.namespace = example.namespace
+                    if not any(n is example.namespace for n in self.namespaces):
+                        self.namespaces.append(example.namespace)
                     example.evaluate()
 
     def _shell(self, block: Block) -> None:
@@ -232,7 +238,7 @@ class DocSession:
             process = subprocess.Popen(["bash", "-e", "-c", block.source], env=self.env,
                                        cwd=self.home, stdout=subprocess.PIPE, stderr=sink,
                                        start_new_session=True)
-        self.background.append((block, process, errors))
+        self.background[block.source] = (block, process, errors)
         first: list[bytes] = []
         reader = threading.Thread(target=lambda: first.append(process.stdout.readline()
                                                               if process.stdout else b""),
@@ -246,11 +252,12 @@ class DocSession:
 
     def close(self) -> None:
         """Close the hubs the blocks left open, then stop the background commands."""
-        for value in (self.namespace or {}).values():
-            close = getattr(value, "close", None)
-            if type(value).__name__ == "Hub" and callable(close):
-                close()
-        for block, process, errors in reversed(self.background):
+        for namespace in self.namespaces:
+            for value in namespace.values():
+                close = getattr(value, "close", None)
+                if type(value).__name__ == "Hub" and callable(close):
+                    close()
+        for block, process, errors in reversed(self.background.values()):
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
                 try:

@@ -13,7 +13,7 @@ from typing import Any
 from tests.conftest import make_agent
 from tests.support.dispatch import InlineJobs
 from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.channels.publish import append_event, publish
+from tidings.jobs.channels.publishing import append_event, publish
 from tidings.jobs.runtime import Runtime
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
