@@ -1,4 +1,4 @@
-"""Redis failures that have a reason of their own (issue 30; api.md, The default store).
+"""Redis failures that have a reason of their own (issue 30; interfaces.md, The default store).
 
 A store that refuses writes, or one that takes the connection and goes quiet, is the
 store's state, not a failure of tidings: :func:`store_fault` names it, so no layer

@@ -78,7 +78,7 @@ def connect(
     closing it to the caller.
     ``broker_url`` (default ``TIDINGS_BROKER_URL``, else the store's own URL) is the
     control store: broker, results, presence, rates; required when ``redis_url`` is a
-    Redis Cluster (api.md "Past one Redis"). With ``client``, ``broker_client`` is the
+    Redis Cluster (interfaces.md "Past one Redis"). With ``client``, ``broker_client`` is the
     control store's client (default: ``client``).
 
     ``background=True`` also runs this host's worker and scheduler here, stopped

@@ -1,4 +1,4 @@
-"""``prepare_turn``'s worker group, awaited on ``redis.asyncio`` (api.md, ``tidings.aio``).
+"""``prepare_turn``'s worker group, awaited on ``redis.asyncio`` (interfaces.md, ``tidings.aio``).
 
 The group is enqueued as :class:`GroupPreTurn` does; its results are awaited with a
 blocking pop on the results backend's own keys, so the wait holds a pooled

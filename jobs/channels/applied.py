@@ -1,5 +1,5 @@
-"""``publish(..., wait=True)`` on ``redis.asyncio`` (channels.md C11; api.md, ``tidings.aio``):
-await the channel's applied sequence with no thread held."""
+"""``publish(..., wait=True)`` on ``redis.asyncio`` (channels.md C11; interfaces.md,
+``tidings.aio``): await the channel's applied sequence with no thread held."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Private to :mod:`tidings.jobs.view`. delay.md D9 makes every coherent read
 reconcile an overdue delay first; that step writes, so it is composed one level up
-in :func:`tidings.jobs.view.coherent.observe` (architecture.md rule 8), and every
+in :func:`tidings.jobs.view.coherent.observe` (guide.md rule 8), and every
 consumer-facing path takes that composed read. Calling this module directly would
 skip D9: an import-linter contract (pyproject.toml, "One way down") lets only
 ``tidings.jobs.view`` and the console's read-only preview import it (issue 21).

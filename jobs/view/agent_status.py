@@ -41,7 +41,7 @@ class InboxCounts(TypedDict):
 
 
 class AgentFigure(TypedDict):
-    """One agent's row of ``tidings status --json`` (api.md)."""
+    """One agent's row of ``tidings status --json`` (interfaces.md)."""
 
     agent_id: str
     host: str

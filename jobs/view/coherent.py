@@ -2,7 +2,7 @@
 
 delay.md D9 makes every coherent read publish an overdue alarm first. That step
 writes, so it is composed here, above the reading module, which only reads
-(architecture.md rule 8). This is the one way down to the payloads from outside
+(guide.md rule 8). This is the one way down to the payloads from outside
 ``jobs/view/``: the bare read is private to the package (issue 21).
 """
 

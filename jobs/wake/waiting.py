@@ -1,4 +1,4 @@
-"""``wait_for_wake`` on ``redis.asyncio`` (channels.md C26; api.md, ``tidings.aio``).
+"""``wait_for_wake`` on ``redis.asyncio`` (channels.md C26; interfaces.md, ``tidings.aio``).
 
 The very loop of :mod:`tidings.jobs.wake.wait_loop` that the sync client runs, awaited on
 an asyncio client: a waiting agent holds a pooled connection blocked in

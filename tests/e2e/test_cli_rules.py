@@ -1,4 +1,4 @@
-"""api.md "More CLI rules" against a real store (issue 14, acceptance 3): JSON from
+"""interfaces.md "More CLI rules" against a real store (issue 14, acceptance 3): JSON from
 standard input and from a file; only ``agents add`` registers; a busy ``up`` port;
 ``rediss://`` against a plain server; ``notification check`` prints the bare
 placeholder while ``check`` stamps it."""

@@ -1,4 +1,4 @@
-"""Issue 20: ``tidings up`` with no URL serves a real engine with AOF (api.md "The
+"""Issue 20: ``tidings up`` with no URL serves a real engine with AOF (interfaces.md "The
 default store"); ``--ephemeral`` serves the in-memory store on the same contract.
 
 Every ``tidings up`` here runs in the test's own ``TIDINGS_STATE_DIR`` (``e2e_env``) on

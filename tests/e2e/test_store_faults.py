@@ -1,4 +1,4 @@
-"""Issue 30: faults of the default store's engine and state directory (api.md "The
+"""Issue 30: faults of the default store's engine and state directory (interfaces.md "The
 default store": Lifecycle, Faults of the state directory; delay.md D18 with M52's rule).
 
 Each fault gives one line with its reason, never a traceback: an engine that dies or
@@ -36,7 +36,7 @@ from tests.support.processes import ProcessGroup, run_cli
 
 pytestmark = pytest.mark.e2e
 
-#: api.md Lifecycle: `tidings up` exits this soon after its engine's death or hang.
+#: interfaces.md Lifecycle: `tidings up` exits this soon after its engine's death or hang.
 EXIT_SECONDS = 15.0
 #: The tmpfs the disk faults run on: room for the engine's files, little more.
 TMPFS_SIZE = "8m"

@@ -1,4 +1,4 @@
-"""``tidings.aio`` (issue 12, acceptance 4; api.md, Plugging into agent frameworks):
+"""``tidings.aio`` (issue 12, acceptance 4; interfaces.md, Plugging into agent frameworks):
 the same calls as coroutines, and waiting that holds no thread."""
 
 from __future__ import annotations

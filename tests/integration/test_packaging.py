@@ -1,4 +1,4 @@
-"""One import namespace (api.md, Packaging; issue 10 acceptance 1).
+"""One import namespace (interfaces.md, Packaging; issue 10 acceptance 1).
 
 The distribution installs exactly one top-level import package, ``tidings``; the
 layer folders are its subpackages, so a user's own ``jobs.py``, ``store.py``,

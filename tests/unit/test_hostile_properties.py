@@ -296,6 +296,6 @@ def test_every_public_call_with_hostile_arguments(
             except AssertionError:
                 raise
             except tidings.TidingsError:
-                pass  # the raising calls api.md lists answer with a typed reason
+                pass  # the raising calls interfaces.md lists answer with a typed reason
             except Exception as exc:
                 raise AssertionError(f"{name} raised {type(exc).__name__}: {exc}") from exc

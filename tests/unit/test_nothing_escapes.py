@@ -3,7 +3,7 @@
 Each public entry point is made to fail underneath with an exception no rule
 expects; the call must answer ``internal_error`` (or fail open as its rule says)
 and log the traceback. Calls that return non-dict values raise ``TidingsError``
-with that reason (api.md, Errors in Python).
+with that reason (interfaces.md, Errors in Python).
 """
 
 from __future__ import annotations

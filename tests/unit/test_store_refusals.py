@@ -1,5 +1,5 @@
 """Issue 30: a store's own refusal is answered with its reason, never internal_error
-(api.md, The default store: Faults of the state directory; Lifecycle)."""
+(interfaces.md, The default store: Faults of the state directory; Lifecycle)."""
 
 from __future__ import annotations
 

@@ -27,14 +27,15 @@ from tidings.store.settings import Settings
 
 #: How long ``tidings up`` gives its worker and scheduler to stop once its store failed
 #: (seconds): with the engine gone they cannot finish, and the whole exit must stay
-#: within api.md's 15 s of the engine's death.
+#: within interfaces.md's 15 s of the engine's death.
 FAILED_STOP_SECONDS = 3.0
 
 
 def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
     """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
-    store = (EphemeralStore(s, args.port) if args.ephemeral
-             else DefaultStore(s, args.port, fresh=args.fresh))
+    port = s.store_port if args.port is None else args.port
+    store = (EphemeralStore(s, port) if args.ephemeral
+             else DefaultStore(s, port, fresh=args.fresh))
     try:
         store.start()
         try:

@@ -1,4 +1,4 @@
-"""Faults of the state directory: full or read-only (api.md, The default store).
+"""Faults of the state directory: full or read-only (interfaces.md, The default store).
 
 An ``OSError`` from writing there, or a probe write when the engine is the one that
 failed (it cannot create or append its AOF), is named by a reason: ``state_dir_full``

@@ -1,4 +1,4 @@
-"""What ``tidings up`` watches while it serves the default store (api.md, The default store).
+"""What ``tidings up`` watches while it serves the default store (interfaces.md, The default store).
 
 Every health check (about twice a second) it asks, in order:
 

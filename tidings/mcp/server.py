@@ -9,7 +9,6 @@ moving the agent's cursor, so an orchestrator's ``wait_for_wake`` loses nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from importlib.metadata import version
 
@@ -30,6 +29,7 @@ from tidings.jobs.view.delivery import check_placeholder
 from tidings.jobs.wake import waiting
 from tidings.mcp import tools
 from tidings.mcp.token import StaticToken
+from tidings.store.jsonfmt import for_model
 from tidings.web.body_limit import MAX_BODY_BYTES
 
 log = logging.getLogger("tidings.mcp")
@@ -88,7 +88,7 @@ class AgentServer:
             raise ValueError(f"unknown resource {params.uri}")
         stamped = await self.agent.stamp(check_placeholder())
         return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=ATTENTION_URI, mime_type="application/json", text=json.dumps(stamped))])
+            uri=ATTENTION_URI, mime_type="application/json", text=for_model(stamped))])
 
     async def subscribe(
         self, ctx: Context, params: types.SubscribeRequestParams
@@ -139,7 +139,7 @@ class AgentServer:
     def http_app(self, token: str, host: str = "127.0.0.1", port: int = 0) -> Starlette:
         """The streamable HTTP app: Host/Origin checked against DNS rebinding (the SDK's
         loopback default), ``Authorization: Bearer <token>`` required (the SDK's auth
-        hooks: 401 without it) and bodies cut at 64 KiB (413), api.md "Local trust"."""
+        hooks: 401 without it) and bodies cut at 64 KiB (413), interfaces.md "Local trust"."""
         if host not in LOOPBACK_HOSTS:
             raise TidingsError(
                 f"tidings mcp serves HTTP on loopback only, not {host!r}: off loopback the "

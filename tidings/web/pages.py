@@ -49,7 +49,7 @@ async def agent(request: Request) -> Response:
 
 
 async def spill(request: Request) -> Response:
-    """A spill file's bytes, read through the no-follow walk (api.md "Local trust"):
+    """A spill file's bytes, read through the no-follow walk (interfaces.md "Local trust"):
     no link on any component, non-blocking, a regular file, at most the spill cap."""
     record = console_of(request).hub.registry.get(request.path_params["agent_id"])
     name = request.path_params["name"]
