@@ -178,7 +178,8 @@ def test_d18_the_alarm_comes_on_time_after_a_sigkill_of_up(
 ) -> None:
     """Acceptance 6: `up` SIGKILLed 3 s before a 5 s deadline and restarted at once: the
     new scheduler takes the dead holder's lease at once (M52's rule), so the alarm
-    comes within 1 s of the deadline instead of after the 10 s lease."""
+    comes within 1 s of the deadline (or of the new `up`'s ready line, when its start
+    took longer) instead of after the 10 s lease."""
     env = {"TIDINGS_SYNC_INTERVAL": "60"}  # the alarm job fires it, not the sync tick
     up = start_up(procs, "--port", "0", env=env)
     workdir = tmp_path / "wd"
@@ -192,9 +193,12 @@ def test_d18_the_alarm_comes_on_time_after_a_sigkill_of_up(
     wait_until(lambda: time.time() >= deadline - 3, timeout=10, what="3 s before the deadline")
     up.kill()
     start_up(procs, "--port", "0", env=env)
+    # On a quiet machine `up` is back well before the deadline; on a starved one its
+    # start alone may pass it, and the alarm cannot precede its scheduler.
+    due = max(deadline, time.time())
     alarm = workdir / ".notification" / "delay-alarm.json"
     wait_until(alarm.exists, timeout=20, what="the alarm")
-    assert alarm.stat().st_mtime - deadline < 1.0
+    assert alarm.stat().st_mtime - due < 1.0, "waited out the dead holder's 10 s lease"
 
 
 # ---- disk faults, on a tmpfs ------------------------------------------------------------
