@@ -153,11 +153,8 @@ def stamped_check(agent: Any) -> dict[str, object]:
 
 def sync_tick(agent: Any) -> None:
     """One sync tick's visit of the agent's host (its C28 scan finds blocked files)."""
-    # jobs/ is being re-cut by role (issue 31): the visit lives in either place
-    try:
-        from tidings.jobs.tick.sync import sync_host
-    except ImportError:
-        from tidings.jobs.wake.sync import sync_host
+    from tidings.jobs.tick import sync_host
+
     sync_host(agent.runtime, agent.record.host)
 
 

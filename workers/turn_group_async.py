@@ -15,9 +15,9 @@ from dramatiq.results import ResultError
 from redis.asyncio import Redis as AsyncRedis
 
 from tidings.jobs import log
-from tidings.jobs.cap.attention import Lane
-from tidings.jobs.memory.memory_admission import result
-from tidings.jobs.turns.prepare import TurnMemory, skipped
+from tidings.jobs.cap import Lane
+from tidings.jobs.memory import result
+from tidings.jobs.turns import TurnMemory, skipped
 from tidings.store.models import AgentRecord
 from tidings.workers.turn_group import _WAIT_SLICE_SECONDS, GroupPreTurn, observation_of
 

@@ -8,7 +8,7 @@ import asyncio
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
-from tidings.jobs.channels.publish import WAIT_SECONDS
+from tidings.jobs.channels.publishing import WAIT_SECONDS
 from tidings.store.keys import AgentKeys
 
 #: First and longest pause between two reads of the applied sequence (seconds).

@@ -8,9 +8,8 @@ import re
 from tests.support.docblocks import REPO
 from tidings.jobs import limits, summary_cap
 from tidings.jobs.cap import attention as cap_attention
-from tidings.jobs.channels import blocked_overflow, envelope, hooks, mirror, names
+from tidings.jobs.channels import blocked_overflow, envelope, hooks, mirror, names, publishing
 from tidings.jobs.channels import flush as flushing
-from tidings.jobs.channels import publish as publishing
 from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox import items as inbox_items
 from tidings.jobs.inbox import text

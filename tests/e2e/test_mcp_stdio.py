@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 import tidings
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
-from tidings.jobs.view.delivery import STAMP_INSTRUCTION, check_placeholder
+from tidings.jobs.consumer.delivery import STAMP_INSTRUCTION, check_placeholder
 
 pytestmark = [pytest.mark.redis_server, pytest.mark.e2e]
 

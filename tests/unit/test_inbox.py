@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from tidings.jobs.consumer import wake_stream
 from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import projection, read_items
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import stream as wake_stream
 from tidings.store.clock import FakeClock
 from tidings.store.errors import TidingsError
 from tidings.store.inbox_keys import InboxKeys

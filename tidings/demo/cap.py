@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tidings.demo.tour import Tour
-from tidings.jobs.cap.ruler import measure
+from tidings.jobs.cap import measure
 from tidings.jobs.limits import max_chars
 
 #: The oversized channel: 25 messages of 3,000 characters each.

@@ -20,7 +20,7 @@ from typing import Literal, TypedDict
 
 from redis import Redis
 
-from tidings.jobs.view.agent_status import AgentFigure, agent_figures, delay_figure
+from tidings.inspection.agent_status import AgentFigure, agent_figures, delay_figure
 from tidings.scheduler.jobstore import stored_alarms
 from tidings.scheduler.lease import Leader, leaders
 from tidings.store.clock import Clock

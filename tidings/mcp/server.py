@@ -25,8 +25,7 @@ from starlette.applications import Starlette
 
 from tidings.aio import AsyncAgent
 from tidings.errors import TidingsError
-from tidings.jobs.view.delivery import check_placeholder
-from tidings.jobs.wake import waiting
+from tidings.jobs.consumer import check_placeholder, latest_id, signals_after
 from tidings.mcp import tools
 from tidings.mcp.token import StaticToken
 from tidings.store.jsonfmt import for_model
@@ -119,8 +118,8 @@ class AgentServer:
         while True:
             try:
                 if after is None:
-                    after = await waiting.latest_id(self.agent.hub.aredis, self.agent.agent_id)
-                signals = await waiting.signals_after(self.agent.hub.aredis,
+                    after = await latest_id(self.agent.hub.aredis, self.agent.agent_id)
+                signals = await signals_after(self.agent.hub.aredis,
                                                       self.agent.agent_id, after)
             except Exception as exc:
                 log.warning("mcp_wake_watch_failed error=%s", type(exc).__name__)

@@ -11,9 +11,9 @@ from tidings._tool import InvalidArgument, ToolResult
 from tidings._tool_dialects import flat_arguments
 from tidings._tool_schema import TOOL_DESCRIPTION, TOOL_NAME
 from tidings.aio import AsyncAgent
+from tidings.jobs.consumer import is_placeholder
 from tidings.jobs.guard import ErrorAnswer, unexpected_answer
-from tidings.jobs.inbox.items import DEFAULT_PAGE, PublicItem, check_query
-from tidings.jobs.view.delivery import is_placeholder
+from tidings.jobs.inbox import DEFAULT_PAGE, PublicItem, check_query
 from tidings.store.errors import TidingsError
 from tidings.store.jsonfmt import for_model
 

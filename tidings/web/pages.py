@@ -8,7 +8,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from tidings.inspection.agent import agent_page
 from tidings.inspection.agents import agents_page
-from tidings.jobs.cap.spill import ATTENTION_STEM, LOGS_DIR
+from tidings.jobs.cap import ATTENTION_STEM, LOGS_DIR
 from tidings.store import files
 from tidings.web.console import console_of, overview_context
 from tidings.workers.dead_letters import dead_letters

@@ -1,13 +1,12 @@
 """C11's producer entry: ``daemon`` events go to the daemon aggregate, others to a channel.
 
-The routing sits here, above both :mod:`tidings.jobs.channels.publish` and
-:mod:`tidings.jobs.daemon.runs`, so neither imports the other.
+The routing sits here, above both :mod:`tidings.jobs.channels.publishing` and
+:mod:`tidings.jobs.channels.daemon_runs`, so neither imports the other.
 """
 
 from __future__ import annotations
 
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.channels import reserved
+from tidings.jobs.channels import publishing, reserved
 from tidings.jobs.channels.envelope import PublishResult, failure
 from tidings.jobs.channels.names import DAEMON
 from tidings.jobs.runtime import Runtime
@@ -43,7 +42,7 @@ def publish_event(
     if daemon_id is None:
         return failure("missing_daemon_id", "a daemon event needs a daemon_id")
     # Loaded here: a hook publishing to any other channel never pays for the daemon views.
-    from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415
+    from tidings.jobs.channels import daemon_runs  # noqa: PLC0415
 
     return daemon_runs.publish_daemon_event(rt, agent, daemon_id, event, priority=priority,
                                             wait=wait)

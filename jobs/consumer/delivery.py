@@ -11,16 +11,22 @@ from __future__ import annotations
 import copy
 from typing import TypedDict
 
-from tidings.jobs.cap import lanes as cap_lanes
-from tidings.jobs.cap import ruler as cap_ruler
-from tidings.jobs.cap.attention import Lane, cap_lane
-from tidings.jobs.cap.persistent import Block
-from tidings.jobs.cap.spill import Spiller
-from tidings.jobs.channels.names import DAEMON
+from tidings.jobs.cap import (
+    Block,
+    Lane,
+    Spiller,
+    Unserialisable,
+    cap_attention,
+    cap_lane,
+    cap_persistent,
+    ruler_text,
+    sanitise_attention,
+)
+from tidings.jobs.channels import DAEMON
+from tidings.jobs.consumer.coherent import observe
+from tidings.jobs.consumer.read import FpEntry, Observation
 from tidings.jobs.limits import max_chars
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view.coherent import observe
-from tidings.jobs.view.read import FpEntry, Observation
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -106,17 +112,17 @@ def attention_lane(
     measured holds the observation's own objects (B6).
     """
     from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
-    lane = cap_lanes.sanitise_attention(from_files, persistent)
+    lane = sanitise_attention(from_files, persistent)
     if not lane:
         return lane
-    return cap_lanes.cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
+    return cap_attention(rt, agent, lane, cap_chars, _content_key(obs, from_files, lane))
 
 
 def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) -> Lane:
     """The attention lane a delivery of ``obs`` would hand over, capped with ``spiller``
     (e.g. :func:`tidings.jobs.cap.spill.planned_attention`); commits nothing."""
     from_files = {channel: _without_guidance(p) for channel, p in obs.payloads.items()}
-    lane = cap_lanes.sanitise_attention(from_files, None)
+    lane = sanitise_attention(from_files, None)
     return cap_lane(lane, max_chars(agent.root), spiller) if lane else lane
 
 
@@ -128,8 +134,8 @@ def _content_key(
     sanitised pointers); ``None`` if those cannot be written."""
     derived = {k: v for k, v in lane.items() if k == DAEMON or v is not from_files.get(k)}
     try:
-        derived_text = cap_ruler.ruler_text(derived)
-    except cap_ruler.Unserialisable:
+        derived_text = ruler_text(derived)
+    except Unserialisable:
         return None
     return (tuple(tuple(entry) for entry in obs.raw_fp), derived_text)
 
@@ -145,7 +151,7 @@ def notifications(
     if attention:
         out["attention"] = attention
     if persistent:
-        out["persistent"] = cap_lanes.cap_persistent(rt, agent, persistent, cap_chars)
+        out["persistent"] = cap_persistent(rt, agent, persistent, cap_chars)
     return out
 
 
@@ -219,4 +225,4 @@ def cap_only(
     """What an unstable read can still deliver: the persistent block alone."""
     if not persistent:
         return {}
-    return {"persistent": cap_lanes.cap_persistent(rt, agent, persistent)}
+    return {"persistent": cap_persistent(rt, agent, persistent)}

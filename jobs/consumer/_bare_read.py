@@ -1,11 +1,11 @@
 """The bare coherent read: C21 snapshots and C22's bookended loop, without D9.
 
-Private to :mod:`tidings.jobs.view`. delay.md D9 makes every coherent read
+Private to :mod:`tidings.jobs.consumer`. delay.md D9 makes every coherent read
 reconcile an overdue delay first; that step writes, so it is composed one level up
-in :func:`tidings.jobs.view.coherent.observe` (guide.md rule 8), and every
+in :func:`tidings.jobs.consumer.coherent.observe` (guide.md rule 8), and every
 consumer-facing path takes that composed read. Calling this module directly would
 skip D9: an import-linter contract (pyproject.toml, "One way down") lets only
-``tidings.jobs.view`` and the console's read-only preview import it (issue 21).
+``tidings.jobs.consumer`` and the console's read-only preview import it (issue 21).
 """
 
 from __future__ import annotations
@@ -14,14 +14,18 @@ from pathlib import Path
 
 from redis.exceptions import RedisError
 
-from tidings.jobs.channels.allowlist import Allowlist, allowlist
-from tidings.jobs.channels.names import DAEMON
-from tidings.jobs.channels.payload_files import NOTIFICATION_DIR, FpEntry, parse_payload
-from tidings.jobs.daemon import view as daemon_view
-from tidings.jobs.delay import state as delay_state
+from tidings.jobs.channels import (
+    DAEMON,
+    NOTIFICATION_DIR,
+    Allowlist,
+    FpEntry,
+    allowlist,
+    parse_payload,
+    read_daemon,
+)
+from tidings.jobs.consumer import delay_state, wake_mask
+from tidings.jobs.consumer.read import Observation, chosen, failed_read, fingerprint, read_entry
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import wake_mask
-from tidings.jobs.view.read import Observation, chosen, failed_read, fingerprint, read_entry
 from tidings.store.errors import TidingsError
 from tidings.store.files import directory
 from tidings.store.models import AgentRecord
@@ -44,7 +48,7 @@ def _snapshot(
             payload = parse_payload(read[1])
             if payload is not None:
                 payloads[entry.name[:-5]] = payload
-    aggregate = daemon_view.read_daemon(root)
+    aggregate = read_daemon(root)
     if aggregate.fp_entry is not None:
         seen.append(list(aggregate.fp_entry))
     if aggregate.payload is not None:

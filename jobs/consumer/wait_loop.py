@@ -3,8 +3,8 @@
 The loop is written once, as a generator of Redis steps: read the cursor, read the
 entries after it (blocking for at most what is left of the timeout), choose the oldest
 unconsumed one, and move the cursor to it by compare-and-set. :func:`run` drives it on
-a redis-py client (:mod:`tidings.jobs.wake.stream`), :func:`run_async` on a
-``redis.asyncio`` one (:mod:`tidings.jobs.wake.waiting`); neither decides anything.
+a redis-py client (:mod:`tidings.jobs.consumer.wake_stream`), :func:`run_async` on a
+``redis.asyncio`` one (:mod:`tidings.jobs.consumer.waiting`); neither decides anything.
 """
 
 from __future__ import annotations

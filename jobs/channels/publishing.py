@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal, Required, TypedDict
 
 from tidings.jobs import metrics
-from tidings.jobs.channels import allowlist, names, reserved
+from tidings.jobs.channels import allowlisting, names, reserved
 from tidings.jobs.channels.envelope import (
     Completed,
     ErrorResult,
@@ -52,7 +52,7 @@ def check_channel(rt: Runtime, agent: AgentRecord, channel: object) -> ErrorResu
     problem = names.name_error(channel)
     if problem is not None or not isinstance(channel, str):
         return failure("invalid_channel", problem or "channel must be a string", channel=channel)
-    if not allowlist.allowlist(rt, agent).allows(channel):
+    if not allowlisting.allowlist(rt, agent).allows(channel):
         return failure("invalid_channel", names.not_allowlisted_message(channel), channel=channel)
     return None
 
@@ -109,7 +109,7 @@ def append_event(
         return problem
     if channel == names.DAEMON:
         # C11 routes daemon events to the aggregate; that is the caller's step
-        # (tidings.jobs.actions.producer), since channels sit below the daemon package.
+        # (tidings.jobs.channels.producer), since channels sit below the daemon package.
         return failure("invalid_channel", "use publish_daemon_event for the daemon channel",
                      channel=channel)
     if channel == names.DELAY_ALARM:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidings.jobs.channels.payload_files import FpEntry
+from tidings.jobs.channels import FpEntry
+from tidings.jobs.consumer import wake_mask
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import wake_mask
 from tidings.store import replies
 from tidings.store.jsonfmt import compact
 from tidings.store.jsonread import loads_or

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tidings.jobs.channels.names import DAEMON
-from tidings.jobs.channels.payload_files import FpEntry
-from tidings.jobs.daemon import runs as daemon_runs
+from tidings.jobs.channels import DAEMON, FpEntry, alarm_threshold, read_daemon
 
 DAEMON_ENTRY = "daemon.json"
 TOKEN_DELAYED = "daemon:delayed=1"
@@ -25,12 +23,12 @@ def daemon_token(root: Path, delayed: str | None, *, empty: bool = False) -> str
     (of an empty daemon directory when ``empty``)."""
     if delayed == DAEMON:
         return TOKEN_DELAYED
-    threshold = daemon_runs.alarm_threshold(root)
+    threshold = alarm_threshold(root)
     if threshold is None:
         return None
     if empty:
         return TOKEN_QUIET
-    batch = daemon_runs.read_daemon(root).batch_state
+    batch = read_daemon(root).batch_state
     fired = bool(batch.get("alarm_fired")) or int(batch.get("count", 0)) > threshold
     return TOKEN_ALARM if fired else TOKEN_QUIET
 

@@ -12,20 +12,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, Required, TypedDict
 
-from tidings.jobs.channels import allowlist, names
-from tidings.jobs.channels.envelope import ErrorResult, failure, raised
-from tidings.jobs.channels.flush import channel_file, settle_intent
-from tidings.jobs.channels.mirror import parse_mirror, summarise
-from tidings.jobs.channels.publish import check_channel
-from tidings.jobs.daemon import dismissal as daemon_dismissal
-from tidings.jobs.daemon import report as daemon_report
-from tidings.jobs.daemon import runs as daemon_runs
-from tidings.jobs.daemon.control import DaemonControlError, read_control
-from tidings.jobs.delay.state import live_target
+from tidings.jobs.channels import (
+    CONTROL_SCOPE,
+    DAEMON,
+    SYSTEM,
+    DaemonControlError,
+    ErrorResult,
+    allowlist,
+    channel_file,
+    check_channel,
+    clear_all,
+    failure,
+    parse_mirror,
+    raised,
+    read_control,
+    read_daemon,
+    read_minis,
+    refresh,
+    remove_events,
+    settle_intent,
+    settle_pending,
+    summarise,
+    view_of,
+)
+from tidings.jobs.consumer import committed
+from tidings.jobs.consumer.delay_state import live_target
+from tidings.jobs.consumer.own_acts import own_act
+from tidings.jobs.consumer.wake_mask import masked_fingerprint
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import committed
-from tidings.jobs.view.own_acts import own_act
-from tidings.jobs.view.wake_mask import masked_fingerprint
 from tidings.store import keys, locks, replies
 from tidings.store.errors import LockTimeout, UnsafePathError
 from tidings.store.files import ReadOutcome, atomic_write, remove_file, safe_read
@@ -74,7 +88,7 @@ DEFAULT_GUARDS = {
 }
 PROTECTED = frozenset({"goal"})
 ACK_REQUIRED = frozenset({"post-molt"})
-EVENT_CHANNELS = frozenset({names.SYSTEM, names.DAEMON})
+EVENT_CHANNELS = frozenset({SYSTEM, DAEMON})
 
 
 def guard_for(rt: Runtime, channel: str) -> str | None:
@@ -128,7 +142,7 @@ class _Target:
     def __init__(self, rt: Runtime, agent: AgentRecord, channel: str) -> None:
         self.rt, self.agent, self.channel = rt, agent, channel
         self.filename = f"{channel}.json"
-        self.delayed = live_target(rt, agent, allowlist.allowlist(rt, agent))
+        self.delayed = live_target(rt, agent, allowlist(rt, agent))
 
     def delivered(self) -> Version:
         return committed.read(self.rt, self.agent).delivered_entry(self.filename)
@@ -136,7 +150,7 @@ class _Target:
     def commit(self, raw_entry: list[object] | None) -> None:
         """C36: both committed fingerprints take the new entry (or lose it)."""
         root = self.agent.root
-        if self.channel == names.DAEMON:
+        if self.channel == DAEMON:
             wake = next((e for e in masked_fingerprint(
                 root, [raw_entry] if raw_entry else [], self.delayed) if e[0] == self.filename),
                 None)
@@ -211,29 +225,29 @@ def _daemon(
     target: _Target, force: bool, match: Callable[[object], bool] | None
 ) -> Dismissed | Stale:
     root = target.agent.root
-    control = daemon_runs.settle_pending(root, read_control(root))
-    view = daemon_runs.view_of(control, daemon_runs.read_minis(root, control))
+    control = settle_pending(root, read_control(root))
+    view = view_of(control, read_minis(root, control))
     current: Version = list(view.fp_entry) if view.fp_entry else None
     delivered = target.delivered()
     if not force and delivered != current:
-        return _stale(names.DAEMON, delivered, current)
+        return _stale(DAEMON, delivered, current)
     existed = view.payload is not None
     removed = 0
     if match is None:
         if existed:
-            daemon_dismissal.clear_all(root, control, view)
+            clear_all(root, control, view)
     else:
-        removed = daemon_dismissal.remove_events(root, control, view, match)
-    after = daemon_runs.read_daemon(root)
+        removed = remove_events(root, control, view, match)
+    after = read_daemon(root)
     target.commit(list(after.fp_entry) if after.fp_entry else None)
-    daemon_report.refresh(root, after)
+    refresh(root, after)
     if match is None:
-        result: Dismissed = {"status": "ok", "channel": names.DAEMON, "cleared": existed,
+        result: Dismissed = {"status": "ok", "channel": DAEMON, "cleared": existed,
                           "forced": force}
         if not existed:
             result["cause"] = "already_empty"
         return result
-    return {"status": "ok", "channel": names.DAEMON, "cleared": removed > 0, "removed": removed,
+    return {"status": "ok", "channel": DAEMON, "cleared": removed > 0, "removed": removed,
             "remaining": after.event_count, "forced": force}
 
 
@@ -243,10 +257,10 @@ def _locked(
 ) -> DismissResult:
     """C35 step 6 and the change itself."""
     target = _Target(rt, agent, channel)
-    scope = daemon_runs.CONTROL_SCOPE if channel == names.DAEMON else f"channel:{channel}"
+    scope = CONTROL_SCOPE if channel == DAEMON else f"channel:{channel}"
     try:
         with own_act(rt, agent), locks.hold(agent.root, scope):  # C53: never wakes
-            if channel == names.DAEMON:
+            if channel == DAEMON:
                 return _daemon(target, force, match)
             if match is None:
                 return _whole_file(target, force)
@@ -288,7 +302,7 @@ def _targeted(
     if not isinstance(value, str) or not value:
         return failure("missing_event_id" if field == "event_id" else "missing_ref_id",
                        f"{field} must be a non-empty string")
-    channel = names.SYSTEM if channel is None else channel
+    channel = SYSTEM if channel is None else channel
     problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=True)
     if problem is not None or not isinstance(channel, str):
         return problem or failure("invalid_channel", "channel must be a string", channel=channel)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Final, Literal, NotRequired, TypedDict, TypeGuard
 
 from tidings.jobs import log
-from tidings.jobs.daemon.view import DaemonView
+from tidings.jobs.channels.daemon_view import DaemonView
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact
 from tidings.store.jsonread import loads_or

@@ -2,8 +2,8 @@
 
 Every daemon run appends to its own ``.notification/daemon/<daemon_id>.json``
 (this module, C30); readers see one logical ``daemon`` channel
-(:mod:`tidings.jobs.daemon.view`, C32); dismissals go through the control record
-(:mod:`tidings.jobs.daemon.control`, :mod:`tidings.jobs.daemon.dismissal`, C31).
+(:mod:`tidings.jobs.channels.daemon_view`, C32); dismissals go through the control record
+(:mod:`tidings.jobs.channels.daemon_control`, :mod:`tidings.jobs.channels.daemon_dismissal`, C31).
 """
 
 from __future__ import annotations
@@ -11,18 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tidings.jobs import log
-from tidings.jobs.channels import names
-from tidings.jobs.channels.envelope import (
-    DEFAULT_ICON,
-    MAX_ENVELOPE_BYTES,
-    PublishResult,
-    check_event,
-    complete_event,
-    failure,
-    raised,
-)
-from tidings.jobs.daemon import report as daemon_report
-from tidings.jobs.daemon.control import (
+from tidings.jobs.channels import daemon_report, names
+from tidings.jobs.channels.daemon_control import (
     BatchState,
     Control,
     DaemonControlError,
@@ -31,7 +21,7 @@ from tidings.jobs.daemon.control import (
     read_control,
     write_control,
 )
-from tidings.jobs.daemon.view import (
+from tidings.jobs.channels.daemon_view import (
     CONTROL_ERROR_PAYLOAD,
     DaemonView,
     MiniFile,
@@ -44,6 +34,15 @@ from tidings.jobs.daemon.view import (
     read_daemon,
     read_minis,
     view_of,
+)
+from tidings.jobs.channels.envelope import (
+    DEFAULT_ICON,
+    MAX_ENVELOPE_BYTES,
+    PublishResult,
+    check_event,
+    complete_event,
+    failure,
+    raised,
 )
 from tidings.jobs.runtime import Runtime
 from tidings.store import locks

@@ -1,6 +1,6 @@
 """``wait_for_wake`` on ``redis.asyncio`` (channels.md C26; interfaces.md, ``tidings.aio``).
 
-The very loop of :mod:`tidings.jobs.wake.wait_loop` that the sync client runs, awaited on
+The very loop of :mod:`tidings.jobs.consumer.wait_loop` that the sync client runs, awaited on
 an asyncio client: a waiting agent holds a pooled connection blocked in
 ``XREAD BLOCK`` and no thread, so one event loop can wait for a thousand agents.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from redis.asyncio import Redis as AsyncRedis
 
-from tidings.jobs.wake.wait_loop import (
+from tidings.jobs.consumer.wait_loop import (
     BLOCK_SLICE_MS,
     STREAM_MAXLEN,
     Entry,

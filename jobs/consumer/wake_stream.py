@@ -4,14 +4,14 @@ Each agent has a Redis stream of wake signals (about the last 1,000 kept) and a
 cursor: the id of the last entry its orchestrator consumed. Every stream entry
 has two fields, ``kind`` and ``entry`` (the whole signal as JSON); other
 producers of wake signals (the inbox's ``admit(wake=True)``) append the same
-two fields from their own scripts. The wait itself is :mod:`tidings.jobs.wake.wait_loop`'s,
+two fields from their own scripts. The wait itself is :mod:`tidings.jobs.consumer.wait_loop`'s,
 shared with the asyncio client.
 """
 
 from __future__ import annotations
 
+from tidings.jobs.consumer.wait_loop import STREAM_MAXLEN, Entry, check_timeout, run, wait_loop
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake.wait_loop import STREAM_MAXLEN, Entry, check_timeout, run, wait_loop
 from tidings.store import replies
 from tidings.store.errors import TidingsError
 from tidings.store.jsonfmt import compact

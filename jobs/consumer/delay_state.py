@@ -16,12 +16,17 @@ from pathlib import Path
 from typing import Literal
 
 from tidings.jobs import log
-from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.channels.names import DAEMON, DELAY_ALARM, name_error
-from tidings.jobs.channels.payload_files import FileStat, channel_file_stat
-from tidings.jobs.daemon import view as daemon_view
-from tidings.jobs.delay.record import DelayState, is_int
-from tidings.jobs.delay.shapes import TargetStats
+from tidings.jobs.channels import (
+    DAEMON,
+    DELAY_ALARM,
+    Allowlist,
+    FileStat,
+    channel_file_stat,
+    name_error,
+    read_daemon,
+)
+from tidings.jobs.consumer.delay_record import DelayState, is_int
+from tidings.jobs.consumer.delay_shapes import TargetStats
 from tidings.jobs.runtime import Runtime
 from tidings.store.files import atomic_write, safe_read
 from tidings.store.jsonfmt import compact_sorted, sha256_hex
@@ -205,7 +210,7 @@ def stats(root: Path, channel: str) -> TargetStats:
     """D7: the target statistics object of ``channel`` (``daemon``: the aggregate)."""
     entry: FileStat | None
     if channel == DAEMON:
-        view = daemon_view.read_daemon(root)
+        view = read_daemon(root)
         entry = view.fp_entry or None
         payload, problem = view.payload, None
     else:

@@ -3,17 +3,17 @@
 delay.md D9 makes every coherent read publish an overdue alarm first. That step
 writes, so it is composed here, above the reading module, which only reads
 (guide.md rule 8). This is the one way down to the payloads from outside
-``jobs/view/``: the bare read is private to the package (issue 21).
+``jobs/consumer/``: the bare read is private to the package (issue 21).
 """
 
 from __future__ import annotations
 
 from redis.exceptions import RedisError
 
-from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.consumer import delay_alarm
+from tidings.jobs.consumer._bare_read import bare_read
+from tidings.jobs.consumer.read import Observation, failed_read
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view._bare_read import bare_read
-from tidings.jobs.view.read import Observation, failed_read
 from tidings.store.errors import TidingsError
 from tidings.store.models import AgentRecord
 

@@ -13,8 +13,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tidings.jobs import log
-from tidings.jobs.daemon.control import BatchState, Cleared, Control, event_key, write_control
-from tidings.jobs.daemon.view import DaemonView, mini_file, parse_mini
+from tidings.jobs.channels.daemon_control import (
+    BatchState,
+    Cleared,
+    Control,
+    event_key,
+    write_control,
+)
+from tidings.jobs.channels.daemon_view import DaemonView, mini_file, parse_mini
 from tidings.store.files import atomic_write, remove_file, safe_read
 from tidings.store.jsonfmt import compact, sha256_hex
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tidings.jobs import log, metrics
-from tidings.jobs.channels.names import DELAY_ALARM
-from tidings.jobs.delay.record import DelayState
-from tidings.jobs.delay.shapes import Completion, TargetStats
-from tidings.jobs.delay.state import (
+from tidings.jobs.channels import DELAY_ALARM
+from tidings.jobs.consumer.delay_record import DelayState
+from tidings.jobs.consumer.delay_shapes import Completion, TargetStats
+from tidings.jobs.consumer.delay_state import (
     ACTIVE,
     EXPIRING,
     PUBLISHED,

@@ -13,8 +13,7 @@ from typing import Literal, TypedDict
 
 from redis import Redis
 
-from tidings.jobs.delay.alarm import owes_alarm
-from tidings.jobs.delay.state import read_state, structural_problem
+from tidings.jobs.consumer import owes_alarm, read_state, structural_problem
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.models import AgentRecord

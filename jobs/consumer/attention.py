@@ -6,9 +6,9 @@ the memory observation; the same function runs inline.
 
 from __future__ import annotations
 
-from tidings.jobs.cap.attention import Lane
+from tidings.jobs.cap import Lane
+from tidings.jobs.consumer import delivery
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import delivery
 from tidings.store.models import AgentRecord
 
 

@@ -1,7 +1,7 @@
 """Reading the daemon aggregate (channels.md C32, C33): mini-files seen as one channel.
 
 Mini-files are read in filename order with the control record's cleared entries
-applied (see :mod:`tidings.jobs.daemon.control`); logically empty ones drop out; the
+applied (see :mod:`tidings.jobs.channels.daemon_control`); logically empty ones drop out; the
 first one left is the template of the ``daemon`` payload.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from tidings.jobs.channels import names
-from tidings.jobs.daemon.control import (
+from tidings.jobs.channels.daemon_control import (
     DAEMON_DIR,
     BatchState,
     Control,

@@ -16,17 +16,18 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from tidings.jobs import limits, log
-from tidings.jobs.channels.allowlist import Allowlist, allowlist
-from tidings.jobs.channels.names import (
+from tidings.jobs.channels import (
     DAEMON,
     DELAY_ALARM,
+    Allowlist,
+    allowlist,
     name_error,
     not_allowlisted_message,
 )
-from tidings.jobs.delay import alarm as delay_alarm
-from tidings.jobs.delay.record import DelayState, is_int
-from tidings.jobs.delay.shapes import ActiveState, AlarmRequest, DelayResult, TargetStats
-from tidings.jobs.delay.state import (
+from tidings.jobs.consumer import committed, delay_alarm, visit
+from tidings.jobs.consumer.delay_record import DelayState, is_int
+from tidings.jobs.consumer.delay_shapes import ActiveState, AlarmRequest, DelayResult, TargetStats
+from tidings.jobs.consumer.delay_state import (
     ACTIVE,
     CANCELLED,
     LATEST_DEADLINE_AT,
@@ -38,12 +39,10 @@ from tidings.jobs.delay.state import (
     structural_problem,
     write_state,
 )
+from tidings.jobs.consumer.own_acts import own_act
+from tidings.jobs.consumer.read import fingerprint
+from tidings.jobs.consumer.wake_mask import masked_fingerprint
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import committed
-from tidings.jobs.view.own_acts import own_act
-from tidings.jobs.view.read import fingerprint
-from tidings.jobs.view.wake_mask import masked_fingerprint
-from tidings.jobs.wake import sync
 from tidings.store import locks
 from tidings.store.errors import LockTimeout, TidingsError
 from tidings.store.jsonfmt import utc_stamp
@@ -220,7 +219,7 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object,
             _send(rt, agent, step.requests)
             _commit_wake(rt, agent, step.touched)
     if published:
-        sync.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
+        visit.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
     if step.overdue:
         return _error("delay_expiry_recovery_pending",
                       "an overdue delay's alarm could not be published yet; try again",

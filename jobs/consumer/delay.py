@@ -3,8 +3,8 @@
 :func:`request_delay` (the ``delay`` action), :func:`expire` (the
 ``expire_delay`` job) and :func:`alarm_plan`, what a starting scheduler does for
 one agent (D18). The state file and liveness live in
-:mod:`tidings.jobs.delay.state`, the expiry protocol and D9's backstop
-(:func:`reconcile`) in :mod:`tidings.jobs.delay.alarm`; both sit below the read
+:mod:`tidings.jobs.consumer.delay_state`, the expiry protocol and D9's backstop
+(:func:`reconcile`) in :mod:`tidings.jobs.consumer.delay_alarm`; both sit below the read
 and the tick, which these acts use.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tidings.jobs.actions.delay_request import request_delay
-from tidings.jobs.delay.alarm import owes_alarm, reconcile
-from tidings.jobs.delay.state import live_target, read_state, structural_problem
+from tidings.jobs.consumer import visit
+from tidings.jobs.consumer.delay_alarm import owes_alarm, reconcile
+from tidings.jobs.consumer.delay_request import request_delay
+from tidings.jobs.consumer.delay_state import live_target, read_state, structural_problem
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import sync
 from tidings.store.models import AgentRecord
 
 __all__ = ["AlarmPlan", "alarm_plan", "expire", "live_target", "reconcile", "request_delay"]
@@ -27,7 +27,7 @@ def expire(rt: Runtime, agent: AgentRecord, request_id: str) -> bool:
     """D17: publish this request's alarm if it is owed; then wake at once (D14)."""
     published = reconcile(rt, agent, expected=request_id)
     if published:
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
     return published
 
 

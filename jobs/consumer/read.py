@@ -3,9 +3,9 @@
 A fingerprint is the sorted list of ``[filename, byte_size, sha256]`` over the
 readable allowed channel files plus the derived ``daemon.json`` entry; a hash is
 reused while the file's ``(dev, ino, size, mtime_ns, ctime_ns)`` is unchanged.
-Payloads are read only in :mod:`tidings.jobs.view._bare_read`, whose coherent read
+Payloads are read only in :mod:`tidings.jobs.consumer._bare_read`, whose coherent read
 is reachable from outside this package only through the composed read
-:func:`tidings.jobs.view.coherent.observe` (D9, then C22).
+:func:`tidings.jobs.consumer.coherent.observe` (D9, then C22).
 """
 
 from __future__ import annotations
@@ -17,10 +17,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from tidings.jobs import log
-from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.channels.names import DAEMON, NON_CHANNEL_FILES
-from tidings.jobs.channels.payload_files import NOTIFICATION_DIR, FpEntry, parse_payload
-from tidings.jobs.daemon import view as daemon_view
+from tidings.jobs.channels import (
+    DAEMON,
+    NON_CHANNEL_FILES,
+    NOTIFICATION_DIR,
+    Allowlist,
+    FpEntry,
+    parse_payload,
+    read_daemon,
+)
 from tidings.store.files import MAX_READ_BYTES, DirView, Entry, directory, stat_key
 from tidings.store.jsonfmt import sha256_hex
 from tidings.store.listing import Listing
@@ -135,7 +140,7 @@ def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> lis
                 fp.append([entry.name, entry.stat.st_size, sha])
             elif read is not None:
                 fp.append(read[0])
-    view_d = daemon_view.read_daemon(root)
+    view_d = read_daemon(root)
     if view_d.fp_entry is not None:
         fp.append(list(view_d.fp_entry))
     return sorted(fp, key=lambda item: str(item[0]))
