@@ -1,6 +1,6 @@
 """Faults of the default store under a burst of publishes (issue 30, acceptance 1 and 2).
 
-Shared by ``tests/e2e/test_store_faults.py`` (a few rounds) and ``bench/store_faults.py``
+Shared by ``tests/e2e/test_store_retries.py`` (a few rounds) and ``bench/store_faults.py``
 (every round, counts printed). One ``tidings up`` serves a temporary state directory on a
 fixed port; producer threads in this process publish into one channel and record every
 ``event_id`` answered ``ok``; a fault strikes mid-burst; afterwards the channel file is read
