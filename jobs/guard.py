@@ -6,11 +6,13 @@ call's own fail-open answer) and is logged with its traceback. :func:`raising`
 wraps a call that returns another value (interfaces.md, Errors in Python): the
 exception becomes a :class:`TidingsError` whose reason is ``internal_error``.
 A :class:`TidingsError` already carries a machine-readable reason, so it is
-answered as its error dict, or raised unchanged. A refusal of the store (a wrong
-password, an ACL user without a right the call needs) is no internal error either:
-it is answered as ``auth_failed`` or ``no_permission`` with one line naming the user
-and the role that has the right (api.md, "Never silent, never wrong";
-:mod:`tidings.store.refusals`), logged without a traceback.
+answered as its error dict, or raised unchanged; so is a Redis failure that has a
+reason of its own, which is the store's state or the credential's, not a failure of
+tidings: a refusal (a wrong password, an ACL user without a right the call needs:
+``auth_failed``, ``no_permission``, with one line naming the user and the role that has
+the right; interfaces.md, "Never silent, never wrong"), or a store refusing writes or not
+answering (:func:`~tidings.store.refusals.store_fault`). Those are logged without a
+traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Literal, ParamSpec, TypedDict, TypeVar
 from tidings.jobs import log
 from tidings.store import refusals
 from tidings.store.errors import TidingsError
+from tidings.store.refusals import store_fault
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -65,9 +68,10 @@ def _client(args: tuple[object, ...]) -> object:
 
 
 def store_refusal(exc: Exception, args: tuple[object, ...] = ()) -> TidingsError | None:
-    """``exc`` as the :class:`TidingsError` of a store refusal (``no_permission``,
-    ``auth_failed``), or ``None`` when it is something else."""
-    return refusals.refusal(exc, _client(args))
+    """``exc`` as the :class:`TidingsError` of the store's own answer: a refusal
+    (``no_permission``, ``auth_failed``) or a fault (``store_refuses_writes``,
+    ``store_unresponsive``); ``None`` when it is something else."""
+    return refusals.refusal(exc, _client(args)) or store_fault(exc)
 
 
 def internal_error(
@@ -81,10 +85,21 @@ def internal_error(
                        "the failure is logged"}
 
 
+def unexpected_answer(
+    call: str, exc: Exception, args: tuple[object, ...] = ()
+) -> ErrorAnswer:
+    """What an exception no one expected answers: the store's own answer when it is
+    one (:func:`store_refusal`), else :func:`internal_error`."""
+    fault = store_refusal(exc, args)
+    if fault is not None:
+        return refused(call, fault, args)
+    return internal_error(call, exc, args)
+
+
 def unexpected(call: str, exc: Exception, args: tuple[object, ...] = ()) -> TidingsError:
-    """Log ``exc`` as :func:`internal_error` does; the :class:`TidingsError` to raise."""
-    answer = internal_error(call, exc, args)
-    return TidingsError(answer["message"], reason=INTERNAL_ERROR)
+    """Log ``exc`` as :func:`unexpected_answer` does; the :class:`TidingsError` to raise."""
+    answer = unexpected_answer(call, exc, args)
+    return TidingsError(answer["message"], reason=answer["reason"])
 
 
 def refused(call: str, exc: TidingsError, args: tuple[object, ...] = ()) -> ErrorAnswer:
@@ -109,9 +124,7 @@ def answering(
             except TidingsError as exc:
                 return refused(call, exc, args)
             except Exception as exc:
-                refusal = store_refusal(exc, args)
-                answer = (refused(call, refusal, args) if refusal is not None
-                          else internal_error(call, exc, args))
+                answer = unexpected_answer(call, exc, args)
                 if fail_open is not None:
                     fallback: R = fail_open(answer, *args, **kwargs)
                     return fallback
@@ -134,9 +147,6 @@ def raising(call: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             except TidingsError:
                 raise
             except Exception as exc:
-                refusal = store_refusal(exc, args)
-                if refusal is not None:
-                    raise refusal from None
                 raise unexpected(call, exc, args) from exc
 
         return guarded

@@ -1,14 +1,21 @@
-"""The store said no: a refused credential or a missing ACL right, as a reason (api.md,
-"Never silent, never wrong").
+"""Redis failures that have a reason of their own (issues 29 and 30; interfaces.md, "Never
+silent, never wrong" and "The default store").
 
-Redis answers a wrong user or password with ``WRONGPASS``/``NOAUTH`` (redis-py's
-:class:`~redis.exceptions.AuthenticationError`) and a command, key or channel the ACL
-user may not touch with ``NOPERM`` (:class:`~redis.exceptions.NoPermissionError`; inside
-a script, a plain error naming the user executing the script). Both are answers, not an
-absent store: they become a :class:`~tidings.store.errors.TidingsError` whose reason is
-``auth_failed`` or ``no_permission`` and whose one-line message names the user, the
-refused command and the role that holds it (deploy/README.md, Roles), never
-``no_store`` and never the advice to start ``tidings up``.
+The store said no, or went quiet: that is the store's state or the credential's, not a
+failure of tidings, so no layer answers it as ``internal_error`` (jobs/guard.py).
+
+- Redis answers a wrong user or password with ``WRONGPASS``/``NOAUTH`` (redis-py's
+  :class:`~redis.exceptions.AuthenticationError`) and a command, key or channel the ACL
+  user may not touch with ``NOPERM`` (:class:`~redis.exceptions.NoPermissionError`;
+  inside a script, a plain error naming the user executing the script). Both are
+  answers, not an absent store: :func:`refusal` makes them ``auth_failed`` or
+  ``no_permission`` with one line naming the user, the refused command and the role
+  that holds it (deploy/README.md, Roles), never ``no_store`` and never the advice to
+  start ``tidings up``.
+- A store that refuses writes (``MISCONF``), or one that takes the connection and goes
+  quiet: :func:`store_fault` names it (``store_refuses_writes``, ``store_unresponsive``).
+
+Its own module: the CLI's error types (store/errors.py) load without redis-py.
 """
 
 from __future__ import annotations
@@ -16,9 +23,10 @@ from __future__ import annotations
 import re
 from typing import Final
 
+import redis
 from redis.exceptions import AuthenticationError, NoPermissionError, RedisError, ResponseError
 
-from tidings.store.errors import TidingsError
+from tidings.store.errors import StoreError, TidingsError
 
 #: The reason of a store failure that is neither a refusal nor a tidings error.
 STORE_ERROR = "store_error"
@@ -104,14 +112,16 @@ def refusal(exc: BaseException, client: object, url: str | None = None) -> Tidin
 
 def reason_of(exc: BaseException) -> str:
     """The reason of a failure underneath a read: a tidings error's own, a store
-    refusal's (``no_permission``, ``auth_failed``), else ``store_error``."""
+    refusal's (``no_permission``, ``auth_failed``), a store fault's
+    (``store_unresponsive``, ``store_refuses_writes``), else ``store_error``."""
     if isinstance(exc, TidingsError):
         return exc.reason
     if is_refusal(exc):
         return "no_permission"
     if isinstance(exc, AuthenticationError):
         return "auth_failed"
-    return STORE_ERROR
+    fault = store_fault(exc)
+    return fault.reason if fault is not None else STORE_ERROR
 
 
 def preflight(client: object, url: str) -> None:
@@ -127,3 +137,22 @@ def preflight(client: object, url: str) -> None:
         if refused is not None:
             raise refused from None
         raise
+
+
+def store_fault(exc: BaseException) -> StoreError | None:
+    """The reasoned error for a Redis failure the caller did not expect, or ``None``.
+
+    ``MISCONF`` (the engine cannot write its append-only file or snapshot: a full or
+    read-only disk) answers ``store_refuses_writes``; a timeout (the engine accepted
+    the connection and went quiet: hung or stopped) answers ``store_unresponsive``.
+    """
+    if isinstance(exc, redis.ResponseError) and str(exc).startswith("MISCONF"):
+        return StoreError(
+            "the store refuses writes: its engine cannot write its data to disk (full or "
+            "read-only?); nothing was written, retry once the disk is fixed "
+            f"({str(exc)[:120]})", reason="store_refuses_writes")
+    if isinstance(exc, redis.TimeoutError):
+        return StoreError(
+            f"the store did not answer in time ({exc}): its engine is hung or stopped; "
+            "`tidings up` exits and its service manager restarts it", reason="store_unresponsive")
+    return None

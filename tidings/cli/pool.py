@@ -81,7 +81,7 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
     url = env["TIDINGS_REDIS_URL"] = store_url(s)
     if s.broker_url:
         env["TIDINGS_BROKER_URL"] = s.broker_url
-    stores = open_stores(url, s.broker_url)
+    stores = open_stores(url, s.broker_url, hang_seconds=s.store_hang_seconds)
     args.store_client = stores.state
     try:  # no child starts with a credential that lacks the workers' rights
         check_rights(stores.state, stores.control, s.model_copy(update={"redis_url": url}))

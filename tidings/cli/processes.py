@@ -39,7 +39,19 @@ def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
                    help="serve an in-memory store instead (NOT durable: throwaway runs)")
     u.add_argument("--threads", type=int, default=UP_THREADS,
                    help="worker threads of the in-process worker")
+    u.add_argument("--fresh", action="store_true",
+                   help="start even though the default store's data is missing from "
+                        "TIDINGS_STATE_DIR (store_data_missing): an empty store, on purpose")
     u.set_defaults(handler=lazy("tidings.cli.serve:up"))
+
+    a = subparsers.add_parser(
+        "check-aof", parents=[up_common],
+        help="check (--fix: repair) the default store's append-only file with the engine's "
+             "own checker, while no `tidings up` serves TIDINGS_STATE_DIR",
+    )
+    a.add_argument("--fix", action="store_true",
+                   help="cut the file at its first damaged command (asks first; keep a copy)")
+    a.set_defaults(handler=lazy("tidings.cli.check_aof:check_aof"))
 
     w = subparsers.add_parser(
         "worker", parents=[common], help="dramatiq worker for this host",
