@@ -127,7 +127,7 @@ class InboxKeys:
     def memory_unavailable(self) -> str:
         """The M13 reason of the last observation, while the registered memory repository
         is unavailable (absent otherwise): what ``tidings status`` and the console show as
-        needing attention (api.md, Never silent)."""
+        needing attention (interfaces.md, Never silent)."""
         return self._k("memory", "unavailable")
 
     # -- key lists of the scripts (every key a script touches, in its order) ------

@@ -15,7 +15,7 @@ Reason = Literal[
     # errors every layer raises (store/errors.py)
     "error", "unsafe_path", "lock_timeout", "no_store", "unknown_agent", "store_error",
     "internal_error",
-    # the store answered and refused (api.md, Never silent, never wrong)
+    # the store answered and refused (interfaces.md, Never silent, never wrong)
     "auth_failed", "no_permission",
     # hub, agent records and settings
     "invalid_redis_url", "placeholder_password", "invalid_broker_url", "broker_url_required",

@@ -384,7 +384,7 @@ class Hub:
 
 
 def _check_memory_repo(path: str) -> None:
-    """Raise ``invalid_memory_repo`` unless ``path`` is a Git work tree's root (api.md,
+    """Raise ``invalid_memory_repo`` unless ``path`` is a Git work tree's root (interfaces.md,
     Never silent: a typo must not turn the memory inbox off quietly)."""
     # pygit2 loads only for a registration that names a memory repository
     from tidings.jobs.memory import repository_problem  # noqa: PLC0415

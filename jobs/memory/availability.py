@@ -1,4 +1,4 @@
-"""Saying so when a registered memory repository becomes unavailable (api.md, "Never
+"""Saying so when a registered memory repository becomes unavailable (interfaces.md, "Never
 silent, never wrong").
 
 Each turn's ``memory`` result already says ``unavailable`` with its M13 reason; besides,

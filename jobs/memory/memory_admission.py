@@ -55,7 +55,7 @@ class ObservationResult(TypedDict, total=False):
     checkpoint_version: Required[int | None]
     observed_at: Required[str | None]
     reason: str
-    #: The refusal's line, when the store refused the observation (api.md, Never silent).
+    #: The refusal's line, when the store refused the observation (interfaces.md, Never silent).
     message: str
 
 
@@ -117,7 +117,7 @@ def _locked(
     except Exception as exc:  # M12: never raise to the caller, never fail a turn
         log.event("memory_observation_failed", agent_id=agent.agent_id, trigger=trigger,
                   error=type(exc).__name__, detail=str(exc)[:200])
-        # a store refusal says so (api.md, Never silent); anything else is a failure
+        # a store refusal says so (interfaces.md, Never silent); anything else is a failure
         refused = refusals.refusal(exc, rt.redis)
         if refused is None:
             return result("error", trigger, reason="observation_failed")

@@ -1,4 +1,4 @@
-"""Is a memory repository usable? Asked when an agent is registered with one (api.md,
+"""Is a memory repository usable? Asked when an agent is registered with one (interfaces.md,
 "Never silent, never wrong"), so that a typo in the path is refused at once instead of
 turning the memory inbox off with every later turn reading ``unavailable``."""
 

@@ -223,7 +223,7 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
 def test_overview_lists_the_agents_that_need_attention(
     stack: Stack, browser: Any, tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """api.md "Never silent, never wrong" (issue 29): an agent whose registered memory
+    """interfaces.md "Never silent, never wrong" (issue 29): an agent whose registered memory
     repository went away is listed on the overview among the agents that need attention,
     with what that means; so is an unfinished turn."""
     root = tmp_path_factory.mktemp("attention")

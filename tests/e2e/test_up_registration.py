@@ -1,7 +1,7 @@
-"""api.md "Never silent, never wrong" (issue 29), the rows of ``tidings up``: ``--memory-repo``
-goes with exactly one ``--workdir`` and registers with it, a path that is no work tree is
-refused, and the ready line names every agent this host serves (registered earlier or
-now), not only the ``--workdir`` arguments."""
+"""interfaces.md "Never silent, never wrong" (issue 29), the rows of ``tidings up``:
+``--memory-repo`` goes with exactly one ``--workdir`` and registers with it, a path that is
+no work tree is refused, and the ready line names every agent this host serves (registered
+earlier or now), not only the ``--workdir`` arguments."""
 
 from __future__ import annotations
 

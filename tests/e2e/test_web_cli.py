@@ -42,7 +42,7 @@ def test_non_loopback_without_token_refuses_to_start(e2e_env: dict[str, str]) ->
     assert "Traceback" not in done.stderr
 
 
-#: A token off loopback has at least 32 characters (api.md, Never silent: weak_token).
+#: A token off loopback has at least 32 characters (interfaces.md, Never silent: weak_token).
 TOKEN = "t0ken-" + "x" * 26
 
 

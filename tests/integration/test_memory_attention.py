@@ -1,4 +1,4 @@
-"""api.md "Never silent, never wrong" (issue 29, acceptance 4), the memory repository rows
+"""interfaces.md "Never silent, never wrong" (issue 29, acceptance 4), the memory repository rows
 through ``tidings.connect()`` and ``tidings status``: registration refuses what is not a
 work tree and ``""`` clears; a registered repository that goes away is one warning per
 change of state, ``unavailable`` in each turn, and ``attention`` in the status read; an

@@ -1,4 +1,4 @@
-"""api.md "Never silent, never wrong" (issue 29, acceptance 1): the store refuses, and
+"""interfaces.md "Never silent, never wrong" (issue 29, acceptance 1): the store refuses, and
 every command says so in one line.
 
 A real redis-server loads deploy/redis.conf's ACL users (test passwords in place of the
@@ -209,9 +209,41 @@ def test_long_running_commands_check_their_rights_before_starting(
                                  "tidings-monitor the command PEXPIRE")
 
 
+def test_agents_add_refuses_a_path_that_is_no_work_tree_and_empty_clears(
+    store: Store, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """interfaces.md, Never silent: ``agents add --memory-repo`` refuses a missing path
+    (one line, exit 1, nothing registered); ``--memory-repo ""`` clears, and the
+    repository registered again comes back."""
+    url = store.url(PRODUCER)
+    add = ["agents", "add", "--workdir", str(store.workdir)]
+    registered = run(add, url, capsys, monkeypatch).out[0]
+    repo = registered["agent"]["memory_repo"]  # type: ignore[index]
+    missing = str(store.workdir.parent / "no-such-memory")
+    ran = run([*add, "--memory-repo", missing], url, capsys, monkeypatch)
+    assert ran.code == 1
+    assert_one_line_refusal(ran, "invalid_memory_repo", PRODUCER)
+    assert "does not exist" in ran.err[0] and missing in ran.err[0]
+    cleared = run([*add, "--memory-repo", ""], url, capsys, monkeypatch)
+    assert cleared.code == 0 and cleared.out[0]["agent"]["memory_repo"] is None  # type: ignore[index]
+    again = run([*add, "--memory-repo", repo], url, capsys, monkeypatch)
+    assert again.code == 0 and again.out[0]["agent"]["memory_repo"] == repo  # type: ignore[index]
+
+
+def test_python_connect_with_a_wrong_password_is_auth_failed(store: Store) -> None:
+    from tidings.errors import TidingsError
+
+    wrong = store.url(PRODUCER).replace("test-tidings-producer-password", "wrong")
+    with pytest.raises(TidingsError) as raised:
+        connect(wrong, settings=Settings(host=HOST, redis_url=wrong))
+    assert raised.value.reason == "auth_failed"
+    assert "refused user tidings-producer" in raised.value.message
+    assert "wrong@" not in raised.value.message
+
+
 def test_python_calls_answer_no_permission(store: Store) -> None:
     """The same refusal through ``tidings.connect()``: dict calls answer it, other calls
-    raise :class:`tidings.TidingsError` with it (api.md, Errors in Python)."""
+    raise :class:`tidings.TidingsError` with it (interfaces.md, Errors in Python)."""
     from tidings.errors import TidingsError
 
     url = store.url(MONITOR)

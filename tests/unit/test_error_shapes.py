@@ -1,4 +1,4 @@
-"""One error shape everywhere (issue 29, acceptance 3; api.md "Never silent, never
+"""One error shape everywhere (issue 29, acceptance 3; interfaces.md "Never silent, never
 wrong", channels.md C44).
 
 - Every error answer the code builds (a dict literal or a TypedDict whose ``status`` is
@@ -6,7 +6,7 @@ wrong", channels.md C44).
   registry's users, so no shape without one can come back.
 - Every command of the CLI's command table prints an error the same way: its JSON answer
   on stdout, one ``tidings: <reason>: <message>`` line on stderr, and the exit code of
-  api.md (2 for bad input text and for no reachable store). The table is read from the
+  interfaces.md (2 for bad input text and for no reachable store). The table is read from the
   parser itself, so a new command is covered or this test fails.
 """
 
@@ -114,8 +114,9 @@ ARGS: dict[tuple[str, ...], list[str]] = {
     ("dead",): [], ("dead", "requeue"): ["m"], ("web",): ["--port", "0"],
     ("mcp",): [],
 }
-#: Commands that never reach a store: a scripted tour on its own embedded store.
-NO_STORE = {("demo",)}
+#: Commands that never reach a store: a scripted tour on its own embedded store, and the
+#: check of the default store's files.
+NO_STORE = {("demo",), ("check-aof",)}
 #: ``tidings mcp`` speaks MCP on stdout: its errors are the stderr line alone.
 STDERR_ONLY = {("mcp",)}
 
@@ -191,7 +192,7 @@ JSON_OPTIONS = [
 def test_bad_json_text_is_invalid_json_exit_2_whether_or_not_it_parses(
     option: list[str], text: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
-    """api.md: 2 for bad input text, for JSON that does not parse and for JSON that is
+    """interfaces.md: 2 for bad input text, for JSON that does not parse and for JSON that is
     not the object the option needs alike (the issue saw 2 for one and 1 for the other)."""
     code, out, err = run([*option, text, "--workdir", str(tmp_path), "--json"], capsys)
     assert_error(code, out, err, "invalid_json", 2)
@@ -202,7 +203,7 @@ def test_up_memory_repo_goes_with_exactly_one_workdir(
     workdirs: list[str], quiet_process: None, capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    """api.md, Never silent: ``up --memory-repo`` without exactly one ``--workdir`` is a
+    """interfaces.md, Never silent: ``up --memory-repo`` without exactly one ``--workdir`` is a
     usage error (exit 2), before any store is touched."""
     argv = ["up", "--memory-repo", str(tmp_path), "--json"]
     for workdir in workdirs:
@@ -216,7 +217,7 @@ def test_up_memory_repo_goes_with_exactly_one_workdir(
 def test_a_weak_console_token_off_loopback_is_refused(
     token: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """api.md, Never silent: ``TIDINGS_WEB_TOKEN`` under 32 characters off loopback."""
+    """interfaces.md, Never silent: ``TIDINGS_WEB_TOKEN`` under 32 characters off loopback."""
     monkeypatch.setenv("TIDINGS_WEB_TOKEN", token)
     code, out, err = run(["web", "--host", "0.0.0.0", "--port", "0", "--json"], capsys)
     assert_error(code, out, err, "weak_token", 2)

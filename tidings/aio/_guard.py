@@ -45,9 +45,6 @@ def raising(call: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awai
             except TidingsError:
                 raise
             except Exception as exc:
-                refusal = store_refusal(exc, args)
-                if refusal is not None:
-                    raise refusal from None
                 raise unexpected(call, exc, args) from exc
 
         return guarded

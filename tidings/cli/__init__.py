@@ -4,7 +4,7 @@ Common options (``--redis-url``, ``--workdir``, ``--json``, ``--inline``) are
 accepted before and after the subcommand. Exit codes: 0 success, 1 a result with
 ``status: error`` (or ``failed``), 2 bad usage, bad input text, no store or refused
 credentials. Every error prints its JSON answer on stdout and one
-``tidings: <reason>: <message>`` line on stderr (api.md, Never silent).
+``tidings: <reason>: <message>`` line on stderr (interfaces.md, Never silent).
 
 Building the parser imports nothing beyond the standard library; each command
 loads what it uses when it runs (``tests/unit/test_cli_imports.py``).
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def quiet_logs() -> None:
-    """A command's error is its one stderr line (api.md, Never silent): log records of a
+    """A command's error is its one stderr line (interfaces.md, Never silent): log records of a
     short-lived command go nowhere, unless ``TIDINGS_LOG_LEVEL=DEBUG`` asks for them
     (tracebacks included). The long-running commands install their own handler."""
     if os.environ.get("TIDINGS_LOG_LEVEL", "").strip().upper() == "DEBUG":
@@ -109,14 +109,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _store_failure(args: argparse.Namespace, exc: Exception) -> int:
     """A store error raised outside a guarded call (a listing, a registry write): one
     line with its reason (``no_permission``, ``auth_failed``, ``store_error``), no
-    traceback (api.md, Never silent). Anything else is a bug, and propagates."""
+    traceback (interfaces.md, Never silent); so is a store fault (``store_unresponsive``,
+    ``store_refuses_writes``). Anything else is a bug, and propagates."""
     from redis.exceptions import RedisError  # noqa: PLC0415 - the parser loads no Redis
 
     from tidings.store import refusals  # noqa: PLC0415 - as above
 
     if not isinstance(exc, RedisError):
         raise exc
-    refusal = refusals.refusal(exc, getattr(args, "store_client", None))
+    refusal = (refusals.refusal(exc, getattr(args, "store_client", None))
+               or refusals.store_fault(exc))
     if refusal is None:
         emit_error(args, refusals.STORE_ERROR,
                    f"the store failed underneath the command ({type(exc).__name__}: "

@@ -177,7 +177,7 @@ def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json",
     """A JSON option's value through the bounded reader (C47); ``-`` reads standard
     input, ``@PATH`` the file PATH. It must be an object (``null`` too when ``null``):
     other JSON is bad input text like JSON that does not parse (``invalid_json``, exit
-    2, api.md). Too deep answers the call's own invalid-input reason."""
+    2, interfaces.md). Too deep answers the call's own invalid-input reason."""
     if text == "-":
         text = sys.stdin.read()
     elif text.startswith("@"):
@@ -208,7 +208,7 @@ def _print(args: argparse.Namespace, result: object) -> None:
 
 
 def error_of(result: object) -> tuple[str, str] | None:
-    """``(reason, message)`` of an answer that is an error (api.md, Never silent): a
+    """``(reason, message)`` of an answer that is an error (interfaces.md, Never silent): a
     ``status`` of ``error`` or ``failed``, or a check placeholder whose notifications
     could not be read (C24)."""
     if not isinstance(result, dict):
@@ -224,14 +224,14 @@ def error_of(result: object) -> tuple[str, str] | None:
 
 
 def say_error(reason: str, message: str) -> None:
-    """The one stderr line of every error (api.md): ``tidings: <reason>: <message>``; an
+    """The one stderr line of every error (interfaces.md): ``tidings: <reason>: <message>``; an
     answer without a message of its own (an M12 result) gets the reason's sentence."""
     line = " ".join(message.split()) or REASONS.get(reason, "")  # type: ignore[call-overload]
     print(f"tidings: {reason}: {line}", file=sys.stderr)
 
 
 def emit(args: argparse.Namespace, result: object) -> int:
-    """Print ``result`` on stdout; an error answer also gets its one stderr line (api.md,
+    """Print ``result`` on stdout; an error answer also gets its one stderr line (interfaces.md,
     Never silent). Exit 1 for an error answer, else 0."""
     _print(args, result)
     failed = error_of(result)

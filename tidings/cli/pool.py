@@ -61,7 +61,7 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
 
 def check_rights(state: Redis, control: Redis, s: Settings) -> None:
     """A credential without the workers' rights stops a long-running command at once, in
-    one line (api.md, Never silent), before any thread or child starts."""
+    one line (interfaces.md, Never silent), before any thread or child starts."""
     refusals.preflight(state, redact(s.redis_url or ""))
     if control is not state:
         refusals.preflight(control, redact(s.broker_url or s.redis_url or ""))

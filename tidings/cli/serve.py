@@ -50,7 +50,7 @@ def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | Epheme
 
 
 def _up_workdirs(args: argparse.Namespace) -> list[str]:
-    """The ``--workdir`` arguments; ``--memory-repo`` goes with exactly one (api.md)."""
+    """The ``--workdir`` arguments; ``--memory-repo`` goes with exactly one (interfaces.md)."""
     workdirs = list(args.workdirs)
     if isinstance(option(args, "workdir"), str):
         workdirs.append(option(args, "workdir"))
@@ -88,7 +88,7 @@ def up(args: argparse.Namespace) -> int:
         check_rights(hub.redis, hub.control, s)
         for workdir in workdirs:
             hub.agent(workdir, memory_repo=args.memory_repo)
-        # every agent this host serves, registered now or earlier (api.md, Never silent)
+        # every agent this host serves, registered now or earlier (interfaces.md, Never silent)
         agents = [record.public for record in hub.registry.on_host(s.host)]
         hub.start_worker(threads=args.threads)
         exporter = serve_metrics(s, hub.redis, hub.control)

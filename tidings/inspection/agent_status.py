@@ -51,7 +51,7 @@ class AgentFigure(TypedDict):
     live_delay: LiveDelay | None
     alarm_overdue: bool
     files_here: bool
-    #: What needs an operator (api.md, Never silent): ``overdue_delay`` here; the
+    #: What needs an operator (interfaces.md, Never silent): ``overdue_delay`` here; the
     #: inspection read adds ``memory_unavailable`` and ``unfinished_turn``.
     attention: list[str]
 

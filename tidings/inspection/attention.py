@@ -1,11 +1,13 @@
-"""The agents that need attention, for ``tidings status`` and the console (api.md,
+"""The agents that need attention, for ``tidings status`` and the console (interfaces.md,
 "Never silent, never wrong"; issue 34's overview list).
 
 An agent needs attention when its registered memory repository is unavailable (the
 last observation said so, or its path is gone on this machine), when an unfinished
 turn holds its turn slot, or when its live delay is past its deadline with the alarm
 still owed. A queue needs attention when it holds dead letters. Everything is read
-with counts and ``EXISTS`` (the monitor role's rights), one round trip for all agents.
+with counts and ``EXISTS`` (the monitor role's rights), one round trip for all agents:
+one ``EXISTS`` per agent, two for an agent with a memory repository
+(``bench/status_attention.py``).
 """
 
 from __future__ import annotations
@@ -59,16 +61,19 @@ def mark(redis: Redis, records: Sequence[AgentRecord], figures: Sequence[AgentFi
     with redis.pipeline(transaction=False) as pipe:
         for record in records:
             keys = InboxKeys(record.agent_id)
-            pipe.exists(keys.memory_unavailable)
+            if record.memory_repo:  # no repository, nothing to be unavailable
+                pipe.exists(keys.memory_unavailable)
             pipe.exists(keys.turn_slot)
-        flags = pipe.execute()
-    for i, (record, figure) in enumerate(zip(records, figures, strict=True)):
+        flags = iter(pipe.execute())
+    for record, figure in zip(records, figures, strict=True):
         found = []
+        memory_flag = bool(next(flags)) if record.memory_repo else False
+        turn_flag = bool(next(flags))
         memory_gone = bool(record.memory_repo and figure["files_here"]
                            and _repository_gone(record.memory_repo))
-        if flags[2 * i] or memory_gone:
+        if memory_flag or memory_gone:
             found.append(MEMORY_UNAVAILABLE)
-        if flags[2 * i + 1]:
+        if turn_flag:
             found.append(UNFINISHED_TURN)
         if figure["alarm_overdue"]:
             found.append(OVERDUE_DELAY)

@@ -25,7 +25,7 @@ EXIT_USAGE = 2
 GRACE_SECONDS = 3
 
 
-#: api.md, Never silent: the shortest TIDINGS_WEB_TOKEN a console off loopback accepts.
+#: interfaces.md, Never silent: the shortest TIDINGS_WEB_TOKEN a console off loopback accepts.
 MIN_TOKEN_CHARS = 32
 
 
