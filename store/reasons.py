@@ -25,7 +25,8 @@ Reason = Literal[
     "bad_usage", "invalid_json", "invalid_setting", "unreadable_file", "port_in_use",
     "worker_process_died", "INVALID_ARGUMENT", "unknown_tool",
     # the default store under `tidings up`
-    "store_busy", "no_engine", "engine_failed", "store_engine_died",
+    "store_busy", "no_engine", "engine_failed", "store_engine_died", "not_running",
+    "stop_timeout",
     "not_loopback",
     # publishing, envelopes and channels (C)
     "invalid_envelope", "invalid_event", "envelope_too_large", "event_too_large",
@@ -102,6 +103,10 @@ REASONS: Final[dict[Reason, str]] = {
     "no_engine": "No store engine binary was found to serve the default store.",
     "engine_failed": "The store engine did not start or did not become ready.",
     "store_engine_died": "The store engine under `tidings up` exited; `up` stops.",
+    "not_running": "`tidings stop` found no `tidings up` serving the state directory; "
+                   "nothing was stopped.",
+    "stop_timeout": "`tidings up` got `tidings stop`'s SIGTERM and still runs after the "
+                    "timeout; it may still be draining its worker or syncing the store.",
     "INVALID_ARGUMENT": "The tool call's arguments are not valid (the tool's error code, "
                         "answered by the CLI too).",
     "unknown_tool": "The MCP tool name is not one tidings serves.",
