@@ -4,9 +4,12 @@
 every alarm, lateness = mtime of ``delay-alarm.json`` − ``deadline_epoch``. The
 in-run baseline is a bare APScheduler ``DateTrigger`` job firing a no-op at each
 of the same deadlines in this process, so the ratio shows what the job graph
-(alarm job → dramatiq → worker → locked file writes) adds to the timer itself.
-The sync tick is slowed to a minute so that every alarm comes from the alarm job,
-not from the tick's backstop. Prints one JSON object. Goal: p99 ≤ 200 ms.
+(alarm job → D17 in the scheduler process → locked file writes, delay.md D15) adds
+to the timer itself. Never early: every alarm's own ``actual_seconds`` is at least
+its ``requested_seconds``. The sync tick is slowed to a minute so that every alarm
+comes from the alarm job, not from the tick's backstop. Prints one JSON object.
+Goal (issue 33): p99 ≤ 5 ms, none early. On ``bea3012`` (the job enqueued
+``expire_delay`` for a worker) this bench gave p99 18.8 ms.
 
     .venv/bin/python bench/alarms.py
 """
@@ -32,7 +35,7 @@ from apscheduler.events import EVENT_SCHEDULER_STARTED
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
 from tidings.store.files import atomic_write
@@ -45,7 +48,7 @@ from tidings.workers.dispatch import BrokerDispatcher
 #: One delay per agent (an agent has at most one live delay); requests are issued back to
 #: back with delays of 1..10 s interleaved, so the deadlines spread over about 10 s.
 AGENTS = 100
-GOAL_P99_MS = 200.0
+GOAL_P99_MS = 5.0
 TIMEOUT_SECONDS = 60.0
 
 
@@ -146,6 +149,12 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
         published = sum(
             json.loads((a.root / ".notification/.delay_state.json").read_bytes())["status"]
             == "published" for a in agents)
+        early = 0
+        for agent in agents:
+            path = agent.root / ".notification/delay-alarm.json"
+            if path.exists():
+                done = json.loads(path.read_bytes())["data"]["delay_alarm"]
+                early += done["actual_seconds"] < done["requested_seconds"]
         spread = max(deadlines.values()) - min(deadlines.values())
         alarms = list(lateness_ms.values())
         result_ms = summary(alarms) if alarms else {}
@@ -160,10 +169,11 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
             "baseline_bare_apscheduler_noop_ms": base_ms,
             "p99_minus_baseline_p99_ms": round(result_ms["p99"] - base_ms["p99"], 1)
             if result_ms and base_ms else None,
+            "early_by_actual_seconds": early,
             "worker_poll_ms": settings.worker_poll_ms,
             "goal_p99_ms": GOAL_P99_MS,
             "goal_met": bool(result_ms) and len(alarms) == len(agents)
-            and result_ms["p99"] <= GOAL_P99_MS,
+            and result_ms["p99"] <= GOAL_P99_MS and early == 0,
             "setup": "1 tidings worker (8 threads) + 1 tidings scheduler, real redis-server, "
                      "sync tick slowed to 60 s",
         }

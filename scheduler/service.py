@@ -55,13 +55,13 @@ class Activation:
         self._on_failure = on_failure
         self.broker = make_broker(control, settings)
         self.runtime = Runtime(redis, clock, settings, BrokerDispatcher(self.broker), control)
-        self.body = alarm_job.bind(self.broker, self.host)
+        self.body = alarm_job.bind(self.runtime, self.broker)
+        refs = (alarm_job.ALARM_JOB_REF, *alarm_job.LEGACY_ALARM_JOB_REFS)
         self.aps = BlockingScheduler(
             timezone=UTC,
             jobstores={
                 alarm_job.ALARM_STORE: JsonRedisJobStore(
-                    redis, self.host, {alarm_job.ALARM_JOB_REF: self.body,
-                                      alarm_job.LEGACY_ALARM_JOB_REF: self.body}),
+                    redis, self.host, dict.fromkeys(refs, self.body)),
                 LOCAL_STORE: MemoryJobStore(),
             },
         )

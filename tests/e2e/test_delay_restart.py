@@ -23,9 +23,9 @@ from tests.support.delay import ALARM, STATE
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
-from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.consumer import coherent
+from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent
 from tidings.store import keys
 from tidings.store.clock import SystemClock
 from tidings.store.files import atomic_write
@@ -123,6 +123,9 @@ def published_once(side: Side, agent: AgentRecord, request_id: str) -> None:
     wait_until(lambda: side.redis.hlen(keys.scheduler_jobs(side.host)) == 0, timeout=10,
                what="every alarm job to fire")
     wait_until(lambda: side.pending() == 0, timeout=10, what="the host queue to drain")
+    # D15: the job runs D17 in the scheduler, which writes the state after the alarm
+    wait_until(lambda: json.loads((agent.root / STATE).read_bytes())["status"] == "published",
+               timeout=10, what="the published state")
     assert identity(alarm) == first
     assert json.loads(alarm.read_bytes())["data"]["delay_alarm"]["request_id"] == request_id
     assert json.loads((agent.root / STATE).read_bytes())["status"] == "published"
@@ -177,26 +180,43 @@ def test_d19_no_scheduler_at_deadline_next_read_or_tick_publishes(
     published_once(side, by_tick, ids["by-tick"])
 
 
-def test_d19_worker_crash_mid_protocol_then_identical_alarm(
+def test_d15_scheduler_crash_mid_protocol_then_identical_alarm(
     side: Side, procs: ProcessGroup, tmp_path: Path
 ) -> None:
-    """Acceptance 5: the worker dies right after writing the alarm; the retry (here:
-    the next read) writes identical bytes and publishes once."""
-    faulty = procs.start("worker", "--threads", "2",
-                         env={"TIDINGS_ENABLE_FAULTS": "1", "TIDINGS_FAULTS": "expire.after_alarm"})
-    scheduler = procs.start("scheduler")
-    faulty.wait_ready()
-    leader(scheduler)
+    """The alarm job runs D17 in the scheduler (D15): the scheduler dies right after
+    writing the alarm; the next scheduler's start-up (D18) sends ``expire_delay``, the
+    worker writes identical bytes and the alarm is published once."""
+    worker = procs.start("worker", "--threads", "2")
+    faulty = procs.start("scheduler", env={"TIDINGS_ENABLE_FAULTS": "1",
+                                           "TIDINGS_FAULTS": "expire.after_alarm"})
+    worker.wait_ready()
+    leader(faulty)
     agent = side.agent(tmp_path / "w", "a1")
     request_delay(side.rt, agent, "email", 1)
     wait_until(lambda: not faulty.alive(), timeout=20, what="the injected crash")
     assert faulty.process.returncode == 75
-    state = json.loads((agent.root / STATE).read_bytes())
-    assert state["status"] == "expiring"
+    assert json.loads((agent.root / STATE).read_bytes())["status"] == "expiring"
     crashed_bytes = (agent.root / ALARM).read_bytes()
-
-    assert "delay-alarm" in coherent.observe(side.rt, agent).payloads
+    leader(procs.start("scheduler"), timeout=30)
+    wait_until(lambda: json.loads((agent.root / STATE).read_bytes())["status"] == "published",
+               timeout=20, what="the owed alarm completed")
     assert (agent.root / ALARM).read_bytes() == crashed_bytes
+
+
+def test_d15_worker_down_the_scheduler_alone_publishes_once(
+    side: Side, procs: ProcessGroup, tmp_path: Path
+) -> None:
+    """No worker at all: the alarm job publishes and wakes from the scheduler process
+    (D15, D14), once; nothing is left on the host queue for a worker to repeat."""
+    scheduler = procs.start("scheduler")
+    leader(scheduler)
+    agent = side.agent(tmp_path / "w", "alone")
+    result = request_delay(side.rt, agent, "email", 1)
+    assert result["status"] == "ok"
+    wait_until((agent.root / ALARM).exists, timeout=20, what="the alarm")
+    wait_until(lambda: side.redis.xlen(keys.AgentKeys("alone").wake_stream) == 1, timeout=10,
+               what="the wake after the alarm")
+    assert side.pending() == 0
     assert json.loads((agent.root / STATE).read_bytes())["status"] == "published"
 
 

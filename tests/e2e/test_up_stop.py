@@ -1,7 +1,7 @@
 """Issue 34 acceptance 3 (processes half): ``tidings stop`` (or ``down``) stops the ``tidings
 up`` of a state directory cleanly, with a one-line answer, and a reason and exit 1 when
 nothing runs there; on a terminal ``tidings up`` prints one line for people (store,
-agents, console URL, "Ctrl-C to stop"), and JSON for pipes (api.md CLI)."""
+agents, console URL, "Ctrl-C to stop"), and JSON for pipes (interfaces.md CLI)."""
 
 from __future__ import annotations
 

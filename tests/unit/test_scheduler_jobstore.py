@@ -20,12 +20,25 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from tests.support.delay import capture, events
+from tests.support.delay import (
+    REQUEST_ID,
+    active_state,
+    alarm_bytes_of,
+    capture,
+    events,
+    put_state,
+    state_of,
+)
 from tests.support.polling import wait_until
+from tidings.jobs.runtime import Runtime
 from tidings.scheduler import alarm_job
 from tidings.scheduler.alarm_job import ALARM_JOB_REF, ALARM_STORE
 from tidings.scheduler.jobstore import JsonRedisJobStore
-from tidings.store import keys
+from tidings.store import faults, keys
+from tidings.store.clock import FakeClock
+from tidings.store.keys import AgentKeys
+from tidings.store.models import AgentRecord
+from tidings.store.registry import AgentRegistry
 
 HOST = "h1"
 RID = "0123456789abcdef0123456789abcdef"
@@ -240,17 +253,64 @@ class TestAlarmJobs:
         assert body.calls == [("agent1", RID)]
 
 
-def test_d15_body_enqueues_expire_delay_on_the_host_queue() -> None:
-    sent: list[Any] = []
+class SentMessages:
+    """A broker that records what the alarm body enqueues."""
 
-    class Broker:
-        def declare_queue(self, name: str) -> None:
-            pass
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
 
-        def enqueue(self, message: Any) -> Any:
-            sent.append(message)
-            return message
+    def declare_queue(self, name: str) -> None:
+        pass
 
-    alarm_job.bind(Broker(), "h1")("agent1", RID)  # type: ignore[arg-type]
-    assert [(m.queue_name, m.actor_name, m.args) for m in sent] == [
-        ("tidings.host.h1", "expire_delay", ("agent1", RID))]
+    def enqueue(self, message: Any) -> Any:
+        self.sent.append(message)
+        return message
+
+    def expires(self) -> list[tuple[str, str, tuple[Any, ...]]]:
+        return [(m.queue_name, m.actor_name, m.args) for m in self.sent]
+
+
+def test_d15_body_runs_d17_here_and_enqueues_nothing(rt: Runtime, agent: AgentRecord,
+                                                    clock: FakeClock) -> None:
+    """The alarm is published by the job itself (no queue hop), and the wake follows
+    (D14); a second run of the body (a duplicate) is a no-op (D17)."""
+    put_state(agent, active_state(clock.now(), seconds=10))
+    clock.advance(10.5)
+    broker = SentMessages()
+    body = alarm_job.bind(rt, broker)  # type: ignore[arg-type]
+    body(agent.agent_id, REQUEST_ID)
+    alarm = alarm_bytes_of(agent)
+    assert alarm is not None and state_of(agent)["status"] == "published"
+    assert rt.redis.xlen(AgentKeys(agent.agent_id).wake_stream) == 1
+    body(agent.agent_id, REQUEST_ID)
+    assert alarm_bytes_of(agent) == alarm and broker.sent == []
+    assert rt.redis.xlen(AgentKeys(agent.agent_id).wake_stream) == 1
+
+
+def test_d15_body_falls_back_to_the_actor_when_it_cannot_run_here(
+        rt: Runtime, agent: AgentRecord, clock: FakeClock, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Another host, a workdir not on this one, or an expiry that failed with the alarm
+    still owed: ``expire_delay`` goes to the host queue, nothing is published here."""
+    broker = SentMessages()
+    body = alarm_job.bind(rt, broker)  # type: ignore[arg-type]
+    put_state(agent, active_state(clock.now(), seconds=10))
+    clock.advance(10.5)
+    want = ("tidings.host.testhost", "expire_delay", (agent.agent_id, REQUEST_ID))
+    AgentRegistry(rt.redis).put(agent.model_copy(update={"host": "elsewhere"}))
+    body(agent.agent_id, REQUEST_ID)
+    AgentRegistry(rt.redis).put(agent.model_copy(update={"workdir": str(tmp_path / "gone")}))
+    body(agent.agent_id, REQUEST_ID)
+    assert alarm_bytes_of(agent) is None and state_of(agent)["status"] == "active"
+    AgentRegistry(rt.redis).put(agent)
+
+    def disk_fails(name: str) -> None:
+        if name == "expire.after_expiring":
+            raise OSError("disk went away")
+
+    monkeypatch.setattr(faults, "reach", disk_fails)
+    capture(caplog)
+    body(agent.agent_id, REQUEST_ID)
+    assert broker.expires() == [want] * 3
+    assert alarm_bytes_of(agent) is None and state_of(agent)["status"] == "expiring"
+    assert events(caplog, "notification_delay_reconcile_failed")

@@ -39,7 +39,7 @@ _COMMON_DEFAULTS: dict[str, str | bool | None] = {
     "inline": False,
 }
 
-#: The shared option groups (api.md CLI). Each command takes those that mean something
+#: The shared option groups (interfaces.md CLI). Each command takes those that mean something
 #: to it, after its name or before it: the store's URLs, the agent's workdir, JSON
 #: output, flushing in this process.
 STORE, WORKDIR, JSON, INLINE = "store", "workdir", "json", "inline"
@@ -69,7 +69,7 @@ GROUP_DESTS = {STORE: ("redis_url", "broker_url"), WORKDIR: ("workdir",), JSON: 
                INLINE: ("inline",)}
 FLAGS = {dest: f"--{dest.replace('_', '-')}" for dests in GROUP_DESTS.values() for dest in dests}
 
-#: What a JSON option's help says about ``-`` and ``@PATH`` (api.md, More CLI rules).
+#: What a JSON option's help says about ``-`` and ``@PATH`` (interfaces.md, More CLI rules).
 JSON_SOURCES = "JSON text, '-' for standard input or '@PATH' for a file"
 
 
@@ -223,7 +223,7 @@ def open_hub(args: argparse.Namespace) -> Hub:
 def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
     """The registered agent of ``--workdir`` (default: the current directory).
 
-    Only ``agents add`` and ``up --workdir`` register (api.md, More CLI rules).
+    Only ``agents add`` and ``up --workdir`` register (interfaces.md, More CLI rules).
     """
     from tidings.errors import UnknownAgentError  # noqa: PLC0415 - see open_hub
 

@@ -27,7 +27,8 @@ from tidings.store.settings import Settings
 
 def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
     """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
-    store = EphemeralStore(s, args.port) if args.ephemeral else DefaultStore(s, args.port)
+    port = s.store_port if args.port is None else args.port
+    store = EphemeralStore(s, port) if args.ephemeral else DefaultStore(s, port)
     try:
         store.start()
         try:
@@ -78,7 +79,7 @@ def up(args: argparse.Namespace) -> int:
             "engine": store.record()["engine"] if store is not None else None,
             "fsync": s.store_fsync if served else None,
             "agents": agents, "metrics_port": exporter.port if exporter else None}
-        # A person at a terminal gets one line; pipes and --json the JSON (api.md CLI).
+        # A person at a terminal gets one line; pipes and --json the JSON (interfaces.md CLI).
         as_json = wants_json(args)
         ready(payload, text=None if as_json else up_line(payload))
         hub.start_scheduler(on_event=say if as_json else scheduler_changes())

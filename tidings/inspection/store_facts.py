@@ -20,7 +20,7 @@ from tidings.engine import storefile
 #: What the in-process store of ``tidings.connect("embedded")`` is called.
 EMBEDDED_LABEL = "fakeredis in this process (in memory, not durable)"
 
-#: What each ``appendfsync`` policy keeps (api.md "The default store", What survives).
+#: What each ``appendfsync`` policy keeps (interfaces.md "The default store", What survives).
 FSYNC_KEEPS = {
     "always": "an acknowledged write survives a crash and a power failure",
     "everysec": "an acknowledged write survives a crash of the engine; a power failure "
