@@ -114,6 +114,21 @@ def no_alert(browser: Any) -> bool:
     return False
 
 
+def confirm(browser: Any, button: str) -> Any:
+    """Click the first ``button`` (an action) and answer its confirmation: the alert."""
+
+    def click() -> bool:  # a live update may replace the button between find and click
+        try:
+            browser.find_element(By.CSS_SELECTOR, button).click()
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+        return True
+
+    wait_until(click, timeout=5, what=f"{button} clicked")
+    return wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
+                      what="the confirmation")
+
+
 def test_overview_shows_the_hosts_queue(stack: Stack, browser: Any) -> None:
     stack.agent.publish_event("system", {"text": "warm-up"}, wait=True)
     browser.get(stack.web + "/")
@@ -204,17 +219,7 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
     browser.get(stack.login)  # sets the session cookie
     browser.get(stack.web_actions + page)
 
-    def click() -> bool:  # a live update may replace the button between find and click
-        try:
-            browser.find_element(By.CSS_SELECTOR, f'[data-event="{event_id}"] form button').click()
-        except (StaleElementReferenceException, NoSuchElementException):
-            return False
-        return True
-
-    wait_until(click, timeout=5, what="the ignore button clicked")
-    alert = wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
-                       what="the confirmation")
-    alert.accept()
+    confirm(browser, f'[data-event="{event_id}"] form button').accept()
     wait_until(lambda: '"status": "ok"' in text_of(browser, "#result").replace("\n", " ")
                or "ok" in text_of(browser, "h1"), timeout=5, what="the action's result")
     states = {i["event_id"]: i["state"] for i in stack.agent.inbox()}
@@ -278,17 +283,8 @@ def readable_and_clickable(browser: Any, table: str, button: str, width: int) ->
     for place in layout["buttons"]:
         assert place["inside"] and place["topmost"], (width, place)
 
-    def click() -> bool:  # a live update may replace the button between find and click
-        try:
-            browser.find_element(By.CSS_SELECTOR, f"{table} {button}").click()
-        except (StaleElementReferenceException, NoSuchElementException):
-            return False
-        return True
-
-    wait_until(click, timeout=5, what="a button clicked")
-    alert = wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
-                       what="the confirmation")
-    alert.dismiss()  # clickable is enough: nothing is ignored or re-enqueued here
+    # clickable is enough: nothing is ignored or re-enqueued here
+    confirm(browser, f"{table} {button}").dismiss()
     return len(layout["buttons"])
 
 
