@@ -44,6 +44,7 @@ import tiktoken
 from tiktoken_ext import openai_public
 
 import tidings
+from tidings.jobs.tick import sync_host
 from tidings.store.jsonfmt import for_model
 
 #: main before issue 32: the serialisation and the schema dialects the figures beat.
@@ -153,8 +154,6 @@ def stamped_check(agent: Any) -> dict[str, object]:
 
 def sync_tick(agent: Any) -> None:
     """One sync tick's visit of the agent's host (its C28 scan finds blocked files)."""
-    from tidings.jobs.tick import sync_host
-
     sync_host(agent.runtime, agent.record.host)
 
 

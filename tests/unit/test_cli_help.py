@@ -25,6 +25,7 @@ SHARED: dict[str, tuple[str, ...]] = {
     "worker": STORE,  # the ready line is JSON whatever the terminal
     "scheduler": STORE,
     "stop": JSON,  # finds `tidings up` by TIDINGS_STATE_DIR, not by a URL
+    "check-aof": (),  # the engine's checker on TIDINGS_STATE_DIR's files; its own output
     "agents": (),
     "agents add": AGENT,
     "agents list": (*STORE, *JSON),

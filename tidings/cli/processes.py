@@ -39,7 +39,19 @@ def register(subparsers: Subparsers) -> None:
                    help="serve an in-memory store instead (NOT durable: throwaway runs)")
     u.add_argument("--threads", type=int, default=UP_THREADS, metavar="N",
                    help="worker threads of the in-process worker")
+    u.add_argument("--fresh", action="store_true",
+                   help="start even though the default store's data is missing from "
+                        "TIDINGS_STATE_DIR (store_data_missing): an empty store, on purpose")
     u.set_defaults(handler=lazy("tidings.cli.serve:up"))
+
+    a = command(
+        subparsers, "check-aof", "check the default store's append-only file (--fix: repair)",
+        epilog="Runs the engine's own checker, while no `tidings up` serves "
+               "TIDINGS_STATE_DIR.",
+    )
+    a.add_argument("--fix", action="store_true",
+                   help="cut the file at its first damaged command (asks first; keep a copy)")
+    a.set_defaults(handler=lazy("tidings.cli.check_aof:check_aof"))
 
     w = command(
         subparsers, "worker", "run a dramatiq worker for this host's queues", STORE,
