@@ -25,6 +25,7 @@ from tidings.jobs.channels import dead_letter
 from tidings.jobs.channels import flush as flushing
 from tidings.jobs.memory import memory_admission
 from tidings.jobs.runtime import Runtime
+from tidings.jobs.tick.prompt import PromptVisits
 from tidings.jobs.view import render
 from tidings.jobs.wake import sync
 from tidings.store.errors import StoreError
@@ -155,9 +156,32 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
     )
 
 
-def declare_actors(broker: Broker, rt: Runtime) -> None:
-    """Declare every host actor on ``broker``."""
-    agent_actor(broker, rt, actor_names.FLUSH_CHANNEL, flushing.flush_channel,
+#: This process's prompt visits when a flush commits (``None``: none run here).
+VisitsOf = Callable[[], PromptVisits | None]
+
+
+def flush_then_visit(visits: VisitsOf) -> AgentJob:
+    """``flush_channel``; a flush that committed records starts its agent's prompt visit
+    (channels.md C27) in this process, without waiting for a watcher or a tick."""
+
+    def flush_channel(rt: Runtime, agent: AgentRecord,
+                      channel: str) -> flushing.Flushed | flushing.FlushRefused:
+        result = flushing.flush_channel(rt, agent, channel)
+        runner = visits()
+        if runner is not None and result["applied"]:
+            runner.poke([agent.agent_id])
+        return result
+
+    return flush_channel
+
+
+def _none() -> None:
+    return None
+
+
+def declare_actors(broker: Broker, rt: Runtime, visits: VisitsOf = _none) -> None:
+    """Declare every host actor on ``broker``; ``visits``: this process's prompt visits."""
+    agent_actor(broker, rt, actor_names.FLUSH_CHANNEL, flush_then_visit(visits),
                 max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=actor_names.FLUSH_DEAD_LETTER)
     flush_dead_letter_actor(broker, rt)
     agent_actor(broker, rt, actor_names.EXPIRE_DELAY, delay.expire)

@@ -1,0 +1,162 @@
+"""Prompt visits (channels.md C27): a change starts its agent's visit within the debounce.
+
+A filesystem watcher's report and a flush this host's worker committed *poke* an
+agent; its visit starts :attr:`PromptVisits.debounce` seconds after the first poke
+(``TIDINGS_VISIT_DEBOUNCE_MS``), so the changes that arrive meanwhile — a burst of
+writes, the flush and the watcher reporting that flush — make one visit. A poke
+while the agent's visit runs asks for one more visit after it, a debounce later: one
+agent's visits never overlap in this process, and a burst costs at most one visit
+per debounce window. A visit that finds the agent busy elsewhere (another process
+visits it) is tried again a debounce later, a bounded number of times; the
+periodic tick stays the backstop for whatever a prompt visit misses.
+
+Plain threads, as in the scheduler: a few of them run visits, so that one slow
+agent does not hold back the wake of another.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from tidings.jobs import log, metrics
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.wake import sync
+from tidings.store import keys
+from tidings.store.registry import AgentRegistry
+
+#: Threads that run prompt visits in one process.
+VISIT_THREADS = 2
+#: Attempts of a visit that keeps finding its agent busy in another process (about two
+#: seconds at the default debounce) before the tick is left to it.
+BUSY_ATTEMPTS = 200
+#: How long :meth:`PromptVisits.close` waits for a running visit (s).
+CLOSE_TIMEOUT_SECONDS = 10.0
+
+#: One visit: ``visit(agent_id)`` → ``False`` when the agent was busy (try again).
+Visit = Callable[[str], bool]
+
+
+class PromptVisits:
+    """The prompt visits of one process; thread-safe. ``debounce`` in seconds."""
+
+    def __init__(self, visit: Visit, debounce: float, *, threads: int = VISIT_THREADS,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.debounce = debounce
+        self._visit, self._monotonic = visit, monotonic
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._due: dict[str, float] = {}  # pending agent -> when its visit starts
+        self._running: set[str] = set()
+        self._again: set[str] = set()  # poked while its visit ran
+        self._busy: dict[str, int] = {}
+        self._closed = False
+        #: Visits started and pokes received (figures for bench/wake.py and tests).
+        self.visits = 0
+        self.pokes = 0
+        self._threads = [threading.Thread(target=self._serve, name=f"tidings-visit-{n}",
+                                          daemon=True) for n in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def poke(self, agent_ids: Iterable[str]) -> None:
+        """These agents changed: visit each within the debounce (coalesced)."""
+        with self._cond:
+            for agent_id in agent_ids:
+                self.pokes += 1
+                if agent_id in self._running:
+                    self._again.add(agent_id)
+                elif agent_id not in self._due:
+                    self._plan(agent_id)
+            self._cond.notify()
+
+    def pending(self) -> int:
+        """Agents whose visit waits or runs."""
+        with self._cond:
+            return len(self._due) + len(self._running)
+
+    def close(self) -> None:
+        """Stop: pending visits are dropped (the tick is the backstop), running ones end."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(CLOSE_TIMEOUT_SECONDS)
+
+    # -- inside (the caller holds the condition) ----------------------------------------
+
+    def _plan(self, agent_id: str) -> None:
+        when = self._monotonic() + self.debounce
+        self._due[agent_id] = when
+        heapq.heappush(self._heap, (when, next(self._seq), agent_id))
+
+    def _next(self) -> str | None:
+        """Wait for the next due agent; ``None`` once closed."""
+        while not self._closed:
+            if not self._heap:
+                self._cond.wait()
+                continue
+            when, _, agent_id = self._heap[0]
+            wait = when - self._monotonic()
+            if wait > 0:
+                self._cond.wait(wait)
+                continue
+            heapq.heappop(self._heap)
+            del self._due[agent_id]
+            self._running.add(agent_id)
+            self.visits += 1
+            return agent_id
+        return None
+
+    def _serve(self) -> None:
+        while True:
+            with self._cond:
+                agent_id = self._next()
+            if agent_id is None:
+                return
+            done = True
+            try:
+                done = self._visit(agent_id)
+            except Exception as exc:  # a visit answers its failures; this is a last guard
+                log.event("notification_prompt_visit_failed", agent_id=agent_id,
+                          error=type(exc).__name__, detail=str(exc)[:200], exc_info=exc)
+            with self._cond:
+                self._running.discard(agent_id)
+                busy = 0 if done else self._busy.get(agent_id, 0) + 1
+                again = agent_id in self._again or 0 < busy < BUSY_ATTEMPTS
+                self._again.discard(agent_id)
+                if busy and again:
+                    self._busy[agent_id] = busy
+                else:
+                    self._busy.pop(agent_id, None)
+                if again and not self._closed and agent_id not in self._due:
+                    self._plan(agent_id)
+                    self._cond.notify()
+
+
+def prompt_visit(rt: Runtime, agent_id: str) -> bool:
+    """One prompt visit of ``agent_id`` if it lives here (C27): ``False`` when it is
+    being visited elsewhere. What it needs next (a retry, a delay's deadline) goes to
+    the host's *due* set, which the tick reads."""
+    agent = AgentRegistry(rt.redis, rt.control).get(agent_id)
+    if agent is None or agent.host != rt.settings.host or not os.path.isdir(agent.workdir):
+        return True  # removed, moved, or not on this host: nothing to visit here
+    outcome = sync.sync_agent(rt, agent)
+    metrics.synced("prompt", 1)
+    when = sync.next_visit(rt, outcome, agent)
+    if when is not None:
+        rt.redis.zadd(keys.sync_due(rt.settings.host), {agent_id: when})
+    return not outcome.get("busy")
+
+
+def start(rt: Runtime) -> PromptVisits | None:
+    """This process's prompt visits, or ``None`` when ``TIDINGS_PROMPT_VISITS`` is off."""
+    if not rt.settings.prompt_visits:
+        return None
+    return PromptVisits(partial(prompt_visit, rt), rt.settings.visit_debounce_ms / 1000)
