@@ -4,13 +4,20 @@ bounded number of times."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 from tests.support.polling import wait_until
 from tidings.jobs.tick import prompt
 from tidings.jobs.tick.prompt import PromptVisits
+from tidings.store import locks
 
 DEBOUNCE = 0.01
 
@@ -91,3 +98,45 @@ def test_c27_busy_elsewhere_is_retried_then_left_to_the_tick() -> None:
         assert always_busy.attempts == prompt.BUSY_ATTEMPTS
     finally:
         visits.close()
+
+
+def test_c27_the_visit_lock_excludes_threads_and_processes(tmp_path: Path) -> None:
+    """One agent's visits never overlap: a second holder, in another thread or another
+    process, is refused at once; a workdir without ``.notification`` is not touched."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    with locks.attempt(bare, VISIT_SCOPE) as held:
+        assert held
+        assert not run_in_thread(lambda: enter(bare))
+    assert list(bare.iterdir()) == []
+    root = tmp_path / "agent"
+    (root / ".notification").mkdir(parents=True)
+    with locks.attempt(root, VISIT_SCOPE) as held:
+        assert held
+        with locks.attempt(root, VISIT_SCOPE) as again:  # the same thread: re-entrant
+            assert again
+        assert not run_in_thread(lambda: enter(root))
+        # another process: an open file description of its own (flock is per description)
+        other = os.open(root / locks.LOCK_DIR / locks.lock_file_name(VISIT_SCOPE), os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(other)
+    assert run_in_thread(lambda: enter(root))
+
+
+VISIT_SCOPE = "agent-visit"
+
+
+def enter(root: Path) -> bool:
+    with locks.attempt(root, VISIT_SCOPE) as held:
+        return held
+
+
+def run_in_thread(fn: Callable[[], bool]) -> bool:
+    answer: list[bool] = []
+    thread = threading.Thread(target=lambda: answer.append(fn()))
+    thread.start()
+    thread.join(10)
+    return answer[0]
