@@ -157,12 +157,23 @@ def _file_lock(root: Path, scope: str) -> _FileLock:
         return lock
 
 
+#: The longest pause between two tries of :func:`attempt` (s).
+ATTEMPT_PAUSE_SECONDS = 0.02
+
+
 @contextmanager
-def attempt(root: Path, scope: str) -> Iterator[bool]:
-    """Hold ``scope`` for the ``with`` block if it is free now; yields whether it is held
-    (see :meth:`_FileLock.try_acquire` for a workdir without lock files)."""
+def attempt(root: Path, scope: str, wait: float = 0.0) -> Iterator[bool]:
+    """Hold ``scope`` for the ``with`` block if it is free now or within ``wait`` seconds;
+    yields whether it is held (see :meth:`_FileLock.try_acquire` for a workdir without
+    lock files)."""
     lock = _file_lock(root, scope)
+    deadline = time.monotonic() + wait
+    pause = 0.001
     held = lock.try_acquire()
+    while not held and time.monotonic() < deadline:
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 2, ATTEMPT_PAUSE_SECONDS)
+        held = lock.try_acquire()
     try:
         yield held
     finally:

@@ -11,7 +11,9 @@ visits it) is tried again a debounce later, a bounded number of times; the
 periodic tick stays the backstop for whatever a prompt visit misses.
 
 Plain threads, as in the scheduler: a few of them run visits, so that one slow
-agent does not hold back the wake of another.
+agent does not hold back the wake of another. A thread takes every agent due at that
+moment (up to :data:`BATCH_LIMIT`), so that their Redis reads go out in one pipeline
+as the tick's do.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from functools import partial
 
 from tidings.jobs import log, metrics
@@ -35,11 +37,14 @@ VISIT_THREADS = 2
 #: Attempts of a visit that keeps finding its agent busy in another process (about two
 #: seconds at the default debounce) before the tick is left to it.
 BUSY_ATTEMPTS = 200
+#: The most agents one thread takes at once.
+BATCH_LIMIT = 20
 #: How long :meth:`PromptVisits.close` waits for a running visit (s).
 CLOSE_TIMEOUT_SECONDS = 10.0
 
-#: One visit: ``visit(agent_id)`` → ``False`` when the agent was busy (try again).
-Visit = Callable[[str], bool]
+#: Visits of some agents, one after another: ``visit(agent_ids)`` → the ids of those
+#: found busy (visited elsewhere at that moment: try again).
+Visit = Callable[[list[str]], Collection[str]]
 
 
 class PromptVisits:
@@ -96,63 +101,83 @@ class PromptVisits:
         self._due[agent_id] = when
         heapq.heappush(self._heap, (when, next(self._seq), agent_id))
 
-    def _next(self) -> str | None:
-        """Wait for the next due agent; ``None`` once closed."""
+    def _next(self) -> list[str]:
+        """Wait for due agents and take them (``[]`` once closed)."""
         while not self._closed:
             if not self._heap:
                 self._cond.wait()
                 continue
-            when, _, agent_id = self._heap[0]
-            wait = when - self._monotonic()
+            wait = self._heap[0][0] - self._monotonic()
             if wait > 0:
                 self._cond.wait(wait)
                 continue
-            heapq.heappop(self._heap)
-            del self._due[agent_id]
-            self._running.add(agent_id)
-            self.visits += 1
-            return agent_id
-        return None
+            taken: list[str] = []
+            now = self._monotonic()
+            while self._heap and self._heap[0][0] <= now and len(taken) < BATCH_LIMIT:
+                _, _, agent_id = heapq.heappop(self._heap)
+                del self._due[agent_id]
+                self._running.add(agent_id)
+                taken.append(agent_id)
+            self.visits += len(taken)
+            if self._heap:
+                self._cond.notify()  # more are due: another thread takes them
+            return taken
+        return []
 
     def _serve(self) -> None:
         while True:
             with self._cond:
-                agent_id = self._next()
-            if agent_id is None:
+                taken = self._next()
+            if not taken:
                 return
-            done = True
+            busy: Collection[str] = ()
             try:
-                done = self._visit(agent_id)
+                busy = self._visit(taken)
             except Exception as exc:  # a visit answers its failures; this is a last guard
-                log.event("notification_prompt_visit_failed", agent_id=agent_id,
+                log.event("notification_prompt_visit_failed", agent_ids=taken[:10],
                           error=type(exc).__name__, detail=str(exc)[:200], exc_info=exc)
             with self._cond:
-                self._running.discard(agent_id)
-                busy = 0 if done else self._busy.get(agent_id, 0) + 1
-                again = agent_id in self._again or 0 < busy < BUSY_ATTEMPTS
-                self._again.discard(agent_id)
-                if busy and again:
-                    self._busy[agent_id] = busy
-                else:
-                    self._busy.pop(agent_id, None)
-                if again and not self._closed and agent_id not in self._due:
-                    self._plan(agent_id)
-                    self._cond.notify()
+                for agent_id in taken:
+                    self._finished(agent_id, agent_id in busy)
+
+    def _finished(self, agent_id: str, busy: bool) -> None:
+        self._running.discard(agent_id)
+        tries = self._busy.get(agent_id, 0) + 1 if busy else 0
+        again = agent_id in self._again or 0 < tries < BUSY_ATTEMPTS
+        self._again.discard(agent_id)
+        if tries and again:
+            self._busy[agent_id] = tries
+        else:
+            self._busy.pop(agent_id, None)
+        if again and not self._closed and agent_id not in self._due:
+            self._plan(agent_id)
+            self._cond.notify()
 
 
-def prompt_visit(rt: Runtime, agent_id: str) -> bool:
-    """One prompt visit of ``agent_id`` if it lives here (C27): ``False`` when it is
-    being visited elsewhere. What it needs next (a retry, a delay's deadline) goes to
-    the host's *due* set, which the tick reads."""
-    agent = AgentRegistry(rt.redis, rt.control).get(agent_id)
-    if agent is None or agent.host != rt.settings.host or not os.path.isdir(agent.workdir):
-        return True  # removed, moved, or not on this host: nothing to visit here
-    outcome = sync.sync_agent(rt, agent)
-    metrics.synced("prompt", 1)
-    when = sync.next_visit(rt, outcome, agent)
-    if when is not None:
-        rt.redis.zadd(keys.sync_due(rt.settings.host), {agent_id: when})
-    return not outcome.get("busy")
+def prompt_visit(rt: Runtime, agent_ids: list[str]) -> set[str]:
+    """A prompt visit of each of ``agent_ids`` that lives here (C27); returns those being
+    visited elsewhere. What one needs next (a retry, a delay's deadline) goes to the
+    host's *due* set, which the tick reads."""
+    registry = AgentRegistry(rt.redis, rt.control)
+    agents = [a for a in (registry.get(i) for i in agent_ids) if a is not None
+              and a.host == rt.settings.host and os.path.isdir(a.workdir)]
+    busy: set[str] = set()
+    due: dict[str, float] = {}
+    token = sync._known.set(sync.prefetch(rt, agents))  # the tick's one-round-trip reads
+    try:
+        for agent in agents:
+            outcome = sync.sync_agent(rt, agent)
+            if outcome.get("busy"):
+                busy.add(agent.agent_id)
+            when = sync.next_visit(rt, outcome, agent)
+            if when is not None:
+                due[agent.agent_id] = when
+    finally:
+        sync._known.reset(token)
+    metrics.synced("prompt", len(agents))
+    if due:
+        rt.redis.zadd(keys.sync_due(rt.settings.host), due)
+    return busy
 
 
 def start(rt: Runtime) -> PromptVisits | None:

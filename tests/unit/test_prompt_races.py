@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,7 +31,7 @@ CYCLES = 20
 
 @contextmanager
 def prompt_visits(rt: Runtime) -> Iterator[PromptVisits]:
-    visits = PromptVisits(lambda agent_id: prompt_visit(rt, agent_id), DEBOUNCE, threads=2)
+    visits = PromptVisits(lambda agent_ids: prompt_visit(rt, agent_ids), DEBOUNCE, threads=2)
     try:
         yield visits
     finally:
@@ -58,28 +58,31 @@ def poking(visits: PromptVisits, agent: AgentRecord) -> Iterator[None]:
         wait_until(lambda: visits.pending() == 0, timeout=10, what="the last visit")
 
 
+def at_once(*calls: Callable[[], object]) -> list[object]:
+    """Run ``calls`` in threads released at the same instant; their answers."""
+    start = threading.Barrier(len(calls))
+    answers: list[object] = []
+
+    def run(call: Callable[[], object]) -> None:
+        start.wait()
+        answers.append(call())
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    return answers
+
+
 def test_c27_a_prompt_visit_and_a_tick_at_once_wake_once(rt: Runtime,
                                                         agent: AgentRecord) -> None:
     settle(rt, agent)
     for n in range(1, ROUNDS + 1):
         write_direct(agent, "email.json", {"header": f"mail {n}"})
-        start = threading.Barrier(2)
-        outcomes: list[object] = []
-
-        def visit() -> None:
-            start.wait()
-            outcomes.append(prompt_visit(rt, agent.agent_id))
-
-        def tick() -> None:
-            start.wait()
-            outcomes.append(sync.sync_host(rt, agent.host))
-
-        threads = [threading.Thread(target=visit), threading.Thread(target=tick)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(10)
-        assert len(outcomes) == 2
+        answers = at_once(lambda: prompt_visit(rt, [agent.agent_id]),
+                          lambda: sync.sync_host(rt, agent.host))
+        assert len(answers) == 2
         sync.sync_host(rt, agent.host)  # the backstop: a visit that lost its race retries
         signalled = wakes(rt, agent)
         assert len(signalled) == n, f"round {n}: {len(signalled)} signals"

@@ -33,7 +33,14 @@ class Visits:
         self.done: list[tuple[str, float]] = []
         self.attempts = 0
 
-    def __call__(self, agent_id: str) -> bool:
+    def __call__(self, agent_ids: list[str]) -> set[str]:
+        busy = set()
+        for agent_id in agent_ids:
+            if not self.one(agent_id):
+                busy.add(agent_id)
+        return busy
+
+    def one(self, agent_id: str) -> bool:
         with self.lock:
             self.attempts += 1
             if self.attempts <= self.busy:
