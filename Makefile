@@ -33,7 +33,14 @@ lint: venv
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
-bench: venv
+BENCH_STAMP := $(VENV)/.bench-installed
+
+# The tokenizers of bench/tokens.py (the `bench` extra), installed only for `make bench`.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,test,web,bench]'
+	touch $(BENCH_STAMP)
+
+bench: venv $(BENCH_STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

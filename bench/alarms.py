@@ -35,7 +35,7 @@ from apscheduler.events import EVENT_SCHEDULER_STARTED
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
 from tidings.store.files import atomic_write

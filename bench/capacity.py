@@ -26,10 +26,10 @@ import redis
 from _redis import redis_server
 
 import tidings
+from tidings.jobs import tick
 from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.channels.publish import append_event
+from tidings.jobs.channels.publishing import append_event
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import sync
 from tidings.store.clock import SystemClock
 from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
@@ -90,7 +90,7 @@ def make_agents(rt: Runtime, root: Path) -> list[AgentRecord]:
         record = AgentRecord(agent_id=f"c{n:03d}", workdir=str(d.parent), host=HOST)
         AgentRegistry(rt.redis).put(record)
         records.append(record)
-    sync.sync_host(rt, HOST)
+    tick.sync_host(rt, HOST)
     return records
 
 
@@ -142,7 +142,7 @@ def main() -> None:
         out["flush_of_1_record"] = {k: round(flush_1[k] - pub[k], 2) for k in pub}
         out["flush_of_100_records"] = {k: round(flush_100[k] - 100 * pub[k], 2) for k in pub}
         ids = [r.agent_id for r in records]
-        visit = per_op(client, lambda: sync.sync_host(rt, HOST, ids), 10)
+        visit = per_op(client, lambda: tick.sync_host(rt, HOST, ids), 10)
         out["tick_visit_quiet_agent"] = {k: round(v / AGENTS, 2) for k, v in visit.items()}
 
         def changed_visit() -> None:
@@ -150,7 +150,7 @@ def main() -> None:
             for r in records:
                 (r.root / ".notification" / "mcp.c0.json").write_text(
                     json.dumps({"header": "y", "data": {"n": seq[0]}}))
-            sync.sync_host(rt, HOST, ids)
+            tick.sync_host(rt, HOST, ids)
 
         visit = per_op(client, changed_visit, 5)
         out["tick_visit_woken_agent"] = {k: round(v / AGENTS, 2) for k, v in visit.items()}

@@ -94,7 +94,7 @@ class Up:
 
 
 def throughput(agent: Any, channel: str) -> float:
-    from tidings.jobs.channels.publish import applied_through
+    from tidings.jobs.channels.publishing import applied_through
 
     each = THROUGHPUT_EVENTS // PRODUCERS
     go = threading.Event()

@@ -162,7 +162,7 @@ def kick(url: str, workdir: Path) -> None:
 
 def coalesced_delivered(url: str, workdir: Path) -> Any:
     import tidings
-    from tidings.jobs.channels.publish import applied_through
+    from tidings.jobs.channels.publishing import applied_through
 
     hub = tidings.connect(url, settings=tidings.Settings(host=HOST))
     agent = hub.agent(workdir)

@@ -106,11 +106,11 @@ def timed(calls: dict[str, Callable[[], Any]]) -> dict[str, dict[str, float]]:
 def main() -> None:
     from tidings.jobs.cap.lanes import cap_attention
     from tidings.jobs.cap.ruler import measure
+    from tidings.jobs.consumer.attention import render_attention
+    from tidings.jobs.consumer.coherent import observe
+    from tidings.jobs.consumer.delivery import attention_lane
     from tidings.jobs.limits import max_chars
     from tidings.jobs.runtime import Runtime
-    from tidings.jobs.view.coherent import observe
-    from tidings.jobs.view.delivery import attention_lane
-    from tidings.jobs.view.render import render_attention
     from tidings.store.clock import SystemClock
     from tidings.store.connection import client_for
     from tidings.store.models import AgentRecord

@@ -43,17 +43,20 @@ import tidings
 from tidings.jobs.channels.flush import flush_channel
 
 try:
-    from tidings.jobs.channels.publish import append_event
+    from tidings.jobs.channels.publishing import append_event
 except ImportError:  # the tree before issue 22's renames
-    from tidings.jobs.channels.publish import (  # type: ignore[attr-defined,no-redef]
+    from tidings.jobs.channels.publishing import (  # type: ignore[attr-defined,no-redef]
         publish_event as append_event,
     )
 from tidings.jobs.runtime import Runtime
 
 try:
-    from tidings.jobs.wake import sync
-except ImportError:  # the tree before issue 22's renames
-    from tidings.jobs.wake import tick as sync  # type: ignore[no-redef]
+    from tidings.jobs import tick
+except ImportError:  # the tree before issue 31's re-cut (before issue 22: jobs/wake/tick.py)
+    try:
+        from tidings.jobs.wake import sync as tick  # type: ignore[import-not-found,no-redef]
+    except ImportError:
+        from tidings.jobs.wake import tick  # type: ignore[import-not-found,no-redef]
 from tidings.store.clock import SystemClock
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence
@@ -216,7 +219,7 @@ def units(trips: RoundTrips, ports: list[int], control: int, hub: Any, root: Pat
         seq[0] += 1
         (workdir / ".notification" / "mcp.c0.json").write_text(
             json.dumps({"header": "y", "data": {"n": seq[0]}}))
-        sync.sync_host(rt, HOST, [record.agent_id])
+        tick.sync_host(rt, HOST, [record.agent_id])
 
     out: dict[str, Any] = {}
     # one channel per publish: each is the first of its batch, so each enqueues its flush

@@ -39,9 +39,10 @@ from typing import Any
 import redis
 from _redis import percentile, redis_server
 
+from tidings.jobs import tick
 from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.consumer import visit
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import sync
 from tidings.scheduler.sync_tick import SyncTicker
 from tidings.scheduler.watcher import Watcher
 from tidings.store.clock import SystemClock
@@ -127,15 +128,15 @@ class Host:
 
     def send(self, agent_ids: Sequence[str] | None) -> None:
         if self.pool is None:
-            sync.sync_host(self.rt, HOST, agent_ids)
+            tick.sync_host(self.rt, HOST, agent_ids)
         elif agent_ids is None:
             self.pool.submit(self._timed_full_scan)
         else:
-            self.pool.submit(sync.sync_host, self.rt, HOST, agent_ids)
+            self.pool.submit(tick.sync_host, self.rt, HOST, agent_ids)
 
     def _timed_full_scan(self) -> None:
         started = time.perf_counter()
-        sync.sync_host(self.rt, HOST)
+        tick.sync_host(self.rt, HOST)
         self.full_scans_s.append(round(time.perf_counter() - started, 1))
 
 
@@ -162,7 +163,7 @@ def hundred_changed(rt: Runtime, host: Host, watcher: Watcher | None,
         for r in picked:
             counter[0] += 1
             change(r, counter[0])
-        alone_ms.append(timed_ms(lambda: sync.sync_host(rt, HOST, ids)))
+        alone_ms.append(timed_ms(lambda: tick.sync_host(rt, HOST, ids)))
         if watcher is not None:  # the alone tick's events are not the next round's
             wait_changes(watcher, CHANGED)
             watcher.take()
@@ -176,7 +177,7 @@ def latency(rt: Runtime, watcher: Watcher | None, records: list[AgentRecord],
     written: dict[str, float] = {}
     samples: list[float] = []
     lock = threading.Lock()
-    real = sync.sync_agent
+    real = visit.sync_agent
 
     def observed(rt_: Runtime, agent: AgentRecord) -> dict[str, Any]:
         outcome = real(rt_, agent)
@@ -187,7 +188,7 @@ def latency(rt: Runtime, watcher: Watcher | None, records: list[AgentRecord],
                 samples.append(time.monotonic() - at)
         return outcome
 
-    sync.sync_agent = observed  # type: ignore[assignment]
+    visit.sync_agent = observed  # type: ignore[assignment]
     stop = threading.Event()
     with ThreadPoolExecutor(max_workers=2) as pool:  # full scan beside changed ticks
         host = Host(rt, watcher, full_scan_seconds, pool)
@@ -218,7 +219,7 @@ def latency(rt: Runtime, watcher: Watcher | None, records: list[AgentRecord],
         time.sleep(3 * INTERVAL)  # the last writes' ticks
         stop.set()
         ticker.join()
-    sync.sync_agent = real  # type: ignore[assignment]
+    visit.sync_agent = real  # type: ignore[assignment]
     return {"writes": writes, "woken": len(samples), "unwoken": len(written),
             "p50_s": round(percentile(samples, 50), 3),
             "p99_s": round(percentile(samples, 99), 3),
@@ -236,7 +237,7 @@ def _rogue_agent(rt: Runtime, root: Path, rogues: int, channels: int) -> AgentRe
     record = AgentRecord(agent_id=f"rogue{rogues}", workdir=str(d.parent), host=HOST)
     AgentRegistry(rt.redis).put(record)
     for _ in range(3):  # warnings out, flushed, and delivered: from now on quiet ticks
-        sync.sync_agent(rt, record)
+        visit.sync_agent(rt, record)
     return record
 
 
@@ -248,8 +249,8 @@ def _flood(rt: Runtime, root: Path, channels: int) -> dict[str, Any]:
     time.sleep(RACY_SECONDS + 0.5)
     base, flood = [], []
     for _ in range(FLOOD_ROUNDS):  # interleaved, so a busy machine slows both alike
-        base.append(timed_ms(lambda: sync.sync_agent(rt, baseline)))
-        flood.append(timed_ms(lambda: sync.sync_agent(rt, flooded)))
+        base.append(timed_ms(lambda: visit.sync_agent(rt, baseline)))
+        flood.append(timed_ms(lambda: visit.sync_agent(rt, flooded)))
     base_ms, flood_ms = statistics.median(base), statistics.median(flood)
     return {"rogue_files": FLOOD_ROGUES, "baseline_rogue_files": BASELINE_ROGUES,
             "tick_ms": round(flood_ms, 3), "baseline_tick_ms": round(base_ms, 3),
@@ -275,9 +276,9 @@ def main() -> None:
         records = build(rt, Path(tmp), args.agents, args.channels)
         out["setup_s"] = round(time.perf_counter() - started, 1)
         rss_before = rss_kb()
-        first = timed_ms(lambda: sync.sync_host(rt, HOST))  # every agent wakes once
+        first = timed_ms(lambda: tick.sync_host(rt, HOST))  # every agent wakes once
         today: dict[str, Any] = {"first_full_scan_ms": round(first)}
-        quiet = [timed_ms(lambda: sync.sync_host(rt, HOST)) for _ in range(2)]
+        quiet = [timed_ms(lambda: tick.sync_host(rt, HOST)) for _ in range(2)]
         today["quiet_host_tick_ms"] = round(statistics.median(quiet), 1)
         rss_today = rss_kb()
         today_host = Host(rt, None, 30.0)

@@ -5,8 +5,10 @@ How a trace is taken, so the next count compares: one inline agent on ``connect(
 runs the behaviour through public calls while a profile hook (``sys.setprofile``) watches for
 the effect's call; at that call the stack is walked outwards and every distinct ``*.py`` file
 of ``tidings/ jobs/ store/ scheduler/ workers/`` on it is listed, outermost first
-(``files``); ``touched`` counts every such file whose code ran from the entry up to the
-effect (the footprint a reader follows, helpers and models included). A trace is
+(``files``); ``folders`` counts the distinct folders of those files (issue 31's figure: how
+many packages one behaviour crosses); ``touched`` counts every such file whose code ran from
+the entry up to the effect (the footprint a reader follows, helpers and models included),
+``touched_folders`` their folders. A trace is
 the synchronous chain only (inline dispatch keeps a behaviour in one thread); the MCP
 update has three legs (publish, sync tick, the server's watch) and its figure is their union.
 
@@ -190,12 +192,21 @@ class Session:
 
 
 def sync_host() -> Callable[..., Any]:
-    """The sync tick's host visit (``jobs/wake/sync.py``; ``tick.py`` before issue 22)."""
+    """The sync tick's host visit (``jobs/tick/``; ``jobs/wake/sync.py`` before issue 31,
+    ``jobs/wake/tick.py`` before issue 22)."""
     try:
-        from tidings.jobs.wake.sync import sync_host as visit
+        from tidings.jobs.tick import sync_host as visit
     except ImportError:
-        from tidings.jobs.wake.tick import sync_host as visit  # type: ignore[no-redef]
+        try:
+            from tidings.jobs.wake.sync import sync_host as visit  # type: ignore[no-redef]
+        except ImportError:
+            from tidings.jobs.wake.tick import sync_host as visit  # type: ignore[no-redef]
     return visit
+
+
+def folders(files: list[str]) -> int:
+    """How many folders ``files`` lie in (``jobs/consumer``, ``store/scripts``, ...)."""
+    return len({file.rpartition("/")[0] for file in files})
 
 
 def mcp_update(base: Path, root: Path) -> list[Trace]:
@@ -242,7 +253,9 @@ def main() -> None:
                 trace = run(hub, base, root)
                 files = trace.files
                 out[name] = {"files": len(files) if files is not None else None,
-                             "touched": len(trace.touched), "trace": files}
+                             "folders": folders(files) if files is not None else None,
+                             "touched": len(trace.touched),
+                             "touched_folders": folders(list(trace.touched)), "trace": files}
         finally:
             hub.close()
         traces = mcp_update(base, root)
@@ -250,7 +263,9 @@ def main() -> None:
         union = list(dict.fromkeys(file for leg in legs for file in leg))
         touched = {file for leg in traces for file in leg.touched}
         out["mcp_update"] = {"files": len(union) if all(legs) else None,
+                             "folders": folders(union) if all(legs) else None,
                              "touched": len(touched),
+                             "touched_folders": folders(sorted(touched)),
                              "legs": [len(leg) for leg in legs],
                              "trace": legs[0], "tick_trace": legs[1], "server_trace": legs[2]}
     print(json.dumps(out, indent=1))

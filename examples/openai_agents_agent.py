@@ -66,7 +66,9 @@ async def main() -> None:
             agent = await hub.agent(workdir)
 
             async def notification(ctx: Any, arguments: str) -> str:
-                return json.dumps(await agent.call_tool(json.loads(arguments)))
+                # compact, non-ASCII kept: the same JSON in the fewest tokens
+                return json.dumps(await agent.call_tool(json.loads(arguments)),
+                                  ensure_ascii=False, separators=(",", ":"))
 
             tool = FunctionTool(name=STRICT["name"], description=STRICT["description"],
                                 params_json_schema=STRICT["parameters"],

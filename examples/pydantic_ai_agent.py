@@ -43,7 +43,8 @@ def main() -> None:
             result = agent.call_tool(arguments)
             if arguments.get("action") == "check":
                 result = agent.stamp(result)  # the live payload rides on the check result
-            return json.dumps(result)
+            # compact, non-ASCII kept: the same JSON in the fewest tokens
+            return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
         schema = tidings.notification_tool_schema("anthropic")
         tool = Tool.from_schema(notification, name=schema["name"],
@@ -52,7 +53,7 @@ def main() -> None:
         llm_agent = Agent(FunctionModel(scripted_llm), tools=[tool])
         answer = llm_agent.run_sync("Anything new for me?").output
         print(answer)
-        assert '"cleared": true' in answer, answer
+        assert '"cleared":true' in answer, answer
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 :func:`answering` wraps a call that answers with a dict: an unexpected exception
 becomes ``{"status": "error", "reason": "internal_error", "message"}`` (or the
 call's own fail-open answer) and is logged with its traceback. :func:`raising`
-wraps a call that returns another value (api.md, Errors in Python): the
+wraps a call that returns another value (interfaces.md, Errors in Python): the
 exception becomes a :class:`TidingsError` whose reason is ``internal_error``.
 A :class:`TidingsError` already carries a machine-readable reason, so it is
 answered as its error dict, or raised unchanged.
@@ -24,7 +24,7 @@ R = TypeVar("R")
 
 
 class ErrorAnswer(TypedDict):
-    """C52: what a guarded call answers instead of raising (api.md, Errors in Python)."""
+    """C52: what a guarded call answers instead of raising (interfaces.md, Errors in Python)."""
 
     status: Literal["error"]
     #: The failure's machine-readable reason (docs/reference/reasons.md).

@@ -196,7 +196,7 @@ def observed(reason: str, outcome: str, seconds: float) -> None:
 
 
 def items_entered(state: str, count: int = 1) -> None:
-    """``count`` inbox items entered ``state`` (an api.md item state)."""
+    """``count`` inbox items entered ``state`` (an interfaces.md item state)."""
     if count:
         INBOX_ADMISSIONS.get().labels(state).inc(count)
 

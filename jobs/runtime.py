@@ -40,7 +40,7 @@ class Runtime:
 
     ``redis`` is the state store (every ``{a:…}`` and ``{h:…}`` key); ``control_store``
     the control store (rate counters, dismiss guards: hub-wide keys), by default the
-    same client (architecture.md "Placement and scale").
+    same client (guide.md "Placement and scale").
     """
 
     redis: Redis

@@ -24,7 +24,7 @@ from apscheduler.triggers.date import DateTrigger
 from dramatiq import Broker
 
 from tidings.jobs import log
-from tidings.jobs.actions import delay
+from tidings.jobs.consumer import alarm_plan, expire
 from tidings.jobs.runtime import Runtime
 from tidings.store.placement import RunFence
 from tidings.store.registry import parse_record
@@ -61,9 +61,9 @@ def expire_here(rt: Runtime, broker: Broker, agent_id: str, request_id: str) -> 
         try:
             agent = parse_record(raw, agent_id)
             if agent is not None and agent.host == host and os.path.isdir(agent.workdir):
-                delay.expire(rt, agent, request_id)
+                expire(rt, agent, request_id)
                 # D11 answers false on a failure too: only an alarm still owed goes on.
-                plan = delay.alarm_plan(rt, agent)
+                plan = alarm_plan(rt, agent)
                 ran = plan is None or plan.request_id != request_id or plan.action != "expire"
         finally:
             fence.leave(agent_id, token)

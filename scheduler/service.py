@@ -28,8 +28,7 @@ from redis.exceptions import RedisError
 
 from tidings.jobs import log
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.tick import prompt
-from tidings.jobs.tick.prompt import PromptVisits
+from tidings.jobs.tick import PromptVisits, start_prompt_visits
 from tidings.scheduler import alarm_job, requests, startup, sync_tick, watcher
 from tidings.scheduler.jobstore import JsonRedisJobStore
 from tidings.scheduler.lease import LeaderLease, LeaseSettings, holder_name
@@ -71,7 +70,7 @@ class Activation:
         )
         # Prompt visits (C27): the process's own (a hub shares its worker's), or none.
         self._own_visits = visits is None
-        self.visits = prompt.start(self.runtime) if visits is None else visits
+        self.visits = start_prompt_visits(self.runtime) if visits is None else visits
         self.watcher = watcher.start(self.visits.poke if self.visits is not None else None)
         self.ticker = sync_tick.SyncTicker(
             redis, self.host, settings.sync_interval, settings.full_scan_seconds,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from apscheduler.schedulers.base import BaseScheduler
 
 from tidings.jobs import log
-from tidings.jobs.actions import delay
+from tidings.jobs.consumer import alarm_plan
 from tidings.jobs.runtime import Runtime
 from tidings.scheduler import alarm_job
 from tidings.store.registry import AgentRegistry
@@ -29,7 +29,7 @@ def reconcile_host(rt: Runtime, scheduler: BaseScheduler,
     registry.add_host(rt.settings.host)
     for agent in registry.on_host(rt.settings.host, repair=True):
         try:
-            plan = delay.alarm_plan(rt, agent)
+            plan = alarm_plan(rt, agent)
             if plan is None:
                 continue
             keep.add(plan.request_id)

@@ -15,7 +15,7 @@ done; the expiry only matters when a message is lost):
 
 A full scan runs beside changed ticks (a second worker thread), so a long scan of
 a large host never holds back the wake of a changed agent; it also steps aside while
-a changed tick runs (jobs/wake/sync.py), so the two do not share the
+a changed tick runs (jobs/tick/host.py), so the two do not share the
 worker's CPU. Visiting an agent twice
 at once is safe: every commit of the per-agent step is compare-and-set.
 """

@@ -46,6 +46,9 @@ CHANGE_MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.CLOSE_WRITE | 
 SELF_GONE = flags.DELETE_SELF | flags.MOVE_SELF
 #: Names inside a workdir that a tick reads.
 WORKDIR_NAMES = frozenset({".notification", "notification.json"})
+#: Names inside ``.notification/`` that no visit reads: the lock directory, which a
+#: visit itself creates (its own lock, C27) — it must not report itself as a change.
+UNREAD_NAMES = frozenset({".locks"})
 #: Longest wait of one read (ms); bounds how long :meth:`Watcher.close` takes.
 READ_TIMEOUT_MS = 200
 
@@ -236,6 +239,8 @@ class Watcher:
         return changed
 
     def _matters(self, agent_id: str, role: str, name: str) -> bool:
+        if role == NOTIFY and name in UNREAD_NAMES:
+            return False
         if not name or role in (NOTIFY, DAEMON_DIR):
             return True
         if role == PARENT:

@@ -1,4 +1,4 @@
-"""``redis.asyncio`` clients for ``tidings.aio`` (api.md, Plugging into agent frameworks).
+"""``redis.asyncio`` clients for ``tidings.aio`` (interfaces.md, Plugging into agent frameworks).
 
 Built here, beside the sync clients, with the same timeouts and protocol; the
 asyncio client serves only the waits (wake stream, applied sequence, group

@@ -1,4 +1,4 @@
-"""The state store on a Redis Cluster (api.md "Past one Redis"): one client class that
+"""The state store on a Redis Cluster (interfaces.md "Past one Redis"): one client class that
 the layers use as they use a plain one.
 
 redis-py's cluster client retries a failed command at once, a fixed number of times,

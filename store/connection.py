@@ -130,7 +130,7 @@ class HandshakeBoundSSLConnection(SSLConnection):
 
     A ``rediss://`` URL pointed at a plain server connects, then waits for a TLS
     reply that never comes; under redis-py's default the handshake waits for the
-    30 s command timeout (api.md: fail within the connect timeout).
+    30 s command timeout (interfaces.md: fail within the connect timeout).
     """
 
     def _wrap_socket_with_ssl(self, sock: socket.socket) -> ssl.SSLSocket:

@@ -1,4 +1,4 @@
-"""Test-only fault injection (api.md, Environment).
+"""Test-only fault injection (interfaces.md, Environment).
 
 With ``TIDINGS_ENABLE_FAULTS=1`` and ``TIDINGS_FAULTS=point[,point]`` the process
 exits at once with code 75 when it reaches a named point, as if it had been

@@ -4,7 +4,7 @@ Every path is walked from the agent's workdir one component at a time with
 ``O_NOFOLLOW`` directory descriptors, so no write or read ever follows a symlink
 out of the workdir, even if one appears between a check and a use. What is created
 takes the permission bits of the directory it is created in (files without execute),
-narrowed by the umask: a 0700 ``.notification/`` gives 0600 mirrors (api.md "Local trust").
+narrowed by the umask: a 0700 ``.notification/`` gives 0600 mirrors (interfaces.md "Local trust").
 """
 
 from __future__ import annotations

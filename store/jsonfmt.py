@@ -12,6 +12,18 @@ def compact(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def for_model(value: object) -> str:
+    """What tidings hands a model as text (MCP tool results and resources): compact and
+    non-ASCII kept, the fewest tokens for the same JSON; a value holding a lone surrogate
+    (no UTF-8 form) has it escaped instead, so the text can always be sent."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"))
+    return text
+
+
 def compact_sorted(value: object) -> str:
     """Control records and delay files: compact with sorted keys."""
     return json.dumps(

@@ -4,7 +4,7 @@ Every key of one agent carries the hash tag ``{a:<agent_id>}`` so that all of an
 agent's keys live in one Cluster slot and a Lua script may touch them together.
 Host-scoped keys (the host's agent index, its scheduler's job store and lease)
 carry ``{h:<host>}``. Hub-wide keys (the host set, dismiss guards, worker presence)
-are plain and belong to the control store (api.md "Past one Redis").
+are plain and belong to the control store (interfaces.md "Past one Redis").
 """
 
 from __future__ import annotations

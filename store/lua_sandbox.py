@@ -2,7 +2,7 @@
 
 fakeredis runs ``EVAL`` and ``FUNCTION`` code in lupa's default runtime: the whole Lua
 standard library plus lupa's bridge to Python, so any client of the in-memory store could
-run programs as the user of ``tidings up`` (issue 24; api.md "Local trust"). A real server
+run programs as the user of ``tidings up`` (issue 24; interfaces.md "Local trust"). A real server
 gives scripts neither.
 
 A sandbox, not a list of accepted script SHAs: the store runs tidings' own scripts

@@ -70,14 +70,14 @@ REASONS: Final[dict[Reason, str]] = {
                       "nothing was left half-done.",
     "invalid_redis_url": "The Redis URL cannot be parsed.",
     "placeholder_password": "A Redis URL carries a change-me placeholder password; it is "
-                            "refused before connecting (api.md, Local trust).",
+                            "refused before connecting (interfaces.md, Local trust).",
     "invalid_broker_url": "The control store's URL (TIDINGS_BROKER_URL, --broker-url, "
                           "broker_url=) cannot be parsed.",
     "broker_url_required": "The state store is a Redis Cluster and no control store was "
-                           "given: set TIDINGS_BROKER_URL to a standalone Redis (api.md, Past "
-                           "one Redis).",
+                           "given: set TIDINGS_BROKER_URL to a standalone Redis "
+                           "(interfaces.md, Past one Redis).",
     "broker_on_cluster": "The control store given is a Redis Cluster; the broker needs one "
-                         "standalone Redis (api.md, Past one Redis).",
+                         "standalone Redis (interfaces.md, Past one Redis).",
     "invalid_workdir": "The agent's workdir is not a directory, or its path is not UTF-8.",
     "invalid_memory_repo": "The agent's memory repository path is not valid UTF-8.",
     "agent_id_conflict": "The agent id is already registered with another workdir.",
@@ -106,7 +106,7 @@ REASONS: Final[dict[Reason, str]] = {
                         "answered by the CLI too).",
     "unknown_tool": "The MCP tool name is not one tidings serves.",
     "not_loopback": "The MCP HTTP server was asked to listen on a non-loopback address; it "
-                    "serves loopback only (api.md, Local trust).",
+                    "serves loopback only (interfaces.md, Local trust).",
     "invalid_envelope": "The envelope is not a JSON object of the accepted shape (C7).",
     "invalid_event": "The event is not a JSON object of the accepted shape.",
     "envelope_too_large": "The envelope is over 1 MiB of JSON.",

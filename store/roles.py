@@ -1,4 +1,4 @@
-"""The two roles Redis plays (architecture.md "Placement and scale"; api.md "Past one
+"""The two roles Redis plays (guide.md "Placement and scale"; interfaces.md "Past one
 Redis"): the **state** store holds every ``{a:<agent>}`` and ``{h:<host>}`` key and may
 be a cluster; the **control** store holds dramatiq's namespace, results, presence, rates
 and the host set, and is one standalone Redis, the state store's unless told otherwise.

@@ -28,7 +28,7 @@ SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel",
 DEFAULT_HEARTBEAT_MS = 60_000
 
 #: How the placeholder passwords of the shipped deploy files begin (``change-me-tidings``,
-#: ``change-me-monitor``): a URL carrying one is refused before connecting (api.md "Local
+#: ``change-me-monitor``): a URL carrying one is refused before connecting (interfaces.md "Local
 #: trust"), so a deployment never runs on a password anyone can read in the repository.
 PLACEHOLDER_PASSWORD_PREFIX = "change-me"
 
@@ -68,7 +68,7 @@ class RedisConfig(BaseModel):
     def from_url(cls, url: str) -> RedisConfig:
         """Accepts ``redis://``, ``rediss://``, ``unix://``,
         ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]`` and
-        ``redis+cluster://[user:pass@]host:port[,host:port...]`` (seed nodes; api.md
+        ``redis+cluster://[user:pass@]host:port[,host:port...]`` (seed nodes; interfaces.md
         "Past one Redis"), each with an ``s`` for TLS.
 
         A placeholder password raises ``TidingsError`` (``placeholder_password``), a
@@ -135,28 +135,31 @@ def _addresses(netloc: str, default_port: int) -> tuple[tuple[str, int], ...]:
 
 
 def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/tidings``, else ``~/.local/state/tidings`` (api.md, Environment)."""
+    """``$XDG_STATE_HOME/tidings``, else ``~/.local/state/tidings`` (interfaces.md, Environment)."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"),
                                                              ".local", "state")
     return Path(base) / STATE_DIR_NAME
 
 
 class Settings(BaseSettings):
-    """Every ``TIDINGS_*`` variable of api.md's Environment table."""
+    """Every ``TIDINGS_*`` variable of interfaces.md's Environment table."""
 
     model_config = SettingsConfigDict(env_prefix="TIDINGS_", extra="ignore")
 
     #: Redis URL; ``None`` means the default store: ``tidings up`` starts it, every other
-    #: process finds it through ``store.json`` in :attr:`state_dir` (api.md).
+    #: process finds it through ``store.json`` in :attr:`state_dir` (interfaces.md).
     redis_url: str | None = None
     #: Where ``tidings up`` keeps the default store: data, ``store.json``, socket, locks.
     state_dir: Path = Field(default_factory=default_state_dir)
     #: The default store's engine binary; ``None``: the one the installation ships.
     store_server: str | None = None
+    #: The default store's loopback port (``tidings up --port`` overrides it; 0: any free
+    #: port, named in the ready line).
+    store_port: int = Field(default=6390, ge=0, le=65535)
     #: The default store's ``appendfsync``.
     store_fsync: Literal["everysec", "always"] = "everysec"
     #: Redis URL of the control store (broker, results, presence, rates); ``None``: the
-    #: state store's (api.md "Past one Redis").
+    #: state store's (interfaces.md "Past one Redis").
     broker_url: str | None = None
     #: This host's name for queue routing.
     host: str = Field(default_factory=socket.gethostname)

@@ -16,9 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from tidings.jobs.actions import producer
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.channels.envelope import PublishResult
+from tidings.jobs.channels import PublishResult, publish, publish_event
 from tidings.jobs.guard import ErrorAnswer, answering, raising
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
@@ -27,14 +25,11 @@ if TYPE_CHECKING:
     from dramatiq import Broker
 
     from tidings._turn import Turn
-    from tidings.jobs.cap.persistent import Block
-    from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
-    from tidings.jobs.inbox.items import PublicItem
-    from tidings.jobs.memory.memory_admission import ObservationResult
-    from tidings.jobs.turns.finish import SideEffectMarked
-    from tidings.jobs.turns.prepare import Startup, TurnError
-    from tidings.jobs.view.delivery import Notifications, ToolResult
-    from tidings.jobs.wake.wait_loop import Entry
+    from tidings.jobs.cap import Block
+    from tidings.jobs.consumer import Entry, Notifications, ToolResult
+    from tidings.jobs.inbox import Admitted, Ignored, InboxError, PublicItem
+    from tidings.jobs.memory import ObservationResult
+    from tidings.jobs.turns import SideEffectMarked, Startup, TurnError
 
 
 def _unstamped(agent: Agent, result: object, persistent: object = None) -> object:
@@ -93,7 +88,7 @@ class Agent:
         "flushed": bool}`` or an error dict whose ``reason`` is listed in
         ``docs/reference/reasons.md`` (``invalid_channel``, ``invalid_envelope``, ...).
         """
-        return publishing.publish(self.runtime, self.record, channel, envelope, wait=wait)
+        return publish(self.runtime, self.record, channel, envelope, wait=wait)
 
     @answering("publish_event")
     def publish_event(
@@ -111,7 +106,7 @@ class Agent:
         return once a flush applied it. Returns ``{"status": "ok", "event_id", ...}`` or
         an error dict (``invalid_event``, ``event_too_large``, ``reserved_channel``, ...).
         """
-        return producer.publish_event(
+        return publish_event(
             self.runtime, self.record, channel, event, priority=priority,
             idempotency_key=idempotency_key, wait=wait,
         )
@@ -131,9 +126,9 @@ class Agent:
         whatever ``wait`` says. Returns ``{"status": "ok", ...}`` or an error dict
         (``invalid_daemon_id``, ``daemon_run_full``, ``daemon_write_failed``, ...).
         """
-        from tidings.jobs.daemon import runs as daemon_runs  # noqa: PLC0415 - see module doc
+        from tidings.jobs.channels import publish_daemon_event  # noqa: PLC0415 - see module doc
 
-        return daemon_runs.publish_daemon_event(
+        return publish_daemon_event(
             self.runtime, self.record, daemon_id, event, priority=priority, wait=wait
         )
 
@@ -145,9 +140,9 @@ class Agent:
 
         The composed read: an overdue delay's alarm is published first, so the due
         target and its alarm show in this same read (delay.md D9, channels.md C22)."""
-        from tidings.jobs.view import coherent  # noqa: PLC0415 - see module doc
+        from tidings.jobs.consumer import observe  # noqa: PLC0415 - see module doc
 
-        return coherent.observe(self.runtime, self.record).payloads
+        return observe(self.runtime, self.record).payloads
 
     @answering("stamp", fail_open=_unstamped)
     def stamp(self, result: dict[str, object], persistent: Mapping[str, object] | None = None
@@ -157,9 +152,9 @@ class Agent:
         lane. A stamp that cannot be made returns ``result`` unchanged (C52)."""
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
-        from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
+        from tidings.jobs.consumer import stamp  # noqa: PLC0415 - see module doc
 
-        return delivery.stamp(self.runtime, self.record, result, persistent)
+        return stamp(self.runtime, self.record, result, persistent)
 
     @answering("render")
     def render(self, persistent: Mapping[str, object] | None = None) -> Notifications | ErrorAnswer:
@@ -170,9 +165,9 @@ class Agent:
         """
         if persistent is not None and not isinstance(persistent, dict):
             return _invalid_persistent()
-        from tidings.jobs.view import delivery  # noqa: PLC0415 - see module doc
+        from tidings.jobs.consumer import render  # noqa: PLC0415 - see module doc
 
-        return delivery.render(self.runtime, self.record, persistent)
+        return render(self.runtime, self.record, persistent)
 
     @answering("cap_persistent")
     def cap_persistent(self, block: Mapping[str, object]) -> Block | ErrorAnswer:
@@ -180,9 +175,9 @@ class Agent:
         (block-cap.md B11, B15-B17); the very same object when it fits (B6)."""
         if not isinstance(block, dict):
             return _invalid_persistent()
-        from tidings.jobs.cap import lanes as cap_lanes  # noqa: PLC0415 - see module doc
+        from tidings.jobs.cap import cap_persistent  # noqa: PLC0415 - see module doc
 
-        return cap_lanes.cap_persistent(self.runtime, self.record, block)
+        return cap_persistent(self.runtime, self.record, block)
 
     # -- the agent-facing tool (channels.md C44) ----------------------------------
 
@@ -218,9 +213,9 @@ class Agent:
         Returns ``{"status": "ok", "recovered": {"retryable", "needs_repair"}, "memory"}``,
         ``memory`` being the observation's M12 result.
         """
-        from tidings.jobs.turns import prepare as turn_prepare  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import startup  # noqa: PLC0415 - pygit2, see module doc
 
-        return turn_prepare.startup(self.runtime, self.record)
+        return startup(self.runtime, self.record)
 
     @answering("prepare_turn")
     def prepare_turn(self, kind: str = "ordinary") -> Turn | TurnError:
@@ -233,11 +228,11 @@ class Agent:
         Returns a :class:`Turn`, or an error dict (``turn_in_progress``, ``invalid_kind``).
         """
         from tidings._turn import Turn  # noqa: PLC0415 - see module doc
-        from tidings.jobs.turns import prepare as turn_prepare  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import inline_pre_turn, prepare_turn  # noqa: PLC0415 - pygit2, see module doc
         from tidings.workers.turn_group import GroupPreTurn  # noqa: PLC0415 - pygit2, see module doc
 
-        pre_turn = turn_prepare.inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
-        result = turn_prepare.prepare_turn(self.runtime, self.record, kind, pre_turn)
+        pre_turn = inline_pre_turn if self.inline else GroupPreTurn(self.hub.broker)
+        result = prepare_turn(self.runtime, self.record, kind, pre_turn)
         return Turn.from_result(result) if result["status"] == "ok" else result
 
     @answering("mark_side_effect")
@@ -248,9 +243,9 @@ class Agent:
         error dict (``unknown_turn``, ``turn_expired``).
         """
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
-        from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import mark_side_effect  # noqa: PLC0415 - pygit2, see module doc
 
-        return turn_finish.mark_side_effect(self.runtime, self.record, turn_id_of(turn))
+        return mark_side_effect(self.runtime, self.record, turn_id_of(turn))
 
     @answering("finish_turn")
     def finish_turn(
@@ -270,9 +265,9 @@ class Agent:
         ...}``) or an error dict (``unknown_turn``, ``turn_expired``, ``invalid_input``).
         """
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
-        from tidings.jobs.turns import finish as turn_finish  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.turns import finish_turn  # noqa: PLC0415 - pygit2, see module doc
 
-        return turn_finish.finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
+        return finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
                                        side_effects, ignored, owned)
 
     @raising("inbox")
@@ -285,9 +280,9 @@ class Agent:
         an event id to page from. Bad input raises :class:`tidings.TidingsError`
         (``invalid_limit``, ``invalid_state``, ``invalid_before``).
         """
-        from tidings.jobs.inbox import items as inbox_items  # noqa: PLC0415 - see module doc
+        from tidings.jobs.inbox import projection  # noqa: PLC0415 - see module doc
 
-        return inbox_items.projection(self.runtime, self.agent_id, limit, state, before)
+        return projection(self.runtime, self.agent_id, limit, state, before)
 
     @answering("ignore")
     def ignore(self, event_id: str) -> Ignored | InboxError:
@@ -296,9 +291,9 @@ class Agent:
         Returns ``{"status": "ok", ...}`` or an error dict (``not_found``,
         ``not_ignorable``).
         """
-        from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
+        from tidings.jobs.inbox import ignore  # noqa: PLC0415 - see module doc
 
-        return inbox_admission.ignore(self.runtime, self.agent_id, event_id)
+        return ignore(self.runtime, self.agent_id, event_id)
 
     @answering("admit")
     def admit(
@@ -316,9 +311,9 @@ class Agent:
         signal; ``key``: an idempotency key. Returns ``{"status": "ok", "event_id", ...}``
         or an error dict (``invalid_source_kind``, ``inbox_full``, ...).
         """
-        from tidings.jobs.inbox import admission as inbox_admission  # noqa: PLC0415 - see module doc
+        from tidings.jobs.inbox import admit  # noqa: PLC0415 - see module doc
 
-        return inbox_admission.admit(self.runtime, self.agent_id, source_kind, summary,
+        return admit(self.runtime, self.agent_id, source_kind, summary,
                                      payload, wake, key)
 
     @answering("observe_memory")
@@ -331,9 +326,9 @@ class Agent:
         if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
             return {"status": "error", "reason": "invalid_input",
                     "message": "reason must be a string of 1 to 64 characters"}
-        from tidings.jobs.memory import memory_admission  # noqa: PLC0415 - pygit2, see module doc
+        from tidings.jobs.memory import observe_memory  # noqa: PLC0415 - pygit2, see module doc
 
-        return memory_admission.observe_memory(self.runtime, self.record, reason)
+        return observe_memory(self.runtime, self.record, reason)
 
     # -- wake signals (channels.md C26) -------------------------------------------
 
@@ -344,6 +339,6 @@ class Agent:
         Returns the signal with its ``wake_id`` and advances this agent's cursor,
         or ``None``; a bad ``timeout`` raises :class:`tidings.TidingsError`.
         """
-        from tidings.jobs.wake import stream as wake_stream  # noqa: PLC0415 - see module doc
+        from tidings.jobs.consumer import wait_for_wake  # noqa: PLC0415 - see module doc
 
-        return wake_stream.wait_for_wake(self.runtime, self.record, timeout)
+        return wait_for_wake(self.runtime, self.record, timeout)

@@ -8,7 +8,7 @@ process. Every fakeredis server tidings serves is built here, in :class:`Embedde
 fakeredis takes ``requirepass`` only as what ``AUTH`` compares with; it lets a client
 that never authenticates run every command. Here each connection answers ``NOAUTH``
 to anything but ``AUTH`` and ``QUIT`` until it has given the password, as a real server
-does (api.md "Local trust").
+does (interfaces.md "Local trust").
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from redis import Redis
 
 from tidings._agent import Agent
 from tidings.engine.discover import store_url
-from tidings.jobs.channels.names import name_error
+from tidings.jobs.channels import name_error
 from tidings.jobs.guard import ErrorAnswer, raising
 from tidings.jobs.runtime import Runtime
 from tidings.store import keys, lua_sandbox, rates, replies
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from dramatiq import Worker
 
     from tidings.inspection.status import Status
-    from tidings.jobs.tick.prompt import PromptVisits
-    from tidings.jobs.turns.prepare import Startup, TurnError
+    from tidings.jobs.tick import PromptVisits
+    from tidings.jobs.turns import Startup, TurnError
     from tidings.scheduler.service import EventSink, SchedulerService
     from tidings.workers.dead_letters import DeadLetter, Requeued, RequeueError
 
@@ -79,7 +79,7 @@ def connect(
     closing it to the caller.
     ``broker_url`` (default ``TIDINGS_BROKER_URL``, else the store's own URL) is the
     control store: broker, results, presence, rates; required when ``redis_url`` is a
-    Redis Cluster (api.md "Past one Redis"). With ``client``, ``broker_client`` is the
+    Redis Cluster (interfaces.md "Past one Redis"). With ``client``, ``broker_client`` is the
     control store's client (default: ``client``).
 
     ``background=True`` also runs this host's worker and scheduler here, stopped
@@ -161,9 +161,9 @@ class Hub:
         """The prompt visits (channels.md C27) this process's worker and scheduler share,
         so a flush and the watcher's report of it make one visit; caller holds the lock."""
         if self._visits is None:
-            from tidings.jobs.tick import prompt  # noqa: PLC0415 - loads the jobs
+            from tidings.jobs.tick import start_prompt_visits  # noqa: PLC0415 - loads the jobs
 
-            self._visits = prompt.start(self.runtime)
+            self._visits = start_prompt_visits(self.runtime)
         return self._visits
 
     # -- agents ---------------------------------------------------------------
@@ -253,7 +253,7 @@ class Hub:
     def startup(self, host: str | None = None) -> dict[str, Startup | TurnError]:
         """``Agent.startup()`` for every agent registered on ``host`` (default: this host),
         by agent id; a failing agent is logged and reported, the others go on (M51)."""
-        from tidings.jobs.turns.prepare import startup_all  # noqa: PLC0415 - loads pygit2
+        from tidings.jobs.turns import startup_all  # noqa: PLC0415 - loads pygit2
 
         records = self.registry.on_host(host or self.settings.host)
         return startup_all(self.runtime, records)

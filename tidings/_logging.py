@@ -21,7 +21,7 @@ from dramatiq.middleware import CurrentMessage
 from tidings.store.settings import Settings
 
 #: Loggers whose INFO lines are routine per-tick scheduling (APScheduler's "Running
-#: job" and "Job executed" for every sync tick): logged at DEBUG (api.md,
+#: job" and "Job executed" for every sync tick): logged at DEBUG (interfaces.md,
 #: TIDINGS_LOG_LEVEL), else a quiet host writes two lines a second.
 ROUTINE_LOGGERS = ("apscheduler.executors", "apscheduler.scheduler")
 #: Plain-text layout when JSON is off.

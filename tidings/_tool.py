@@ -10,11 +10,15 @@ from collections.abc import Callable, Mapping
 from typing import Literal, Protocol, TypedDict
 
 from tidings import _manual
-from tidings.jobs.actions import delay, dismiss
-from tidings.jobs.channels import hooks
-from tidings.jobs.channels import settings_view as channel_settings
+from tidings.jobs.channels import EDITABLE, MANIFEST_FIELDS, add, drop, edit, list_hooks, show
+from tidings.jobs.consumer import (
+    check_placeholder,
+    dismiss_channel,
+    dismiss_event,
+    dismiss_ref,
+    request_delay,
+)
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import delivery
 from tidings.store.jsonread import input_problem
 from tidings.store.models import AgentRecord
 
@@ -57,7 +61,7 @@ TEXT_FIELDS = frozenset({
 })
 BOOLEAN_FIELDS = frozenset({"force"})
 DISMISS_KEYS = frozenset({"channel", "force", "reason"})
-EDIT_FIELDS = frozenset(hooks.EDITABLE)
+EDIT_FIELDS = frozenset(EDITABLE)
 
 
 def invalid_argument(message: str) -> ToolResult:
@@ -68,51 +72,51 @@ def invalid_argument(message: str) -> ToolResult:
 
 def _check(agent: Agent, payload: Payload) -> ToolResult:
     """C45: reads and writes nothing; the orchestrator stamps the result."""
-    return delivery.check_placeholder()
+    return check_placeholder()
 
 
 def _dismiss_channel(agent: Agent, p: Payload) -> ToolResult:
-    return dict(dismiss.dismiss_channel(agent.runtime, agent.record, p.get("channel"),
+    return dict(dismiss_channel(agent.runtime, agent.record, p.get("channel"),
                                         force=p.get("force"), reason=p.get("reason")))
 
 
 def _dismiss_event(agent: Agent, p: Payload) -> ToolResult:
-    return dict(dismiss.dismiss_event(agent.runtime, agent.record, p.get("event_id"),
+    return dict(dismiss_event(agent.runtime, agent.record, p.get("event_id"),
                                       channel=p.get("channel"), force=p.get("force"),
                                       reason=p.get("reason")))
 
 
 def _dismiss_ref(agent: Agent, p: Payload) -> ToolResult:
-    return dict(dismiss.dismiss_ref(agent.runtime, agent.record, p.get("ref_id"),
+    return dict(dismiss_ref(agent.runtime, agent.record, p.get("ref_id"),
                                     channel=p.get("channel"), force=p.get("force"),
                                     reason=p.get("reason")))
 
 
 def _add(agent: Agent, p: Payload) -> ToolResult:
-    return dict(hooks.add(agent.runtime, agent.record, p))
+    return dict(add(agent.runtime, agent.record, p))
 
 
 def _list(agent: Agent, p: Payload) -> ToolResult:
-    return dict(hooks.list_hooks(agent.runtime, agent.record))
+    return dict(list_hooks(agent.runtime, agent.record))
 
 
 def _edit(agent: Agent, p: Payload) -> ToolResult:
     fields = {k: v for k, v in p.items() if k != "name"}
-    return dict(hooks.edit(agent.runtime, agent.record, p.get("name"), fields))
+    return dict(edit(agent.runtime, agent.record, p.get("name"), fields))
 
 
 def _drop(agent: Agent, p: Payload) -> ToolResult:
-    return dict(hooks.drop(agent.runtime, agent.record, p.get("name")))
+    return dict(drop(agent.runtime, agent.record, p.get("name")))
 
 
 def _delay(agent: Agent, p: Payload) -> ToolResult:
     # ``seconds`` goes through untouched: a non-integer is the job's ``invalid_delay``.
-    return dict(delay.request_delay(agent.runtime, agent.record, p.get("channel"),
+    return dict(request_delay(agent.runtime, agent.record, p.get("channel"),
                                     p.get("seconds")))
 
 
 def _settings(agent: Agent, p: Payload) -> ToolResult:
-    return dict(channel_settings.show(agent.record))
+    return dict(show(agent.record))
 
 
 def _manual_action(agent: Agent, p: Payload) -> ToolResult:
@@ -125,7 +129,7 @@ ACTIONS: dict[str, tuple[frozenset[str], Handler]] = {
     "dismiss_channel": (DISMISS_KEYS, _dismiss_channel),
     "dismiss_event": (DISMISS_KEYS | {"event_id"}, _dismiss_event),
     "dismiss_ref": (DISMISS_KEYS | {"ref_id"}, _dismiss_ref),
-    "add": (hooks.MANIFEST_FIELDS, _add),
+    "add": (MANIFEST_FIELDS, _add),
     "list": (frozenset(), _list),
     "edit": (EDIT_FIELDS | {"name"}, _edit),
     "drop": (frozenset({"name"}), _drop),

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the jobs load pygit2; a Turn is built only after they ran
-    from tidings.jobs.cap.attention import Lane
-    from tidings.jobs.inbox.items import Item
-    from tidings.jobs.turns.prepare import PreparedTurn, TurnMemory
+    from tidings.jobs.cap import Lane
+    from tidings.jobs.inbox import Item
+    from tidings.jobs.turns import PreparedTurn, TurnMemory
 
 
 @dataclass(frozen=True)

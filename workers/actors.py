@@ -19,15 +19,12 @@ from typing import Literal, NotRequired, TypedDict
 import dramatiq
 from dramatiq import Broker
 
-from tidings.jobs import log
-from tidings.jobs.actions import delay
-from tidings.jobs.channels import dead_letter
-from tidings.jobs.channels import flush as flushing
-from tidings.jobs.memory import memory_admission
+from tidings.jobs import log, tick
+from tidings.jobs.channels import DEAD_EVENT, dead_letter, flush_channel, reason_of
+from tidings.jobs.consumer import expire, render_attention
+from tidings.jobs.memory import observe_memory
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.tick.prompt import PromptVisits
-from tidings.jobs.view import render
-from tidings.jobs.wake import sync
+from tidings.jobs.tick import PromptVisits
 from tidings.store.errors import StoreError
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence
@@ -124,7 +121,7 @@ def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., None]:
             send(broker, actor_names.SYNC_HOST, host_queue(host), host,
                  *([] if agent_ids is None else [agent_ids]))
             return
-        sync.sync_host(rt, host, agent_ids)
+        tick.sync_host(rt, host, agent_ids)
 
     return dramatiq.Actor(
         sync_host, broker=broker, actor_name=actor_names.SYNC_HOST, queue_name=UNROUTED_QUEUE,
@@ -141,14 +138,14 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
     def flush_dead_letter(message: ExhaustedFlush, retries: Mapping[str, object]) -> None:
         agent_id, channel = message["args"][0], message["args"][1]
         agent = registry.get(agent_id)
-        reason = dead_letter.reason_of(message.get("options", {}).get("traceback"))
+        reason = reason_of(message.get("options", {}).get("traceback"))
         if agent is None or not os.path.isdir(agent.workdir):
             # No agent here, or a workdir still moving in: not a channel that can never
             # flush, so the tick's stranded-buffer sweep keeps restarting it (C15).
-            log.event(dead_letter.DEAD_EVENT, agent_id=agent_id, channel=channel, reason=reason,
+            log.event(DEAD_EVENT, agent_id=agent_id, channel=channel, reason=reason,
                       marked=False)
             return
-        dead_letter.dead_letter(rt, agent, channel, reason, retries.get("retries"))
+        dead_letter(rt, agent, channel, reason, retries.get("retries"))
 
     return dramatiq.Actor(
         flush_dead_letter, broker=broker, actor_name=actor_names.FLUSH_DEAD_LETTER,
@@ -164,15 +161,14 @@ def flush_then_visit(visits: VisitsOf) -> AgentJob:
     """``flush_channel``; a flush that committed records starts its agent's prompt visit
     (channels.md C27) in this process, without waiting for a watcher or a tick."""
 
-    def flush_channel(rt: Runtime, agent: AgentRecord,
-                      channel: str) -> flushing.Flushed | flushing.FlushRefused:
-        result = flushing.flush_channel(rt, agent, channel)
+    def flush_then_poke(rt: Runtime, agent: AgentRecord, channel: str) -> object:
+        result = flush_channel(rt, agent, channel)
         runner = visits()
         if runner is not None and result["applied"]:
             runner.poke([agent.agent_id])
         return result
 
-    return flush_channel
+    return flush_then_poke
 
 
 def _none() -> None:
@@ -184,10 +180,10 @@ def declare_actors(broker: Broker, rt: Runtime, visits: VisitsOf = _none) -> Non
     agent_actor(broker, rt, actor_names.FLUSH_CHANNEL, flush_then_visit(visits),
                 max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=actor_names.FLUSH_DEAD_LETTER)
     flush_dead_letter_actor(broker, rt)
-    agent_actor(broker, rt, actor_names.EXPIRE_DELAY, delay.expire)
+    agent_actor(broker, rt, actor_names.EXPIRE_DELAY, expire)
     sync_host_actor(broker, rt)
     # prepare_turn's group (workers/turn_group.py): results are read by the caller.
-    agent_actor(broker, rt, actor_names.OBSERVE_MEMORY, memory_admission.observe_memory,
+    agent_actor(broker, rt, actor_names.OBSERVE_MEMORY, observe_memory,
                 store_results=True)
-    agent_actor(broker, rt, actor_names.RENDER_ATTENTION, render.render_attention,
+    agent_actor(broker, rt, actor_names.RENDER_ATTENTION, render_attention,
                 store_results=True)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from dramatiq import Broker
 
-from tidings.jobs.actions import delay
-from tidings.jobs.channels import flush as flushing
+from tidings.jobs.channels import flush_channel
+from tidings.jobs.consumer import expire
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 from tidings.workers.dispatch import BrokerDispatcher
@@ -25,7 +25,7 @@ class InlineDispatcher(BrokerDispatcher):
         self._runtime_factory = runtime_factory
 
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
-        flushing.flush_channel(self._runtime_factory(), agent, channel)
+        flush_channel(self._runtime_factory(), agent, channel)
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
-        delay.expire(self._runtime_factory(), agent, request_id)
+        expire(self._runtime_factory(), agent, request_id)

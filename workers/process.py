@@ -7,7 +7,7 @@ from redis import Redis
 
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.tick import prompt
+from tidings.jobs.tick import start_prompt_visits
 from tidings.store import rates
 from tidings.store.clock import SystemClock
 from tidings.store.registry_migration import migrate_legacy
@@ -36,7 +36,7 @@ class HostWorker:
         self.broker = make_broker(control, settings)
         self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker),
                                control)
-        self.visits = prompt.start(self.runtime)
+        self.visits = start_prompt_visits(self.runtime)
         declare_actors(self.broker, self.runtime, lambda: self.visits)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)

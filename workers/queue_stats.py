@@ -24,7 +24,7 @@ from tidings.workers.routing import host_queue, scheduler_queue
 
 
 class QueueFigure(TypedDict):
-    """One queue's figures (api.md, ``tidings status --json``)."""
+    """One queue's figures (interfaces.md, ``tidings status --json``)."""
 
     name: str
     depth: int

@@ -1,4 +1,4 @@
-"""Queue names (architecture.md, Placement): every message for an agent goes to the
+"""Queue names (guide.md, Placement): every message for an agent goes to the
 queue of the agent's host, which only that host's workers consume."""
 
 from __future__ import annotations

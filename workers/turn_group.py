@@ -17,10 +17,10 @@ from dramatiq import group as _untyped_group
 from dramatiq.results import ResultError, ResultTimeout
 
 from tidings.jobs import log
-from tidings.jobs.cap.attention import Lane
-from tidings.jobs.memory.memory_admission import ObservationResult, result
+from tidings.jobs.cap import Lane
+from tidings.jobs.memory import ObservationResult, result
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns.prepare import TurnMemory, skipped
+from tidings.jobs.turns import TurnMemory, skipped
 from tidings.store.models import AgentRecord
 from tidings.workers import actor_names
 from tidings.workers.dispatch import route

@@ -1,4 +1,4 @@
-"""``prepare_turn``'s worker group, awaited on ``redis.asyncio`` (api.md, ``tidings.aio``).
+"""``prepare_turn``'s worker group, awaited on ``redis.asyncio`` (interfaces.md, ``tidings.aio``).
 
 The group is enqueued as :class:`GroupPreTurn` does; its results are awaited with a
 blocking pop on the results backend's own keys, so the wait holds a pooled
@@ -15,9 +15,9 @@ from dramatiq.results import ResultError
 from redis.asyncio import Redis as AsyncRedis
 
 from tidings.jobs import log
-from tidings.jobs.cap.attention import Lane
-from tidings.jobs.memory.memory_admission import result
-from tidings.jobs.turns.prepare import TurnMemory, skipped
+from tidings.jobs.cap import Lane
+from tidings.jobs.memory import result
+from tidings.jobs.turns import TurnMemory, skipped
 from tidings.store.models import AgentRecord
 from tidings.workers.turn_group import _WAIT_SLICE_SECONDS, GroupPreTurn, observation_of
 

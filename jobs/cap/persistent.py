@@ -71,22 +71,26 @@ def _noted(record: Part, note: str) -> None:
         record["comment"] = note
 
 
-def _cut_fields(record: Part, fields: tuple[str, ...], budget: int) -> bool:
-    lost = False
+def _cut_fields(record: Part, fields: tuple[str, ...], budget: int) -> list[str]:
+    """Shorten ``fields`` of ``record`` to ``budget``; the names of those that were cut."""
+    cut_names = []
     for name in fields:
         value = record.get(name)
         if isinstance(value, str) and len(value) > budget:
             record[name] = cut(value, budget)
-            lost = True
-    return lost
+            cut_names.append(name)
+    return cut_names
 
 
 def _email_record(record: object, budget: int, run: _Run) -> object:
     if not isinstance(record, dict) or id(record) in run.stubs:
         return record
     out: Part = dict(record)
-    if _cut_fields(out, EMAIL_HEAVY, budget):
-        out["message_truncated"] = True
+    for name in _cut_fields(out, EMAIL_HEAVY, budget):
+        # B15: flags truthful per field: ``message_truncated`` only for a cut ``message``
+        # (added if absent); another field's flag only where the producer defined it
+        if name == "message" or f"{name}_truncated" in out:
+            out[f"{name}_truncated"] = True
     if budget == NOTE_BUDGET:
         _noted(out, run.email_note)
     return out

@@ -1,5 +1,5 @@
-"""``publish(..., wait=True)`` on ``redis.asyncio`` (channels.md C11; api.md, ``tidings.aio``):
-await the channel's applied sequence with no thread held."""
+"""``publish(..., wait=True)`` on ``redis.asyncio`` (channels.md C11; interfaces.md,
+``tidings.aio``): await the channel's applied sequence with no thread held."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
-from tidings.jobs.channels.publish import WAIT_SECONDS
+from tidings.jobs.channels.publishing import WAIT_SECONDS
 from tidings.store.keys import AgentKeys
 
 #: First and longest pause between two reads of the applied sequence (seconds).

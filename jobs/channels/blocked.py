@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from tidings.jobs import log
 from tidings.jobs.channels import blocked_overflow, names, system_events
-from tidings.jobs.channels.allowlist import Allowlist
+from tidings.jobs.channels.allowlisting import Allowlist
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.files import MAX_READ_BYTES, directory

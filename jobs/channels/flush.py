@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from tidings.jobs import metrics
-from tidings.jobs.channels import dead_letter, names, system_events
+from tidings.jobs.channels import dead_letters, names, system_events
 from tidings.jobs.channels.mirror import Record, apply_batch, parse_mirror, retained_bound
 from tidings.jobs.runtime import Runtime
 from tidings.store import faults, locks, rates, replies
@@ -140,7 +140,7 @@ def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Flushed | Fl
                     "applied": applied}
         if ended:
             if applied and not count:  # a commit that ends the run revives in its script
-                dead_letter.revive(rt, agent, channel)
+                dead_letters.revive(rt, agent, channel)
             return {"status": "ok", "channel": channel, "applied": applied + count,
                     "requeued": False}
         applied += count

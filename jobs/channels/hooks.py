@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Literal, NotRequired, TypedDict
 
-from tidings.jobs.channels import allowlist, names
+from tidings.jobs.channels import allowlisting, names
 from tidings.jobs.channels.envelope import ErrorResult, failure, raised
 from tidings.jobs.channels.manifests import Manifest
 from tidings.jobs.runtime import Runtime
@@ -157,9 +157,9 @@ def _write(agent: AgentRecord, manifests: list[Manifest]) -> None:
         data = compact([m.document() for m in manifests]).encode("utf-8")
         if len(data) > MAX_REGISTRY_BYTES:
             raise _Full(f"hooks.json would be {len(data)} bytes; the limit is 1 MiB")
-        atomic_write(agent.root, allowlist.HOOKS_FILE, data)
+        atomic_write(agent.root, allowlisting.HOOKS_FILE, data)
     else:  # C38: an empty registry deletes the file
-        remove_file(agent.root, allowlist.HOOKS_FILE)
+        remove_file(agent.root, allowlisting.HOOKS_FILE)
 
 
 Mutation = Callable[[list[Manifest]], tuple[HookResult, list[Manifest] | None]]
@@ -170,7 +170,7 @@ def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> HookResult:
     (``None``: write nothing)."""
     try:
         with locks.hold(agent.root, SCOPE):
-            loaded = allowlist.load_registry(agent.root)
+            loaded = allowlisting.load_registry(agent.root)
             if loaded.error is not None:
                 return load_failed(loaded.error)
             result, manifests = change(list(loaded.manifests))
@@ -188,8 +188,8 @@ def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> HookResult:
     except (OSError, UnsafePathError) as exc:  # C51: the lock itself could not be taken
         return failure("hook_registry_write_failed",
                      f"could not lock the hook registry: {type(exc).__name__}: {exc}")
-    allowlist.invalidate(agent)
-    allowlist.registry_state(rt, agent)  # refresh the last-loaded set in Redis (C41)
+    allowlisting.invalidate(agent)
+    allowlisting.registry_state(rt, agent)  # refresh the last-loaded set in Redis (C41)
     return result
 
 
@@ -226,7 +226,7 @@ def add(rt: Runtime, agent: AgentRecord, fields: Mapping[str, object]) -> HookRe
 
 def list_hooks(rt: Runtime, agent: AgentRecord) -> HookList | ErrorResult:
     """C40 ``list``: the manifests in registry order."""
-    loaded = allowlist.load_registry(agent.root)
+    loaded = allowlisting.load_registry(agent.root)
     if loaded.error is not None:
         return load_failed(loaded.error)
     return {"status": "ok", "hooks": [m.document() for m in loaded.manifests]}

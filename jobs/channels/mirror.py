@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from tidings.jobs.channels.allowlist import load_registry
+from tidings.jobs.channels.allowlisting import load_registry
 from tidings.jobs.channels.envelope import DEFAULT_ICON, MAX_ENVELOPE_BYTES
 from tidings.jobs.channels.names import SYSTEM
 from tidings.store.jsonfmt import compact, utc_stamp

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tidings.jobs.channels.envelope import PublishResult
-from tidings.jobs.channels.publish import append_event
+from tidings.jobs.channels.publishing import append_event
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 

@@ -11,21 +11,33 @@ from tidings.jobs.memory.checkpoint import decode_checkpoint, encode_checkpoint
 from tidings.jobs.memory.coalesce import render_memory_entry
 from tidings.jobs.memory.comparison import Comparison, compare
 from tidings.jobs.memory.content import DEFAULT_STANDING_FILES, event_content
+from tidings.jobs.memory.memory_admission import (
+    RECORDED,
+    ObservationResult,
+    observe_at_finish,
+    observe_memory,
+    result,
+)
 from tidings.jobs.memory.model import CheckpointState, ObserveResult, Snapshot
 from tidings.jobs.memory.observation import observe_worktree
 from tidings.jobs.memory.owned import split_owned
 
 __all__ = [
     "DEFAULT_STANDING_FILES",
+    "RECORDED",
     "CheckpointState",
     "Comparison",
+    "ObservationResult",
     "ObserveResult",
     "Snapshot",
     "compare",
     "decode_checkpoint",
     "encode_checkpoint",
     "event_content",
+    "observe_at_finish",
+    "observe_memory",
     "observe_worktree",
     "render_memory_entry",
+    "result",
     "split_owned",
 ]

@@ -71,20 +71,6 @@ def _rewritten(repo: pygit2.Repository, old: str | None, new: str | None) -> boo
     return not repo.descendant_of(pygit2.Oid(hex=new), pygit2.Oid(hex=old))
 
 
-def differing_paths(repo: pygit2.Repository, old: str | None, new: str | None) -> frozenset[bytes]:
-    """M39: the paths whose entries differ between two head trees (for a branch move);
-    empty when either tree cannot be read."""
-    try:
-        diff = head_tree(repo, old).diff_to_tree(head_tree(repo, new), _TREE_DIFF)
-    except _READ_ERRORS:
-        return frozenset()
-    paths: set[bytes] = set()
-    for delta in diff.deltas:
-        paths.add(delta.old_file.raw_path)
-        paths.add(delta.new_file.raw_path)
-    return frozenset(paths)
-
-
 class TreeReader:
     """HEAD-tree entries of single paths, for paths one observation did not list."""
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import pygit2
 
 from tidings.jobs.memory import areas
 from tidings.jobs.memory.changes import Change
-from tidings.jobs.memory.commits import HeadMove, TreeReader, differing_paths, head_move
+from tidings.jobs.memory.commits import HeadMove, TreeReader, head_move
 from tidings.jobs.memory.fingerprint import RACY_WINDOW_NS
 from tidings.jobs.memory.model import (
     CheckpointState,
@@ -48,7 +48,6 @@ class Comparison:
     staged: tuple[Change, ...] = ()
     worktree: tuple[Change, ...] = ()
     overflow: tuple[int, int] | None = None
-    branch_paths: frozenset[bytes] = field(default_factory=frozenset)
     old_identity: Identity | None = None
 
     @property
@@ -112,11 +111,11 @@ def _changes(previous: Snapshot, current: Snapshot, repo: pygit2.Repository | No
     branch_moved = old.branch != new.branch or old.detached != new.detached
     head_moved = not branch_moved and old.head != new.head
     move = HeadMove((), False, False)
-    if head_moved:
+    if head_moved or (branch_moved and old.head != new.head):
         move = head_move(repo, old.head, new.head) if repo else HeadMove((), True, True)
-    branch_paths = frozenset[bytes]()
-    if branch_moved and repo is not None:
-        branch_paths = differing_paths(repo, old.head, new.head)
+    # M29/M30: a branch move lists what the switch changed between the two head trees;
+    # only an unreadable old head says history was rewritten (a branch is no rewrite)
+    rewritten = move.old_unreadable if branch_moved else move.history_rewritten
     staged, worktree = areas.compare_paths(previous, current, TreeReader(repo))
     overflow = None
     if (previous.overflow_count, previous.overflow_digest) != (
@@ -126,9 +125,8 @@ def _changes(previous: Snapshot, current: Snapshot, repo: pygit2.Repository | No
     return Comparison(
         "changed", current, "changes", since=previous.observed_at, old_head=old,
         branch_moved=branch_moved, head_moved=head_moved,
-        history_rewritten=move.history_rewritten, old_head_unreadable=move.old_unreadable,
+        history_rewritten=rewritten, old_head_unreadable=move.old_unreadable,
         commit=move.commit, staged=staged, worktree=worktree, overflow=overflow,
-        branch_paths=branch_paths,
     )
 
 

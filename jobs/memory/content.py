@@ -127,9 +127,9 @@ def entry(change: Change) -> ChangeEntry:
 
 
 def standing_changes(comparison: Comparison, standing_files: Sequence[str]) -> list[str]:
-    """M39: standing files in any list (as path or from path) or differing between the
-    heads of a branch move, in the order of the setting."""
-    touched = set(comparison.branch_paths)
+    """M39: standing files in any list (as path or from path; a branch move's ``commit``
+    list is what differs between its heads), in the order of the setting."""
+    touched: set[bytes] = set()
     for changes in (comparison.commit, comparison.staged, comparison.worktree):
         for change in changes:
             touched.add(change.path)

@@ -16,23 +16,15 @@ from typing import Literal, Required, TypedDict
 
 from tidings.jobs import log, metrics
 from tidings.jobs.ids import new_uuid7
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.memory import (
-    Comparison,
-    Snapshot,
-    compare,
-    decode_checkpoint,
-    encode_checkpoint,
-    event_content,
-    observe_worktree,
-    split_owned,
-)
-from tidings.jobs.memory import (
-    checkpoint as memory_checkpoint,
-)
-from tidings.jobs.memory.content import MemoryPayload
+from tidings.jobs.inbox import MAX_OPEN, MEMORY_SOURCE_KIND
+from tidings.jobs.memory import checkpoint as memory_checkpoint
+from tidings.jobs.memory.checkpoint import decode_checkpoint, encode_checkpoint
+from tidings.jobs.memory.comparison import Comparison, compare
+from tidings.jobs.memory.content import MemoryPayload, event_content
 from tidings.jobs.memory.lock import ObservationBusy, observe_lock
-from tidings.jobs.memory.model import TooNew
+from tidings.jobs.memory.model import Snapshot, TooNew
+from tidings.jobs.memory.observation import observe_worktree
+from tidings.jobs.memory.owned import split_owned
 from tidings.jobs.runtime import Runtime
 from tidings.store import faults, replies
 from tidings.store.inbox_keys import InboxKeys
@@ -185,13 +177,13 @@ def _commit(
     if content is not None:
         event_id = new_uuid7()
         summary, payload = content
-        event = compact({"event_id": event_id, "source_kind": inbox_admission.MEMORY_SOURCE_KIND,
+        event = compact({"event_id": event_id, "source_kind": MEMORY_SOURCE_KIND,
                          "created_at": utc_stamp_ms(now), "observed_at": snapshot.observed_at,
                          "summary": summary, "payload": payload})
         faults.reach("admit.before_script")
     admitted = memory_scripts.admit(
         rt.scripts, agent.agent_id, read_version=read_version, event_id=event_id or None,
-        event_json=event, open_bound=inbox_admission.MAX_OPEN, created_ms=int(now * 1000),
+        event_json=event, open_bound=MAX_OPEN, created_ms=int(now * 1000),
         checkpoint={name: value for name, value in fields.items() if name != "version"},
     )
     if admitted.outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):

@@ -67,7 +67,8 @@ def split_owned(comparison: Comparison, owned: Mapping[str, object], repo_path: 
     if result.branch_moved and spec.has_branch and spec.branch == (
         None if new_head.detached else display_name(new_head.branch)
     ):
-        result = replace(result, branch_moved=False, branch_paths=frozenset())
+        result = replace(result, branch_moved=False, history_rewritten=False,
+                         old_head_unreadable=False, commit=())
     old_head = comparison.old_head.head if comparison.old_head else None
     if result.head_moved and _commits_owned(repo_path, old_head, new_head.head, spec.commits):
         result = replace(result, head_moved=False, history_rewritten=False,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from tidings.jobs.summary_cap import SUMMARY_BYTES, TRUNCATION_MARK, cap
 
@@ -26,10 +27,18 @@ PERSONA_SENTENCE = (
 #: What a file name must not be able to imitate in a list line (M26).
 _SPOOFING = re.compile(r'; |: | → |\(\+\d+ more\)|^"')
 _LABELS = {"commit": "Committed", "staged": "Staged", "worktree": "Worktree"}
+#: M29/M37: the ``commit`` list's label after a branch move.
+_BRANCH_LABEL = "Changed by the branch move"
+_ELLIPSIS = "…"
+#: M37: a path is shortened to no fewer bytes than this (else its entry is dropped).
+_MIN_PATH_BYTES = 16
+#: M37: a list's last entry is shortened, not dropped, when this much room is left for it.
+_MIN_ENTRY_BYTES = 32
 
 
 def summary_text(payload: Mapping[str, object], header: str) -> str:
-    """M37: header, notices, branch move, head move, lists, overflow, persona sentence."""
+    """M37: header, notices, branch move, head move, lists, overflow, persona sentence,
+    within SUMMARY_BYTES by showing fewer entries (see :func:`bounded`)."""
     lines = [header]
     if payload.get("repository_replaced"):
         lines.append("The memory repository at this path was replaced by a different one; "
@@ -49,18 +58,123 @@ def summary_text(payload: Mapping[str, object], header: str) -> str:
     if payload.get("history_rewritten"):
         lines.append("History rewritten; inspect with git.")
     changes, more = mapping_of(payload.get("changes")), mapping_of(payload.get("more"))
-    for area, label in _LABELS.items():
-        line = list_line(label, entries_of(changes.get(area)), count_of(more.get(area)))
-        if line:
-            lines.append(line)
+    labels = {**_LABELS, "commit": _BRANCH_LABEL} if payload.get("branch_moved") else _LABELS
+    lists = [
+        _List(label, entries_of(changes.get(area)), count_of(more.get(area)))
+        for area, label in labels.items()
+    ]
+    tail = []
     overflow = mapping_of(payload.get("overflow"))
     if overflow:
-        lines.append(f"Paths listed beyond the first 20,000 changed: {overflow.get('from')} → "
-                     f"{overflow.get('to')} more paths.")
+        tail.append(f"Paths listed beyond the first 20,000 changed: {overflow.get('from')} → "
+                    f"{overflow.get('to')} more paths.")
     persona_paths = strings_of(payload.get("persona_paths"))
     if payload.get("persona_changed") and persona_paths:
-        lines.append(persona_sentence(persona_paths))
-    return cap("\n".join(lines))
+        tail.append(persona_sentence(persona_paths))
+    return bounded(lines, [item for item in lists if item.total], tail)
+
+
+@dataclass
+class _List:
+    """One labelled list: the entries a payload holds and the count it left out."""
+
+    label: str
+    entries: list[Mapping[str, object]]
+    more: int
+    #: The entries' texts as they will be shown (the first ones, some perhaps shortened).
+    shown: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.shown = [entry_text(entry) for entry in self.entries[:LIST_LIMIT]]
+
+    @property
+    def total(self) -> int:
+        return len(self.entries) + self.more
+
+    def line(self) -> str:
+        hidden = self.total - len(self.shown)
+        text = "; ".join(self.shown)
+        if hidden:
+            text = f"{text} (+{hidden} more)" if text else f"(+{hidden} more)"
+        return f"{self.label}: {text}"
+
+    def weight(self) -> int:
+        return sum(len(text.encode("utf-8")) for text in self.shown)
+
+
+def bounded(head: Sequence[str], lists: Sequence[_List], tail: Sequence[str]) -> str:
+    """M37: the lines within SUMMARY_BYTES, meaning kept. Entries are dropped from the
+    longest list (in bytes) first, its ``(+N more)`` counting every entry not shown; a
+    list's last entry, when too long to fit, is shortened in the middle of its path(s).
+    Only when the fixed lines and the labels with their counts alone are over the bound
+    is the text cut (:func:`cap`)."""
+
+    def render() -> str:
+        return "\n".join([*head, *(item.line() for item in lists), *tail])
+
+    text = render()
+    while (excess := len(text.encode("utf-8")) - SUMMARY_BYTES) > 0:
+        longest = max(lists, key=_List.weight, default=None)
+        if longest is None or not longest.shown:
+            return cap(text)
+        if len(longest.shown) == 1:
+            entry = longest.entries[0]
+            room = longest.weight() - excess
+            kept = _shortened_entry(entry, room) if room >= _MIN_ENTRY_BYTES else None
+            if kept is not None and kept != longest.shown[0]:
+                longest.shown = [kept]
+                text = render()
+                continue
+        longest.shown.pop()
+        text = render()
+    return text
+
+
+def _shortened_entry(entry: Mapping[str, object], room: int) -> str | None:
+    """The entry's text in at most ``room`` UTF-8 bytes, its path(s) shortened in the
+    middle with ``…`` (None when no shortening fits)."""
+    paths = ["path", "from_path"] if entry.get("change") == "renamed" and entry.get(
+        "from_path") is not None else ["path"]
+    full = entry_text(entry)
+    budget = {key: len(str(entry.get(key)).encode("utf-8")) for key in paths}
+    while True:
+        over = len(full.encode("utf-8")) - room
+        if over <= 0:
+            return full
+        for key in paths:  # the longest path gives up the bytes
+            if budget[key] == max(budget.values()):
+                budget[key] -= over
+                break
+        if min(budget.values()) < _MIN_PATH_BYTES:
+            return None
+        shortened = {**entry, **{key: middle_cut(str(entry.get(key)), budget[key])
+                                 for key in paths}}
+        full = entry_text(shortened)
+
+
+def middle_cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` UTF-8 bytes: its start and end around ``…``, cut on
+    code-point boundaries."""
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    room = limit - len(_ELLIPSIS.encode("utf-8"))
+    start: list[str] = []
+    end: list[str] = []
+    used, low, high = 0, 0, len(text) - 1
+    while low <= high:
+        take_start = len(start) <= len(end)
+        char = text[low] if take_start else text[high]
+        size = len(char.encode("utf-8"))
+        if used + size > room:
+            break
+        used += size
+        if take_start:
+            start.append(char)
+            low += 1
+        else:
+            end.append(char)
+            high -= 1
+    return "".join(start) + _ELLIPSIS + "".join(reversed(end))
 
 
 def mapping_of(value: object) -> Mapping[str, object]:
@@ -93,18 +207,6 @@ def header(since: str | None, observed_at: str | None, event_ids: Sequence[str] 
     if since:
         return f"Memory repository changes observed since {since}{ids}:"
     return f"Memory repository changes observed at {observed_at}{ids}:"
-
-
-def list_line(label: str, entries: Sequence[Mapping[str, object]], more: int) -> str | None:
-    """``Label: entry; entry (+N more)`` with at most LIST_LIMIT entries."""
-    shown = list(entries)[:LIST_LIMIT]
-    hidden = len(entries) - len(shown) + more
-    if not shown and not hidden:
-        return None
-    text = "; ".join(entry_text(entry) for entry in shown)
-    if hidden:
-        text = f"{text} (+{hidden} more)" if text else f"(+{hidden} more)"
-    return f"{label}: {text}"
 
 
 def entry_text(entry: Mapping[str, object]) -> str:

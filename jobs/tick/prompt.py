@@ -27,8 +27,9 @@ from collections.abc import Callable, Collection, Iterable
 from functools import partial
 
 from tidings.jobs import log, metrics
+from tidings.jobs.consumer import prefetch, sync_agent
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import sync
+from tidings.jobs.tick.host import next_visit
 from tidings.store import keys
 from tidings.store.registry import AgentRegistry
 
@@ -163,24 +164,21 @@ def prompt_visit(rt: Runtime, agent_ids: list[str]) -> set[str]:
               and a.host == rt.settings.host and os.path.isdir(a.workdir)]
     busy: set[str] = set()
     due: dict[str, float] = {}
-    token = sync._known.set(sync.prefetch(rt, agents))  # the tick's one-round-trip reads
-    try:
-        for agent in agents:
-            outcome = sync.sync_agent(rt, agent)
-            if outcome.get("busy"):
-                busy.add(agent.agent_id)
-            when = sync.next_visit(rt, outcome, agent)
-            if when is not None:
-                due[agent.agent_id] = when
-    finally:
-        sync._known.reset(token)
+    known = prefetch(rt, agents)  # the tick's one-round-trip reads
+    for agent in agents:
+        outcome = sync_agent(rt, agent, known[agent.agent_id])  # never raises
+        if outcome.get("busy"):
+            busy.add(agent.agent_id)
+        when = next_visit(rt, outcome, agent)
+        if when is not None:
+            due[agent.agent_id] = when
     metrics.synced("prompt", len(agents))
     if due:
         rt.redis.zadd(keys.sync_due(rt.settings.host), due)
     return busy
 
 
-def start(rt: Runtime) -> PromptVisits | None:
+def start_prompt_visits(rt: Runtime) -> PromptVisits | None:
     """This process's prompt visits, or ``None`` when ``TIDINGS_PROMPT_VISITS`` is off."""
     if not rt.settings.prompt_visits:
         return None

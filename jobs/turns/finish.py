@@ -13,13 +13,8 @@ from typing import Literal, TypedDict
 
 from tidings.jobs import metrics
 from tidings.jobs.ids import is_event_id
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.memory.memory_admission import (
-    RECORDED,
-    ObservationResult,
-    observe_at_finish,
-    result,
-)
+from tidings.jobs.inbox import MAX_TERMINAL
+from tidings.jobs.memory import RECORDED, ObservationResult, observe_at_finish, result
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.turns.prepare import OBSERVING_KINDS, TurnError, error
 from tidings.store import faults, replies
@@ -140,7 +135,7 @@ def _settle(
     finished = inbox_scripts.finish(
         rt.scripts, agent_id, turn_id=turn_id, now_ms=int(now * 1000), now_iso=utc_stamp_ms(now),
         ok=ok, side_effects=side_effects, memory_json=compact(memory),
-        not_claimed_json=compact(not_claimed), terminal_kept=inbox_admission.MAX_TERMINAL,
+        not_claimed_json=compact(not_claimed), terminal_kept=MAX_TERMINAL,
         ignored_claimed=[i for i in ignored if i in claimed],
     )
     if finished.outcome == "unknown_turn":

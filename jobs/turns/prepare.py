@@ -15,15 +15,12 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict, Unpack
 
 from tidings.jobs import log, metrics
-from tidings.jobs.cap.attention import Lane
+from tidings.jobs.cap import Lane
+from tidings.jobs.consumer import render_attention
 from tidings.jobs.ids import new_uuid7
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox.items import Item, read_items
-from tidings.jobs.inbox.text import render_inbox_text
-from tidings.jobs.memory import render_memory_entry
-from tidings.jobs.memory.memory_admission import ObservationResult, observe_memory
+from tidings.jobs.inbox import MEMORY_SOURCE_KIND, Item, read_items, recover, render_inbox_text
+from tidings.jobs.memory import ObservationResult, observe_memory, render_memory_entry
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view.render import render_attention
 from tidings.store.jsonfmt import utc_stamp_ms
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import inbox as inbox_scripts
@@ -152,7 +149,7 @@ def _take_slot(
         holder = began.holder
         if began.outcome == "busy":
             break
-        recovered = inbox_admission.recover(rt, agent_id, expired_turn=holder)
+        recovered = recover(rt, agent_id, expired_turn=holder)
         log.event("turn_expired_recovered", agent_id=agent_id, turn_id=holder,
                   retryable=recovered["retryable"], needs_repair=recovered["needs_repair"])
     return error("turn_in_progress", "an unfinished turn holds the turn slot",
@@ -224,15 +221,15 @@ def prepare_turn(
 
 def inbox_text(items: list[Item]) -> str:
     """M45: one coalesced memory entry (oldest event first), then the other items."""
-    memory = [i for i in items if i["source_kind"] == inbox_admission.MEMORY_SOURCE_KIND]
-    others = [i for i in items if i["source_kind"] != inbox_admission.MEMORY_SOURCE_KIND]
+    memory = [i for i in items if i["source_kind"] == MEMORY_SOURCE_KIND]
+    others = [i for i in items if i["source_kind"] != MEMORY_SOURCE_KIND]
     entry = render_memory_entry(memory) if memory else None
     return render_inbox_text(others, entry, len(memory))
 
 
 def startup(rt: Runtime, agent: AgentRecord) -> Startup:
     """M51: recover (idempotently), then the ``startup`` observation. Never wakes."""
-    recovered = inbox_admission.recover(rt, agent.agent_id)
+    recovered = recover(rt, agent.agent_id)
     if recovered["closed_turn"]:
         log.event("startup_closed_turn", agent_id=agent.agent_id,
                   turn_id=recovered["closed_turn"])

@@ -3,7 +3,7 @@
 --       8 key index, 9 sequence, 10 wake stream
 -- ARGV: 1 event_id, 2 event JSON, 3 created_at in ms, 4 key digest ("" = none),
 --       5 open-item bound, 6 "1" to wake, 7 wake entry JSON (stream fields "kind" and
---       "entry", as every producer of the wake stream writes them: jobs/wake.py)
+--       "entry", as every producer of the wake stream writes them: jobs/consumer/wake_stream.py)
 -- Returns {"replay"} when this event id exists (a redelivery), {"duplicate", event_id}
 -- when a retained item has the key, {"inbox_full"}, or {"ok", seq}. Writes nothing
 -- unless "ok".

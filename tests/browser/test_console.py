@@ -46,7 +46,8 @@ class Stack:
         up.wait_ready(timeout=30)
         self.url = find_url(state)
         self.web, _ = self._web()
-        # Actions need the console's token: the login URL it prints once (api.md Local trust).
+        # Actions need the console's token: the login URL it prints once (interfaces.md
+        # "Local trust").
         self.web_actions, self.login = self._web("--allow-actions")
         self.hub = tidings.connect(self.url)
         workdir = tmp / "agent"

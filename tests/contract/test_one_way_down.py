@@ -1,5 +1,5 @@
-"""Issue 21, acceptance 3: only the composed read (``jobs.view.coherent.observe``: D9,
-then C22) reaches the payloads from outside ``jobs/view/``. The import-linter contract
+"""Issue 21, acceptance 3: only the composed read (``jobs.consumer.coherent.observe``: D9,
+then C22) reaches the payloads from outside ``jobs/consumer/``. The import-linter contract
 ``one-way-down`` (pyproject.toml) lets only the package itself and the console's
 read-only preview import the bare read; a module anywhere else that imports it breaks
 ``make lint``. Run here over the same link tree ``make lint`` uses, once as it is and
@@ -19,8 +19,8 @@ from tests.support.linktree import REPO, lay_out
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 ROGUES = {
-    "tidings/_rogue.py": "from tidings.jobs.view._bare_read import bare_read\n",
-    "tidings/jobs/wake/_rogue.py": "from tidings.jobs.view import _bare_read\n",
+    "tidings/_rogue.py": "from tidings.jobs.consumer._bare_read import bare_read\n",
+    "tidings/jobs/tick/_rogue.py": "from tidings.jobs.consumer import _bare_read\n",
 }
 
 
@@ -55,4 +55,4 @@ def test_a_module_outside_view_importing_the_bare_read_breaks_it(tree: Path, rog
         path.unlink()
     module = rogue.removesuffix(".py").replace("/", ".")
     assert done.returncode != 0
-    assert f"{module} -> tidings.jobs.view._bare_read" in done.stdout
+    assert f"{module} -> tidings.jobs.consumer._bare_read" in done.stdout

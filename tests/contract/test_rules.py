@@ -32,8 +32,8 @@ import pytest
 
 from tests.contract.paths import ACT, LANE, MEMORY, PATHS, READ, STAMP, Path, channels_of
 from tests.contract.world import World
+from tidings.jobs.consumer.delivery import GUIDANCE_REF, STAMP_INSTRUCTION
 from tidings.jobs.limits import DEFAULT_MAX_CHARS
-from tidings.jobs.view.delivery import GUIDANCE_REF, STAMP_INSTRUCTION
 
 SOUL = {"header": "s", "data": {"count": 7, "events": [1]}}
 ALARM_HEADER = "Notification delay ended: soul"

@@ -18,8 +18,8 @@ from typing import Any
 from tests.support.memory_repo import MemoryRepo
 from tidings._agent import Agent
 from tidings._hub import Hub
-from tidings.jobs.view.delivery import check_placeholder
-from tidings.jobs.wake.sync import sync_agent
+from tidings.jobs.consumer.delivery import check_placeholder
+from tidings.jobs.consumer.visit import sync_agent
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.settings import Settings

@@ -1,4 +1,4 @@
-"""api.md "More CLI rules" against a real store (issue 14, acceptance 3): JSON from
+"""interfaces.md "More CLI rules" against a real store (issue 14, acceptance 3): JSON from
 standard input and from a file; only ``agents add`` registers; a busy ``up`` port;
 ``rediss://`` against a plain server; ``notification check`` prints the bare
 placeholder while ``check`` stamps it."""
@@ -17,7 +17,7 @@ import pytest
 from tests.support.processes import ProcessGroup, add_agent, run_cli
 from tests.support.redis_server import RedisServer, free_port
 from tidings import cli
-from tidings.jobs.view.delivery import check_placeholder
+from tidings.jobs.consumer.delivery import check_placeholder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 

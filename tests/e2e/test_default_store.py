@@ -1,4 +1,4 @@
-"""Issue 20: ``tidings up`` with no URL serves a real engine with AOF (api.md "The
+"""Issue 20: ``tidings up`` with no URL serves a real engine with AOF (interfaces.md "The
 default store"); ``--ephemeral`` serves the in-memory store on the same contract.
 
 Every ``tidings up`` here runs in the test's own ``TIDINGS_STATE_DIR`` (``e2e_env``) on
@@ -302,7 +302,7 @@ def test_an_orphaned_engine_is_shut_down_and_its_data_kept(
 def test_an_engine_that_dies_stops_up_with_exit_1(
     procs: ProcessGroup, state: Path,
 ) -> None:
-    """api.md Lifecycle: the engine dies while `tidings up` runs → `up` exits non-zero
+    """interfaces.md Lifecycle: the engine dies while `tidings up` runs → `up` exits non-zero
     (for the service manager), saying so; it does not limp on without a store."""
     up = start_up(procs, "--port", "0")
     os.kill(record(state)["pid"], signal.SIGKILL)

@@ -23,9 +23,9 @@ from tests.support.delay import ALARM, STATE
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
-from tidings.jobs.actions.delay import request_delay
+from tidings.jobs.consumer import coherent
+from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent
 from tidings.store import keys
 from tidings.store.clock import SystemClock
 from tidings.store.files import atomic_write

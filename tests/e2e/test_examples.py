@@ -16,8 +16,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.parametrize(("program", "says"), [
-    ("pydantic_ai_agent.py", '"cleared": true'),
-    ("openai_agents_agent.py", '"action": "delayed"'),
+    ("pydantic_ai_agent.py", '"cleared":true'),
+    ("openai_agents_agent.py", '"action":"delayed"'),
     ("mcp_client.py", "updated: {'mcp.ci'"),
     ("asyncio_orchestrator.py", "10 agents took a turn"),
 ])

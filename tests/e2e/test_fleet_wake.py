@@ -24,9 +24,9 @@ import pytest
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
-from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.view import wake_mask
-from tidings.jobs.view.read import fingerprint
+from tidings.jobs.channels.allowlisting import Allowlist
+from tidings.jobs.consumer import wake_mask
+from tidings.jobs.consumer.read import fingerprint
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord

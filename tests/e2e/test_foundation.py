@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,16 @@ def test_demo_shows_a_burst_and_exits_zero(e2e_env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     assert "A burst of events lands in one channel file" in done.stdout
     assert "Tour complete" in done.stdout
+    # Issue 34, acceptance 5: every chapter shows the command line or the Python call that
+    # does what it narrates; nothing it prints is a URL that is dead when read (the tour's
+    # console and store end with it); every channel it shows is introduced (the demo
+    # checks that itself); no raw key path of a result.
+    chapters = re.split(r"^─+ \d+\. .* ─+$", done.stdout, flags=re.M)[1:]
+    assert len(chapters) >= 10
+    for chapter in chapters:
+        assert re.search(r"^  (\$|>>>) ", chapter, re.M), chapter[:300]
+    assert not re.search(r"https?://", done.stdout)
+    assert "_meta.agent_meta" not in done.stdout and ".data.messages[" not in done.stdout
 
 
 def test_up_embedded_publish_then_check(procs: ProcessGroup, e2e_env: dict[str, str],

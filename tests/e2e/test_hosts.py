@@ -23,7 +23,7 @@ from tests.support.redis_server import RedisServer
 from tests.support.scrape import flush_writes, scrape
 from tidings._agent import Agent
 from tidings._hub import Hub
-from tidings.jobs.channels.publish import buffered_records
+from tidings.jobs.channels.publishing import buffered_records
 from tidings.store.settings import Settings
 from tidings.workers.routing import host_queue
 

@@ -1,4 +1,4 @@
-"""Costs that must not grow with the hub (issue 25 acceptance 7, api.md "Past one Redis"):
+"""Costs that must not grow with the hub (issue 25 acceptance 7, interfaces.md "Past one Redis"):
 short-lived ``tidings publish`` runs leave no heartbeat entry each, and ``tidings status``
 beside 50,000 keys of another application issues no ``SCAN`` and no ``KEYS``."""
 

@@ -1,5 +1,5 @@
 """``tidings mcp`` driven by the MCP SDK's own client over stdio (issue 12, acceptance 3;
-api.md, Plugging into agent frameworks): a real redis-server, and a real ``tidings
+interfaces.md, Plugging into agent frameworks): a real redis-server, and a real ``tidings
 worker`` and ``tidings scheduler`` whose sync tick produces the wake signal."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 import tidings
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
-from tidings.jobs.view.delivery import STAMP_INSTRUCTION, check_placeholder
+from tidings.jobs.consumer.delivery import STAMP_INSTRUCTION, check_placeholder
 
 pytestmark = [pytest.mark.redis_server, pytest.mark.e2e]
 
@@ -202,7 +202,7 @@ def http_server(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[int, Path
 def test_http_transport_needs_the_token_from_the_environment(
     redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """Issue 24 acceptance 5 (api.md "Local trust"): POST ``initialize`` without the token
+    """Issue 24 acceptance 5 (interfaces.md "Local trust"): POST ``initialize`` without the token
     is 401, with ``TIDINGS_MCP_TOKEN``'s value 200; the SDK's client works with it."""
     state = tmp_path / "state"
     env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url, "TIDINGS_STATE_DIR": str(state),

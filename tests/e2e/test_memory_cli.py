@@ -1,4 +1,4 @@
-"""``tidings observe``, ``tidings inbox`` and ``tidings inbox ignore ID`` (api.md CLI)."""
+"""``tidings observe``, ``tidings inbox`` and ``tidings inbox ignore ID`` (interfaces.md CLI)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from tests.support.processes import ProcessGroup
 
 pytestmark = pytest.mark.e2e
 
-#: api.md (TIDINGS_LOG_LEVEL) and issue 14: the window and the most lines it may hold.
+#: interfaces.md (TIDINGS_LOG_LEVEL) and issue 14: the window and the most lines it may hold.
 WINDOW_SECONDS = 60.0
 MAX_LINES = 10
 

@@ -1,5 +1,5 @@
 """``tidings web`` as a real process: a token off loopback (issue 16 acceptance 3) and for
-actions on loopback, bounded bodies (issue 24 acceptance 3, 4; api.md "Local trust")."""
+actions on loopback, bounded bodies (issue 24 acceptance 3, 4; interfaces.md "Local trust")."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def login_url(web: TidingsProcess) -> str:
 
 def test_actions_on_loopback_need_the_printed_token(
         procs: ProcessGroup, own_redis: RedisServer) -> None:
-    """Issue 24 acceptance 3 (api.md "Local trust"): ``tidings web --allow-actions`` on
+    """Issue 24 acceptance 3 (interfaces.md "Local trust"): ``tidings web --allow-actions`` on
     loopback with no token: ``/`` is 401; stderr carries a ``/login?token=`` URL; with
     that token, as a bearer or through the cookie the URL sets, ``/`` is 200."""
     port = free_port()

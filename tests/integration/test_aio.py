@@ -1,4 +1,4 @@
-"""``tidings.aio`` (issue 12, acceptance 4; api.md, Plugging into agent frameworks):
+"""``tidings.aio`` (issue 12, acceptance 4; interfaces.md, Plugging into agent frameworks):
 the same calls as coroutines, and waiting that holds no thread."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 import tidings
 import tidings.aio
 from tests.support.redis_server import RedisServer
-from tidings.jobs.wake.sync import sync_agent
+from tidings.jobs.consumer.visit import sync_agent
 
 WAITERS = 300
 ADDED_THREADS = 16

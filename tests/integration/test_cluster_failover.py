@@ -1,5 +1,5 @@
 """Issue 25, acceptance 5: a cluster primary dies under a stream of publishes and the
-stream goes on (api.md "Past one Redis", Failover).
+stream goes on (interfaces.md "Past one Redis", Failover).
 
 Three primaries with a replica each, ``cluster-node-timeout 1000``. The primary that
 holds the most agents is SIGKILLed as a crashed host would be; its replica is promoted by

@@ -1,5 +1,5 @@
 """Issue 25, acceptance 1: a Redis Cluster is the state store only with a standalone
-control store (api.md "Past one Redis")."""
+control store (interfaces.md "Past one Redis")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Issue 25, acceptance 2 and 3: every feature on a Redis Cluster of three primaries,
-with the broker on a standalone Redis (api.md "Past one Redis").
+with the broker on a standalone Redis (interfaces.md "Past one Redis").
 
 ``stores`` is one fixture parametrised over the store kinds (APScheduler 4 style): the
 same scenarios run on one Redis and on the cluster; the key-placement checks are the

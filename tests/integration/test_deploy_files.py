@@ -3,7 +3,7 @@ and names the same commands everywhere, commands tidings' own parser accepts. Th
 Procfile itself is what tests/e2e/test_procfile.py runs (with honcho), so compose and
 the systemd units run exactly the commands the tests run.
 
-Issue 24, acceptance 10 (api.md "Local trust"): deploy/redis.conf's ACL users as
+Issue 24, acceptance 10 (interfaces.md "Local trust"): deploy/redis.conf's ACL users as
 shipped (port, dir and passwords set by the test) refuse what their roles must not do;
 the e2e tier runs as the workers' user (tests/e2e/conftest.py)."""
 

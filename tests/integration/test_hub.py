@@ -1,4 +1,4 @@
-"""connect(), Hub.agent() and the inline and worker paths (api.md)."""
+"""connect(), Hub.agent() and the inline and worker paths (interfaces.md)."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_close_closes_the_client_connect_built(redis_server: RedisServer) -> Non
 
 
 def test_embedded_agent_starts_no_thread_unless_asked(tmp_path: Path) -> None:
-    """api.md: hub.agent() only registers; background=True runs a worker and a scheduler."""
+    """interfaces.md: hub.agent() only registers; background=True runs a worker and a scheduler."""
     before = threading.active_count()
     with tidings.connect("embedded", settings=tidings.Settings(host="quiet")) as hub:
         agent = hub.agent(tmp_path)

@@ -1,4 +1,4 @@
-"""One import namespace (api.md, Packaging; issue 10 acceptance 1).
+"""One import namespace (interfaces.md, Packaging; issue 10 acceptance 1).
 
 The distribution installs exactly one top-level import package, ``tidings``; the
 layer folders are its subpackages, so a user's own ``jobs.py``, ``store.py``,
@@ -53,7 +53,7 @@ def test_wheel_holds_only_the_tidings_package(tmp_path: Path) -> None:
     assert "tidings/store/lua/inbox_admit.lua" in names
     assert any(n.startswith("tidings/web/templates/") and n.endswith(".html") for n in names)
     assert any(n.startswith("tidings/web/static/") and n.endswith(".js") for n in names)
-    assert "tidings/jobs/channels/publish.py" in names
+    assert "tidings/jobs/channels/publishing.py" in names
 
 
 def test_import_beside_users_own_modules_that_raise(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """``render_attention`` as an actor on the host queue, the Agent's capping calls and
-``tidings check`` (block-cap.md B3, B6, B19; api.md)."""
+``tidings check`` (block-cap.md B3, B6, B19; interfaces.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """prepare_turn through the dramatiq group on the host queue (in-process worker threads,
-real redis-server), beside the inline path (api.md: both paths behave identically)."""
+real redis-server), beside the inline path (interfaces.md: both paths behave identically)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ class InlineJobs:
         self.alarm_requests.append((host, request))
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
-        from tidings.jobs.actions import delay
+        from tidings.jobs.consumer import delay
 
         self.expires.append((agent.agent_id, request_id))
         assert self.runtime is not None

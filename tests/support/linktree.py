@@ -1,7 +1,7 @@
 """Lay out the installed shape of the package as links, for tools that read files, not imports.
 
 The layer folders live at the repository's top level but install as subpackages of
-``tidings`` (api.md, Packaging). mypy and import-linter read source files and know
+``tidings`` (interfaces.md, Packaging). mypy and import-linter read source files and know
 nothing of setuptools' ``package-dir``, so ``make lint`` runs them over this tree:
 ``<dest>/tidings/`` with each source file linked from where it lives.
 

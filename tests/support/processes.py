@@ -130,7 +130,8 @@ class ProcessGroup:
 
 
 def add_agent(workdir: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
-    """``tidings agents add --workdir W``: only it (and ``up --workdir``) registers (api.md)."""
+    """``tidings agents add --workdir W``: it (and ``up --workdir``) registers on the command
+    line (interfaces.md)."""
     done = run_cli(["agents", "add", "--workdir", str(workdir), "--json", *extra], env)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout)["agent"])

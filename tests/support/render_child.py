@@ -15,8 +15,8 @@ from typing import Any
 import fakeredis
 
 from tests.support.dispatch import InlineJobs
+from tidings.jobs.consumer import delivery
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import delivery
 from tidings.store.clock import SystemClock
 from tidings.store.models import AgentRecord
 from tidings.store.settings import Settings

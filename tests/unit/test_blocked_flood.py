@@ -12,11 +12,11 @@ import json
 from typing import Any
 
 from tests.support.dispatch import InlineJobs
+from tidings.jobs.channels import blocked as blocked_warnings
 from tidings.jobs.channels import blocked_overflow, hooks
 from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.consumer import delivery, visit
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import delivery
-from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -36,7 +36,7 @@ def tick(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
     assert isinstance(jobs, InlineJobs)
     jobs.run_flushes = False
     try:
-        result = sync.sync_agent(rt, agent)
+        result = visit.sync_agent(rt, agent)
     finally:
         jobs.run_flushes = True
     flush_channel(rt, agent, "system")
@@ -59,13 +59,13 @@ def test_1500_rogue_files_100_warnings_and_one_overflow(rt: Runtime, agent: Agen
                                                         monkeypatch: Any) -> None:
     """Acceptance 3: at most 100 individual warnings, exactly one overflow event."""
     published: list[dict[str, Any]] = []
-    real = sync.blocked_warnings.system_events.notify
+    real = blocked_overflow.system_events.notify
 
     def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
         published.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sync.blocked_warnings.system_events, "notify", counting)
+    monkeypatch.setattr(blocked_warnings.system_events, "notify", counting)
     monkeypatch.setattr(blocked_overflow.system_events, "notify", counting)
     plant(agent, ROGUES)
     first = tick(rt, agent)

@@ -75,7 +75,8 @@ class TestRecordCompaction:
         note = f"Truncated by the notification block size cap; full content in {PATH}."
         for record in out["email"]["emails"]:
             assert record["body"] == "b" * 200 + "..."
-            assert record["message_truncated"] is True
+            # B15: a cut body with no producer flag leaves the flags as they were
+            assert "message_truncated" not in record and "body_truncated" not in record
             assert record["comment"] == f"from work {note}"
             assert record["subject"].startswith("subject")
         assert out["overflow"] == {"path": PATH, "full_chars": measure_persistent(block),
@@ -89,7 +90,7 @@ class TestRecordCompaction:
         short, long = out["email"]["emails"]
         assert short["comment"] == cap_persistent.EMAIL_NOTE_NOT_SPILLED
         assert "message_truncated" not in short  # nothing was lost
-        assert long["message_truncated"] is True
+        assert "message_truncated" not in long  # its message was not cut (B15)
         assert out["overflow"]["spill_failed"] is True
 
     def test_b15_every_email_heavy_field(self) -> None:
@@ -99,6 +100,18 @@ class TestRecordCompaction:
         got = out["email"]["emails"][0]
         assert all(got[k] == "h" * 200 + "..." for k in cap_persistent.EMAIL_HEAVY)
         assert got["snippet"] == "s" * 300
+        assert got["message_truncated"] is True  # message itself was cut: added
+        assert {k for k in got if k.endswith("_truncated")} == {"message_truncated"}
+
+    def test_b15_flags_truthful_per_field(self) -> None:
+        """B15: a complete ``message`` is never flagged because its ``preview`` was cut;
+        a producer's own ``<field>_truncated`` flag turns true when that field is cut."""
+        record = {"id": "e1", "message": "whole", "preview": "p" * 3000,
+                  "preview_truncated": False, "body": "b" * 3000, "message_truncated": False}
+        out = cap_persistent.cap_block({"email": {"emails": [record]}}, 2_048, spilled)
+        got = out["email"]["emails"][0]
+        assert got["message"] == "whole" and got["message_truncated"] is False
+        assert got["preview_truncated"] is True and "body_truncated" not in got
 
     def test_b15_no_email_note_below_budget_200(self) -> None:
         block = {"email": email_lane(30, 3000)}

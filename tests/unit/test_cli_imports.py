@@ -24,8 +24,8 @@ HEAVY = ("pygit2", "apscheduler", "dramatiq", "fakeredis", "prometheus_client", 
 
 
 #: Modules of tidings that only the consumer, the worker or the scheduler need.
-NOT_FOR_PRODUCERS = ("tidings._tool", "tidings.jobs.cap", "tidings.jobs.view", "tidings.jobs.wake",
-                     "tidings.jobs.actions.delay", "tidings.jobs.memory", "tidings.jobs.turns",
+NOT_FOR_PRODUCERS = ("tidings._tool", "tidings.jobs.cap", "tidings.jobs.consumer",
+                     "tidings.jobs.tick", "tidings.jobs.memory", "tidings.jobs.turns",
                      "tidings.scheduler", "tidings.workers.actors")
 
 
@@ -58,7 +58,7 @@ def test_import_tidings_keeps_the_public_names_lazily() -> None:
 def test_publish_path_loads_neither_pygit2_nor_apscheduler() -> None:
     """What ``tidings publish`` imports: the client hub and the producer jobs."""
     loaded = loaded_after(
-        "import tidings.cli, tidings._hub, tidings.cli.producers, tidings.jobs.actions.producer"
+        "import tidings.cli, tidings._hub, tidings.cli.producers, tidings.jobs.channels.producer"
     )
     assert "pygit2" not in loaded and "apscheduler" not in loaded
     assert "dramatiq" in loaded  # the broker that enqueues the flush

@@ -1,4 +1,4 @@
-"""api.md "More CLI rules" that need no store (issue 14, acceptance 3): ``--version``,
+"""interfaces.md "More CLI rules" that need no store (issue 14, acceptance 3): ``--version``,
 help text for every option, the listed actions, ``-`` and ``@PATH`` JSON sources,
 and exit 2 with one line for a bad Redis URL, before anything is started."""
 

@@ -9,11 +9,8 @@ from typing import Any
 
 import pytest
 
-from tidings.jobs.actions import dismiss, producer
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.daemon import dismissal as daemon_dismissal
-from tidings.jobs.daemon import runs as daemon_runs
-from tidings.jobs.daemon.control import (
+from tidings.jobs.channels import daemon_dismissal, daemon_runs, producer, publishing
+from tidings.jobs.channels.daemon_control import (
     CONTROL_FILE,
     BatchState,
     Cleared,
@@ -23,8 +20,8 @@ from tidings.jobs.daemon.control import (
     read_control,
     write_control,
 )
+from tidings.jobs.consumer import coherent, delivery, dismiss
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent, delivery
 from tidings.store.jsonfmt import sha256_hex
 from tidings.store.models import AgentRecord
 

@@ -23,12 +23,11 @@ from tests.support.delay import (
     state_of,
     write_channel,
 )
-from tidings.jobs.actions.delay import expire, reconcile, request_delay
-from tidings.jobs.delay import alarm as delay_alarm
-from tidings.jobs.delay.alarm import alarm_bytes, changed
+from tidings.jobs import tick
+from tidings.jobs.consumer import coherent, delay_alarm, visit
+from tidings.jobs.consumer.delay import expire, reconcile, request_delay
+from tidings.jobs.consumer.delay_alarm import alarm_bytes, changed
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent
-from tidings.jobs.wake import sync
 from tidings.store import faults, locks
 from tidings.store.clock import FakeClock
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
@@ -70,7 +69,7 @@ class TestWhereReconcileRuns:
     def test_d9_sync_tick_publishes(self, rt: Runtime, agent: AgentRecord,
                                     clock: FakeClock) -> None:
         due(agent, clock)
-        assert sync.sync_host(rt, agent.host)["agents"] == 1
+        assert tick.sync_host(rt, agent.host)["agents"] == 1
         assert state_of(agent)["status"] == "published"
 
     def test_d9_delay_action_reconciles_first(self, rt: Runtime, agent: AgentRecord,
@@ -262,7 +261,7 @@ class TestRacesAndCrashes:
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         synced: list[str] = []
-        monkeypatch.setattr(sync, "sync_agent", lambda rt_, a: synced.append(a.agent_id))
+        monkeypatch.setattr(visit, "sync_agent", lambda rt_, a, **_: synced.append(a.agent_id))
         due(agent, clock)
         assert expire(rt, agent, REQUEST_ID) is True
         published = (agent.root / ALARM).stat()
@@ -405,7 +404,7 @@ def test_d13_next_alarm_replaces_the_last(rt: Runtime, agent: AgentRecord,
 
 def test_d13_delay_alarm_cannot_be_published_by_producers(rt: Runtime,
                                                           agent: AgentRecord) -> None:
-    from tidings.jobs.channels.publish import publish
+    from tidings.jobs.channels.publishing import publish
 
     assert publish(rt, agent, "delay-alarm", {"header": "x"})["reason"] == "reserved_channel"
 
@@ -414,7 +413,7 @@ def test_d14_expire_runs_the_sync_step_only_when_it_published(
     rt: Runtime, agent: AgentRecord, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[str] = []
-    monkeypatch.setattr(sync, "sync_agent", lambda rt_, a: synced.append(a.agent_id))
+    monkeypatch.setattr(visit, "sync_agent", lambda rt_, a, **_: synced.append(a.agent_id))
     put_state(agent, active_state(clock.now()))
     assert expire(rt, agent, REQUEST_ID) is False
     assert synced == []

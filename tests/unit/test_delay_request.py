@@ -24,12 +24,9 @@ from tests.support.delay import (
     write_channel,
 )
 from tests.support.dispatch import InlineJobs
-from tidings.jobs.actions import delay_request
-from tidings.jobs.actions.delay import request_delay
-from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.consumer import coherent, delay_alarm, delay_request, visit
+from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent
-from tidings.jobs.wake import sync
 from tidings.store.clock import FakeClock
 from tidings.store.files import atomic_write
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
@@ -326,36 +323,37 @@ class TestWake:
     ) -> None:
         write_channel(agent, "email", {"header": "mail"})
         write_channel(agent, "system", {"header": "sys"})
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
         request_delay(rt, agent, "email", 30)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))
         assert [entry[0] for entry in wake] == ["system.json"]
         assert wake == coherent.observe(rt, agent).masked_fp
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        assert visit.sync_agent(rt, agent)["woke"] is False
         request_delay(rt, agent, "email", 0)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))
         assert [entry[0] for entry in wake] == ["email.json", "system.json"]
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        assert visit.sync_agent(rt, agent)["woke"] is False
 
     def test_c53_an_own_act_never_swallows_a_producers_news(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         """Only the delayed channel's wake entry moves: news elsewhere still wakes."""
         write_channel(agent, "email", {"header": "mail"})
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         write_channel(agent, "system", {"header": "news"})  # not yet seen by any tick
         request_delay(rt, agent, "email", 30)
         request_delay(rt, agent, "email", 0)
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
 
     def test_d14_delay_action_that_publishes_an_alarm_runs_the_sync_step(
         self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         synced: list[str] = []
-        real = sync.sync_agent
-        monkeypatch.setattr(sync, "sync_agent",
-                            lambda rt_, agent_: synced.append(agent_.agent_id) or real(rt_, agent_))
+        real = visit.sync_agent
+        monkeypatch.setattr(visit, "sync_agent",
+                            lambda rt_, agent_, **kw: synced.append(agent_.agent_id)
+                            or real(rt_, agent_, **kw))
         request_delay(rt, agent, "email", 10)
         assert synced == []
         clock.advance(11)

@@ -19,13 +19,14 @@ from tests.support.delay import (
     put_state,
     write_channel,
 )
-from tidings.jobs.actions.delay import live_target, request_delay
-from tidings.jobs.channels.allowlist import allowlist
-from tidings.jobs.daemon import view as daemon_view
-from tidings.jobs.daemon.runs import DaemonView
-from tidings.jobs.delay.state import stats
+from tidings.jobs.channels.allowlisting import allowlist
+from tidings.jobs.channels.daemon_runs import DaemonView
+from tidings.jobs.consumer import _bare_read as bare
+from tidings.jobs.consumer import coherent, delay_state, delivery
+from tidings.jobs.consumer import read as reading
+from tidings.jobs.consumer.delay import live_target, request_delay
+from tidings.jobs.consumer.delay_state import stats
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent, delivery
 from tidings.store.clock import FakeClock
 from tidings.store.files import atomic_write
 from tidings.store.models import AgentRecord
@@ -57,7 +58,7 @@ class TestConsumerFilter:
 
     def test_d1_target_file_keeps_receiving_updates(self, rt: Runtime,
                                                     agent: AgentRecord) -> None:
-        from tidings.jobs.channels.publish import publish
+        from tidings.jobs.channels.publishing import publish
 
         request_delay(rt, agent, "email", 60)
         assert publish(rt, agent, "email", {"header": "mail 2"})["status"] == "ok"
@@ -81,8 +82,9 @@ class TestConsumerFilter:
     ) -> None:
         payload = {"header": "1 daemon notification(s)", "data": {"events": [{"k": 1}]}}
         entry = ("daemon.json", 42, "ab" * 32)
-        monkeypatch.setattr(daemon_view, "read_daemon",
-                            lambda root: DaemonView(payload=payload, fp_entry=entry))
+        for reader in (bare, reading, delay_state):  # where the read looks it up
+            monkeypatch.setattr(reader, "read_daemon",
+                                lambda root: DaemonView(payload=payload, fp_entry=entry))
         write_channel(agent, "system", {"header": "sys"})
         request_delay(rt, agent, "daemon", 60)
         assert live(rt, agent) == "daemon"
@@ -290,11 +292,11 @@ class TestStats:
     def test_d7_daemon_uses_the_aggregate(self, agent: AgentRecord,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
         payload = {"data": {"events": [{"a": 1}, {"b": 2}], "daemon": {"count": 2}}}
-        monkeypatch.setattr(daemon_view, "read_daemon", lambda root: DaemonView(
+        monkeypatch.setattr(delay_state, "read_daemon", lambda root: DaemonView(
             payload=payload, fp_entry=("daemon.json", 9, "cd" * 32)))
         result = stats(agent.root, "daemon")
         assert result["byte_size"] == 9 and result["sha256"] == "cd" * 32
         assert result["retained_event_count"] == 2
-        monkeypatch.setattr(daemon_view, "read_daemon", lambda root: DaemonView(payload=payload))
+        monkeypatch.setattr(delay_state, "read_daemon", lambda root: DaemonView(payload=payload))
         assert stats(agent.root, "daemon") == {"present": None,
                                                "read_error": "missing_fingerprint"}

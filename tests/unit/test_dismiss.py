@@ -10,12 +10,9 @@ from typing import Any
 
 import pytest
 
-from tidings.jobs.actions import dismiss
-from tidings.jobs.channels import hooks
-from tidings.jobs.channels import publish as publishing
+from tidings.jobs.channels import hooks, publishing
+from tidings.jobs.consumer import committed, delivery, dismiss, visit
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import committed, delivery
-from tidings.jobs.wake import sync
 from tidings.store import keys
 from tidings.store.models import AgentRecord
 
@@ -159,14 +156,14 @@ class TestC36Results:
         assert dismiss.dismiss_channel(rt, agent, "soul")["cleared"] is True
         delivered = committed.read(rt, agent).delivered
         assert [e[0] for e in delivered] == ["system.json"]
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        assert visit.sync_agent(rt, agent)["woke"] is False
 
     def test_concurrent_change_elsewhere_still_wakes(self, rt: Runtime, agent: AgentRecord) -> None:
         publishing.publish(rt, agent, "soul", {"header": "s"})
         deliver(rt, agent)
         publishing.publish(rt, agent, "mcp.x", {"header": "news"})  # not yet seen by the agent
         dismiss.dismiss_channel(rt, agent, "soul")
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
 
 
 def test_c9_dismissal_changes_only_the_mirror_file(rt: Runtime, agent: AgentRecord) -> None:

@@ -1,4 +1,4 @@
-"""The default store's files (issue 20; api.md "The default store"): store.json is never
+"""The default store's files (issue 20; interfaces.md "The default store"): store.json is never
 trusted blindly, the password is generated once and kept, the configuration is AOF on
 loopback with protected mode, the engine's version is checked."""
 

@@ -1,4 +1,4 @@
-"""Fault points (api.md Environment: TIDINGS_FAULTS): the code reaches only known points."""
+"""Fault points (interfaces.md Environment: TIDINGS_FAULTS): the code reaches only known points."""
 
 from __future__ import annotations
 

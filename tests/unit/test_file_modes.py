@@ -1,5 +1,5 @@
 """Workdir files tidings creates take the permission bits of the directory they are in,
-never wider than the umask allows (issue 24; api.md "Local trust")."""
+never wider than the umask allows (issue 24; interfaces.md "Local trust")."""
 
 from __future__ import annotations
 

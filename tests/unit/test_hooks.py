@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_agent
-from tidings.jobs.channels import allowlist, hooks
-from tidings.jobs.channels import publish as publishing
+from tidings.jobs.channels import allowlisting, hooks, publishing
+from tidings.jobs.consumer import coherent
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -54,7 +53,7 @@ class TestC38File:
     def test_non_object_items_dropped(self, rt: Runtime, agent: AgentRecord) -> None:
         write_registry(agent, json.dumps([1, "x", None, MANIFEST]))
         assert hooks.list_hooks(rt, agent)["hooks"] == [MANIFEST]
-        assert allowlist.allowlist(rt, agent).allows("deploys")
+        assert allowlisting.allowlist(rt, agent).allows("deploys")
 
     def test_empty_result_deletes_the_file(self, rt: Runtime, agent: AgentRecord) -> None:
         hooks.add(rt, agent, MANIFEST)
@@ -135,7 +134,7 @@ class TestC40Actions:
     def test_edit_channel_moves_the_allowlist(self, rt: Runtime, agent: AgentRecord) -> None:
         hooks.add(rt, agent, MANIFEST)
         assert hooks.edit(rt, agent, "deployer", {"channel": "releases"})["reason"] == "edited"
-        allow = allowlist.allowlist(rt, agent)
+        allow = allowlisting.allowlist(rt, agent)
         assert allow.allows("releases") and not allow.allows("deploys")
 
     def test_edit_revalidates_and_rechecks_channel(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -166,7 +165,7 @@ class TestC40Actions:
         hooks.add(rt, agent, {**MANIFEST, "name": "b", "channel": "other"})
         assert hooks.drop(rt, agent, "deployer") == {"status": "ok", "reason": "dropped",
                                                      "name": "deployer"}
-        assert not allowlist.allowlist(rt, agent).allows("deploys")
+        assert not allowlisting.allowlist(rt, agent).allows("deploys")
         assert publishing.append_event(rt, agent, "deploys", {})["reason"] == "invalid_channel"
         assert hooks.drop(rt, agent, "deployer")["reason"] == "not_found"
         assert hooks.drop(rt, agent, "")["reason"] == "invalid_manifest"
@@ -180,7 +179,7 @@ class TestC40Actions:
         monkeypatch.setattr(hooks, "atomic_write", failing)
         result = hooks.add(rt, agent, MANIFEST)
         assert result["reason"] == "hook_registry_write_failed"
-        assert not allowlist.allowlist(rt, agent).allows("deploys")
+        assert not allowlisting.allowlist(rt, agent).allows("deploys")
 
     def test_add_clears_the_blocked_mark(self, rt: Runtime, agent: AgentRecord) -> None:
         """C28: a channel that gets registered leaves the blocked set."""
@@ -205,7 +204,7 @@ class TestC40Actions:
             t.join(30)
         assert [r["reason"] for r in results] == ["added"] * 16
         assert sorted(m["name"] for m in registry(agent)) == sorted(f"h{n}" for n in range(16))
-        allow = allowlist.allowlist(rt, agent)
+        allow = allowlisting.allowlist(rt, agent)
         assert all(allow.allows(f"chan{n}") for n in range(16))
 
 
@@ -231,14 +230,14 @@ class TestC41LoadFailureAndFreshness:
         registry_file(agent).parent.mkdir()
         os.symlink(outside, registry_file(agent))
         assert hooks.list_hooks(rt, agent)["reason"] == "hook_registry_load_failed"
-        assert not allowlist.allowlist(rt, agent).allows("deploys")
+        assert not allowlisting.allowlist(rt, agent).allows("deploys")
 
     def test_out_of_band_edit_is_picked_up(self, rt: Runtime, agent: AgentRecord) -> None:
-        assert not allowlist.allowlist(rt, agent).allows("deploys")
+        assert not allowlisting.allowlist(rt, agent).allows("deploys")
         write_registry(agent, json.dumps([MANIFEST]))
-        assert allowlist.allowlist(rt, agent).allows("deploys")
+        assert allowlisting.allowlist(rt, agent).allows("deploys")
         write_registry(agent, json.dumps([{**MANIFEST, "channel": "other-name"}]))
-        allow = allowlist.allowlist(rt, agent)
+        allow = allowlisting.allowlist(rt, agent)
         assert allow.allows("other-name") and not allow.allows("deploys")
 
     def test_load_failure_keeps_last_loaded_set_from_redis(
@@ -246,9 +245,9 @@ class TestC41LoadFailureAndFreshness:
     ) -> None:
         hooks.add(rt, agent, MANIFEST)
         write_registry(agent, "{corrupt")
-        allowlist.invalidate(agent)  # as in a fresh process: only Redis remembers
+        allowlisting.invalidate(agent)  # as in a fresh process: only Redis remembers
         with caplog.at_level(logging.WARNING, logger="tidings"):
-            assert allowlist.allowlist(rt, agent).allows("deploys")
+            assert allowlisting.allowlist(rt, agent).allows("deploys")
         assert any(getattr(r, "event", "") == "notification_hook_registry_error"
                    for r in caplog.records)
         reading_ok = coherent.observe(rt, agent)
@@ -256,7 +255,7 @@ class TestC41LoadFailureAndFreshness:
 
     def test_never_loaded_and_corrupt_allows_no_hook(self, rt: Runtime, agent: AgentRecord) -> None:
         write_registry(agent, "{corrupt")
-        assert allowlist.hook_channels(rt, agent) == frozenset()
+        assert allowlisting.hook_channels(rt, agent) == frozenset()
 
 
 def test_acceptance2_hook_of_one_agent_never_allows_for_another(

@@ -16,20 +16,29 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.cli import main as cli_main
-from tidings.jobs.actions import delay_request, dismiss, producer
+from tidings.jobs import tick
 from tidings.jobs.cap import ruler as cap_ruler
 from tidings.jobs.cap import spill
 from tidings.jobs.cap.attention import cap_lane
-from tidings.jobs.channels import allowlist, hooks
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.daemon import runs as daemon_runs
-from tidings.jobs.daemon import view as daemon_view
-from tidings.jobs.delay import state as delay_state
+from tidings.jobs.channels import (
+    allowlisting,
+    daemon_runs,
+    daemon_view,
+    hooks,
+    producer,
+    publishing,
+)
+from tidings.jobs.consumer import (
+    coherent,
+    delay_request,
+    delay_state,
+    delivery,
+    dismiss,
+    visit,
+    wake_stream,
+)
 from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent, delivery
-from tidings.jobs.wake import stream as wake_stream
-from tidings.jobs.wake import sync
 from tidings.store import jsonread, locks
 from tidings.store.models import AgentRecord
 
@@ -109,9 +118,9 @@ class TestItem1DeepFiles:
         assert coherent.observe(rt, agent).payloads == {}
         assert delivery.render(rt, agent) == {}
         assert delivery.stamp(rt, agent, delivery.check_placeholder())
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         plant(agent, ".notification/email.json", '{"header": "new mail"}')
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
         entry = drain(rt, agent)[-1]
         attention = entry["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
         assert list(attention) == ["email"]
@@ -130,18 +139,18 @@ class TestItem1DeepFiles:
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         plant(agent, ".notification/hooks.json", DEEP)
-        allowlist.invalidate(agent)
+        allowlisting.invalidate(agent)
         assert producer.publish_event(rt, agent, "system", {"n": 1})["status"] == "ok"
         listed = hooks.list_hooks(rt, agent)
         assert listed["reason"] == "hook_registry_load_failed"
         assert "deeper than 64" in listed["message"]
         assert hooks.add(rt, agent, MANIFEST)["reason"] == "hook_registry_load_failed"
-        assert sync.sync_agent(rt, agent)["status"] == "ok"
+        assert visit.sync_agent(rt, agent)["status"] == "ok"
 
     def test_deep_delay_state_is_no_delay(self, rt: Runtime, agent: AgentRecord) -> None:
         plant(agent, delay_state.STATE_FILE, DEEP)
         assert delay_state.read_state(agent.root).kind == "malformed"
-        assert sync.sync_agent(rt, agent)["status"] == "ok"
+        assert visit.sync_agent(rt, agent)["status"] == "ok"
         assert delay_request.request_delay(rt, agent, "email", 30)["status"] == "ok"
 
     def test_deep_daemon_mini_file_and_notification_json(
@@ -155,7 +164,7 @@ class TestItem1DeepFiles:
         assert result["status"] == "ok"
         events = coherent.observe(rt, agent).payloads["daemon"]["data"]["events"]
         assert [e["n"] for e in events] == [1]
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
 
     def test_deep_control_record_is_a_control_error(
         self, rt: Runtime, agent: AgentRecord
@@ -170,9 +179,9 @@ class TestItem2LoneSurrogate:
     """Item 2: half an emoji in a producer's file reads as U+FFFD and stays deliverable."""
 
     def test_wake_flush_and_dismiss(self, rt: Runtime, agent: AgentRecord) -> None:
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         plant(agent, ".notification/email.json", b'{"header": "hi \\ud83d", "data": {}}')
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
         entry = drain(rt, agent)[-1]
         attention = entry["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
         assert attention["email"]["header"] == "hi \ufffd"
@@ -230,7 +239,7 @@ class TestItem3NameLength:
     ) -> None:
         plant(agent, ".notification/" + "b" * 201 + ".json", "{}")
         plant(agent, ".notification/mcp." + "c" * 197 + ".json", "{}")
-        result = sync.sync_agent(rt, agent)
+        result = visit.sync_agent(rt, agent)
         assert result["status"] == "ok" and not result.get("blocked")
         assert coherent.observe(rt, agent).payloads == {}
         assert not (agent.root / ".notification" / "system.json").exists()
@@ -409,5 +418,5 @@ class TestSmallHoles:
         for name in ("mcp.a.json", "hooks.json", ".delay_state.json"):
             plant(poisoned, f".notification/{name}", DEEP)
         plant(healthy, ".notification/email.json", "{}")
-        result = sync.sync_host(rt, healthy.host)
+        result = tick.sync_host(rt, healthy.host)
         assert result["failed"] == [] and result["woke"] == 1

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from tidings.jobs.consumer import wake_stream
 from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.inbox.items import projection, read_items
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import stream as wake_stream
 from tidings.store.clock import FakeClock
 from tidings.store.errors import TidingsError
 from tidings.store.inbox_keys import InboxKeys
@@ -200,7 +200,7 @@ class TestProjection:
         assert [i["event_id"] for i in rest] == ids[::-1][2:]
 
     def test_m7_item_fields_and_240_char_summary(self, rt: Runtime) -> None:
-        """M7: api.md fields + claimed_at/handled_at/ignored_at/turn_id; summary ≤ 240."""
+        """M7: interfaces.md fields + claimed_at/handled_at/ignored_at/turn_id; summary ≤ 240."""
         admit(rt, "z" * 300, payload={"a": 1})
         [item] = projection(rt, AGENT)
         for name in ("event_id", "source_kind", "state", "created_at", "summary", "payload",
@@ -232,7 +232,7 @@ class TestProjection:
     def test_m7_bad_queries_raise_with_reason(
         self, rt: Runtime, kwargs: dict[str, Any], reason: str
     ) -> None:
-        """M7 + api.md Errors: bad input raises TidingsError(.reason)."""
+        """M7 + interfaces.md Errors: bad input raises TidingsError(.reason)."""
         admit(rt)
         with pytest.raises(TidingsError) as info:
             projection(rt, AGENT, **kwargs)

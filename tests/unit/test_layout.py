@@ -1,4 +1,4 @@
-"""The package layout (issue 10, architecture.md Layers and rule 8, api.md Packaging).
+"""The package layout (issue 10, guide.md Layers and rule 8, interfaces.md Packaging).
 
 One import namespace; capability packages inside ``jobs/``; no import cycle among
 tidings' modules, function-local and ``TYPE_CHECKING`` imports included.

@@ -78,7 +78,7 @@ def test_configure_installs_one_stderr_handler_however_often_called() -> None:
 
 
 def test_log_level_setting_and_routine_apscheduler_lines_at_debug() -> None:
-    """api.md TIDINGS_LOG_LEVEL: routine per-tick scheduling lines are DEBUG."""
+    """interfaces.md TIDINGS_LOG_LEVEL: routine per-tick scheduling lines are DEBUG."""
     assert Settings(log_level="debug").log_level == "DEBUG"
     with pytest.raises(ValueError):
         Settings(log_level="LOUD")

@@ -1,6 +1,6 @@
 """Every Lua script touches only keys of one hash tag — one agent's ``{a:<id>}`` or one
 host's ``{h:<host>}`` (documented host keys, store/keys.py) — the precondition for
-moving agent state to a Redis Cluster (architecture.md "Placement and scale";
+moving agent state to a Redis Cluster (guide.md "Placement and scale";
 issue 15 acceptance 4).
 
 Two ends are read: each script's own ``KEYS`` usage (every key it touches comes in

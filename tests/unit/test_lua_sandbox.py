@@ -1,5 +1,5 @@
 """Scripts on the in-memory store get what a real server gives them (issue 24, acceptance 1,
-the Lua part; api.md "Local trust"): no ``os``, ``io``, ``package``, ``require``, ``load*``,
+the Lua part; interfaces.md "Local trust"): no ``os``, ``io``, ``package``, ``require``, ``load*``,
 ``dofile``, ``debug`` and no way into Python, on ``connect("embedded")`` and on the TCP
 store ``tidings up --ephemeral`` serves; tidings' and dramatiq's own scripts still run."""
 

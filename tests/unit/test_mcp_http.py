@@ -1,4 +1,4 @@
-"""Issue 24 (api.md "Local trust"), MCP over HTTP in process: the bearer token, where a
+"""Issue 24 (interfaces.md "Local trust"), MCP over HTTP in process: the bearer token, where a
 generated one is kept, bounded bodies and the loopback-only host. The real process is
 in tests/e2e/test_mcp_stdio.py."""
 

@@ -123,8 +123,9 @@ def test_amend_rewrites_history(repo: GitRepo) -> None:
     assert listed(result.commit) == [("extra.md", "added")]
 
 
-def test_branch_switch_on_clean_tree_lists_no_path(repo: GitRepo) -> None:
-    """M29, M31 (acceptance 2): a branch move reports both branches, no path lists."""
+def test_branch_switch_on_clean_tree_lists_the_head_trees_diff(repo: GitRepo) -> None:
+    """M29, M31: a branch move reports both branches and lists, in ``commit``, exactly the
+    paths that differ between the two head trees; staged and worktree stay empty."""
     repo.git("checkout", "-q", "-b", "other")
     repo.write("notes/plan.md", "other plan\n")
     repo.commit("other")
@@ -134,8 +135,8 @@ def test_branch_switch_on_clean_tree_lists_no_path(repo: GitRepo) -> None:
     result, _ = step(repo, before)
     assert result.branch_moved and not result.head_moved
     assert (result.old_head and result.old_head.branch, result.new_head.branch) == ("main", "other")
-    assert result.commit == () and result.staged == () and result.worktree == ()
-    assert b"notes/plan.md" in result.branch_paths
+    assert listed(result.commit) == [("notes/plan.md", "modified")]
+    assert result.staged == () and result.worktree == () and not result.history_rewritten
 
 
 def test_branch_move_lists_dirty_paths_against_each_head(repo: GitRepo) -> None:

@@ -88,13 +88,15 @@ def test_lists_are_bounded_with_more_counts() -> None:
     assert "added f029.md (+15 more)" in text and "f030.md" not in text
 
 
-def test_summary_is_capped_at_4096_bytes() -> None:
-    """M37: a longer summary is cut on a code-point boundary and ends with the marker."""
+def test_summary_is_bounded_by_showing_fewer_entries() -> None:
+    """M37: a longer summary shows fewer entries, its ``(+N more)`` counting every entry
+    not shown; it is never cut."""
     long_names = tuple(change("worktree", ("é" * 700 + f"{i}").encode(), "added")
                        for i in range(30))
     text, _ = content(comparison(worktree=long_names))
     assert len(text.encode("utf-8")) <= SUMMARY_BYTES
-    assert text.endswith(TRUNCATION_MARK)
+    assert not text.endswith(TRUNCATION_MARK)
+    assert text.endswith("1 (+28 more)") and text.count("added ") == 2
 
 
 def test_escaped_paths_in_payload_and_summary() -> None:
@@ -126,7 +128,8 @@ def test_persona_sentence_once_for_every_standing_file() -> None:
 def test_custom_standing_files_and_branch_move() -> None:
     """M39: ``memory_standing_files`` is exact paths; a branch move whose head trees
     differ in one sets the persona flag."""
-    c = comparison(branch_moved=True, branch_paths=frozenset({b"agent/ROLE.md", b"x.md"}))
+    c = comparison(branch_moved=True, commit=(change("commit", b"agent/ROLE.md"),
+                                              change("commit", b"x.md", "added")))
     _, payload = content(c, ("agent/ROLE.md", "SOUL.md"))
     assert payload["persona_paths"] == ["agent/ROLE.md"]
     _, payload = content(c)

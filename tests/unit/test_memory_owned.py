@@ -109,6 +109,21 @@ def test_branch_move_owned_by_name(repo: GitRepo) -> None:
     assert not split_owned(result, {"branch": None}, repo.path).branch_moved
 
 
+def test_owned_branch_move_owns_its_tree_diff(repo: GitRepo) -> None:
+    """M29, M49: the paths a branch move lists in ``commit`` are the switch's own; an
+    owned move leaves none of them behind."""
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("a.md", "side\n")
+    repo.commit("side")
+    repo.git("checkout", "-q", "main")
+    before = repo.observe()
+    repo.git("checkout", "-q", "side")
+    result = diff(repo, before)
+    assert result.branch_moved and [c.path for c in result.commit] == [b"a.md"]
+    owned = split_owned(result, {"branch": "side"}, repo.path)
+    assert not owned.changed and owned.commit == ()
+
+
 def test_replaced_and_overflow_never_owned(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     """M49: replacement, reobserved and overflow changes are never owned."""
     monkeypatch.setattr("tidings.jobs.memory.observation.MAX_PATHS", 1)

@@ -17,9 +17,9 @@ from tests.support.dispatch import InlineJobs
 from tests.support.memory_repo import MemoryRepo
 from tests.support.spills import attention_spiller
 from tidings.jobs.cap.attention import cap_lane
-from tidings.jobs.channels import publish as publishing
+from tidings.jobs.channels import publishing
 from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.delay import alarm as delay_alarm
+from tidings.jobs.consumer import delay_alarm
 from tidings.jobs.inbox import admission as inbox_admission
 from tidings.jobs.memory import memory_admission
 from tidings.jobs.metrics import registry

@@ -9,11 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tidings.jobs.channels import allowlist, hooks, names
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.channels.allowlist import Allowlist
+from tidings.jobs.channels import allowlisting, hooks, names, publishing
+from tidings.jobs.channels.allowlisting import Allowlist
+from tidings.jobs.consumer import coherent
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent
 from tidings.store.models import AgentRecord
 
 MANIFEST = {
@@ -84,8 +83,8 @@ def test_c5_hook_channel_allowed_for_its_agent_only(rt: Runtime, tmp_path: Path)
     one = make_agent(rt, tmp_path / "one", "one")
     two = make_agent(rt, tmp_path / "two", "two")
     assert hooks.add(rt, one, MANIFEST)["reason"] == "added"
-    assert allowlist.allowlist(rt, one).allows("deploys")
-    assert not allowlist.allowlist(rt, two).allows("deploys")
+    assert allowlisting.allowlist(rt, one).allows("deploys")
+    assert not allowlisting.allowlist(rt, two).allows("deploys")
 
 
 def test_c6_evaluation_order_and_message(rt: Runtime, agent: AgentRecord) -> None:
@@ -114,7 +113,7 @@ def test_c7_reserved_stems_never_channels_even_if_registered_by_hand(
     d.mkdir()
     (d / "hooks.json").write_text(json.dumps([{**MANIFEST, "channel": "overflow"}]))
     (d / "overflow.json").write_text("{}")
-    assert not allowlist.allowlist(rt, agent).allows("overflow")
+    assert not allowlisting.allowlist(rt, agent).allows("overflow")
     assert "overflow" not in coherent.observe(rt, agent).payloads
 
 

@@ -3,7 +3,7 @@
 Each public entry point is made to fail underneath with an exception no rule
 expects; the call must answer ``internal_error`` (or fail open as its rule says)
 and log the traceback. Calls that return non-dict values raise ``TidingsError``
-with that reason (api.md, Errors in Python).
+with that reason (interfaces.md, Errors in Python).
 """
 
 from __future__ import annotations
@@ -18,22 +18,13 @@ import pytest
 
 import tidings
 from tests.conftest import make_agent
+from tidings import _agent as agent_face
+from tidings import _tool as notification_tool
 from tidings._agent import Agent
 from tidings._hub import Hub
-from tidings.jobs import guard
-from tidings.jobs.actions import delay, producer
-from tidings.jobs.cap import lanes as cap_lanes
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.daemon import runs as daemon_runs
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox import items as inbox_items
-from tidings.jobs.memory import memory_admission
+from tidings.jobs import cap, channels, consumer, guard, inbox, memory, tick, turns
+from tidings.jobs.consumer import visit
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turn_prepare
-from tidings.jobs.view import coherent, delivery
-from tidings.jobs.wake import stream as wake_stream
-from tidings.jobs.wake import sync
 from tidings.store.errors import TidingsError, UnsafePathError
 from tidings.store.models import AgentRecord
 
@@ -58,33 +49,34 @@ def agent(hub: Hub, tmp_path: Path) -> Agent:
     return hub.agent(tmp_path / "w", inline=True)
 
 
-#: (public call, module whose function it runs, that function's name)
+#: (public call, where the public face looks up the function it runs, that function's name):
+#: the front door for a call that imports it when it runs, else the module that bound it.
 ANSWERING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
-    ("publish", lambda a: a.publish("soul", {"header": "h"}), publishing, "publish"),
-    ("publish_event", lambda a: a.publish_event("system", {"body": "b"}), producer,
+    ("publish", lambda a: a.publish("soul", {"header": "h"}), agent_face, "publish"),
+    ("publish_event", lambda a: a.publish_event("system", {"body": "b"}), agent_face,
      "publish_event"),
-    ("publish_daemon_event", lambda a: a.publish_daemon_event("r1", {"n": 1}), daemon_runs,
+    ("publish_daemon_event", lambda a: a.publish_daemon_event("r1", {"n": 1}), channels,
      "publish_daemon_event"),
-    ("render", lambda a: a.render(), delivery, "render"),
-    ("cap_persistent", lambda a: a.cap_persistent({"email": {}}), cap_lanes, "cap_persistent"),
+    ("render", lambda a: a.render(), consumer, "render"),
+    ("cap_persistent", lambda a: a.cap_persistent({"email": {}}), cap, "cap_persistent"),
     ("notification", lambda a: a.notification("delay", {"channel": "soul", "seconds": 5}),
-     delay, "request_delay"),
+     notification_tool, "request_delay"),
     ("call_tool", lambda a: a.call_tool({"action": "delay",
                                          "input": {"channel": "soul", "seconds": 5}}),
-     delay, "request_delay"),
-    ("startup", lambda a: a.startup(), turn_prepare, "startup"),
-    ("prepare_turn", lambda a: a.prepare_turn(), turn_prepare, "prepare_turn"),
-    ("mark_side_effect", lambda a: a.mark_side_effect("t1"), turn_finish, "mark_side_effect"),
-    ("finish_turn", lambda a: a.finish_turn("t1"), turn_finish, "finish_turn"),
-    ("ignore", lambda a: a.ignore("evt_1"), inbox_admission, "ignore"),
-    ("admit", lambda a: a.admit("app", "hello"), inbox_admission, "admit"),
-    ("observe_memory", lambda a: a.observe_memory(), memory_admission, "observe_memory"),
+     notification_tool, "request_delay"),
+    ("startup", lambda a: a.startup(), turns, "startup"),
+    ("prepare_turn", lambda a: a.prepare_turn(), turns, "prepare_turn"),
+    ("mark_side_effect", lambda a: a.mark_side_effect("t1"), turns, "mark_side_effect"),
+    ("finish_turn", lambda a: a.finish_turn("t1"), turns, "finish_turn"),
+    ("ignore", lambda a: a.ignore("evt_1"), inbox, "ignore"),
+    ("admit", lambda a: a.admit("app", "hello"), inbox, "admit"),
+    ("observe_memory", lambda a: a.observe_memory(), memory, "observe_memory"),
 ]
 
 RAISING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
-    ("snapshot", lambda a: a.snapshot(), coherent, "observe"),
-    ("inbox", lambda a: a.inbox(), inbox_items, "projection"),
-    ("wait_for_wake", lambda a: a.wait_for_wake(0), wake_stream, "wait_for_wake"),
+    ("snapshot", lambda a: a.snapshot(), consumer, "observe"),
+    ("inbox", lambda a: a.inbox(), inbox, "projection"),
+    ("wait_for_wake", lambda a: a.wait_for_wake(0), consumer, "wait_for_wake"),
 ]
 
 
@@ -132,7 +124,7 @@ def test_stamp_fails_open_to_the_unchanged_result(
     agent: Agent, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """C24: a stamp that cannot be made returns the tool's result as it was."""
-    monkeypatch.setattr(delivery, "stamp", boom)
+    monkeypatch.setattr(consumer, "stamp", boom)
     result = {"status": "ok", "x": 1}
     with caplog.at_level(logging.ERROR, logger="tidings"):
         assert agent.stamp(result) == result
@@ -145,7 +137,7 @@ def test_a_tidings_error_underneath_answers_its_own_reason(
     def unsafe(*args: Any, **kwargs: Any) -> Any:
         raise UnsafePathError(".notification/.locks is a symlink")
 
-    monkeypatch.setattr(producer, "publish_event", unsafe)
+    monkeypatch.setattr(agent_face, "publish_event", unsafe)
     result = agent.publish_event("system", {"body": "b"})
     assert result == {"status": "error", "reason": "unsafe_path",
                       "message": ".notification/.locks is a symlink"}
@@ -188,18 +180,18 @@ class TestTickIsolation:
         make_agent(rt, tmp_path / "bad", "bad")
         (good.root / ".notification").mkdir()
         (good.root / ".notification" / "email.json").write_text('{"header": "mail"}')
-        real = sync.observe
+        real = visit.observe
 
         def poisoned(rt_: Runtime, a: AgentRecord) -> Any:
             if a.agent_id == "bad":
                 raise RecursionError("maximum recursion depth exceeded")
             return real(rt_, a)
 
-        monkeypatch.setattr(sync, "observe", poisoned)
+        monkeypatch.setattr(visit, "observe", poisoned)
         (tmp_path / "bad" / ".notification").mkdir()
         (tmp_path / "bad" / ".notification" / "email.json").write_text("{}")
         with caplog.at_level(logging.ERROR, logger="tidings"):
-            result = sync.sync_host(rt, rt.settings.host)
+            result = tick.sync_host(rt, rt.settings.host)
         assert result["failed"] == ["bad"] and result["woke"] == 1
         failed = [r for r in caplog.records if getattr(r, "event", None) == guard.FAILED_EVENT]
         assert failed and failed[0].fields["agent_id"] == "bad"  # type: ignore[attr-defined]
@@ -213,5 +205,5 @@ class TestTickIsolation:
             (record.root / ".notification").mkdir()
         (hostile.root / ".notification" / "mcp.x.json").write_text("[" * 5000 + "]" * 5000)
         (good.root / ".notification" / "email.json").write_text(json.dumps({"header": "m"}))
-        result = sync.sync_host(rt, rt.settings.host)
+        result = tick.sync_host(rt, rt.settings.host)
         assert result["status"] == "ok" and result["agents"] == 2 and result["woke"] >= 1

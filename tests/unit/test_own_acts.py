@@ -19,13 +19,11 @@ from typing import Any
 import pytest
 
 from tests.support.polling import wait_until
-from tidings.jobs.actions import dismiss
-from tidings.jobs.actions.delay import request_delay
-from tidings.jobs.channels import publish as publishing
+from tidings.jobs import tick
+from tidings.jobs.channels import publishing
+from tidings.jobs.consumer import delivery, dismiss, own_acts, visit, wake_stream
+from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import delivery, own_acts
-from tidings.jobs.wake import stream as wake_stream
-from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -59,7 +57,7 @@ def ticking(rt: Runtime, agent: AgentRecord) -> Iterator[list[dict[str, Any]]]:
 
     def run() -> None:
         while not stop.is_set():
-            results.append(sync.sync_host(rt, agent.host))
+            results.append(tick.sync_host(rt, agent.host))
             stop.wait(TICK_SECONDS)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -72,7 +70,7 @@ def ticking(rt: Runtime, agent: AgentRecord) -> Iterator[list[dict[str, Any]]]:
 
 
 def settle(rt: Runtime, agent: AgentRecord) -> None:
-    sync.sync_agent(rt, agent)
+    visit.sync_agent(rt, agent)
     while wake_stream.try_consume(rt, agent) is not None:
         pass
     rt.redis.delete(AgentKeys(agent.agent_id).wake_stream)
@@ -140,7 +138,7 @@ class TestTickStopsOnAnOwnAct:
     ) -> None:
         write_direct(agent, "email.json", {"header": "mail"})
         settle(rt, agent)
-        real = sync.observe
+        real = visit.observe
 
         def act_between(rt_: Runtime, a: AgentRecord) -> Any:
             obs = real(rt_, a)  # the tick has read; now the agent acts
@@ -149,10 +147,10 @@ class TestTickStopsOnAnOwnAct:
             return obs
 
         write_direct(agent, "email.json", {"header": "changed"})
-        monkeypatch.setattr(sync, "observe", act_between)
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        monkeypatch.setattr(visit, "observe", act_between)
+        assert visit.sync_agent(rt, agent)["woke"] is False
         monkeypatch.undo()
-        assert sync.sync_agent(rt, agent)["woke"] is True  # a real change wakes next tick
+        assert visit.sync_agent(rt, agent)["woke"] is True  # a real change wakes next tick
 
     def test_a_dead_act_stops_holding_wakes_back(self, rt: Runtime, agent: AgentRecord,
                                                  clock: Any) -> None:
@@ -162,9 +160,9 @@ class TestTickStopsOnAnOwnAct:
         rt.scripts("own_act_begin", [k.act_generation, k.acts_in_flight],
                    ["dead", now + own_acts.ACT_EXPIRY_SECONDS, now])  # never ends
         write_direct(agent, "email.json", {"header": "mail"})
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        assert visit.sync_agent(rt, agent)["woke"] is False
         clock.advance(own_acts.ACT_EXPIRY_SECONDS + 1)
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
 
 
 def test_own_act_keys_are_hash_tagged(agent: AgentRecord) -> None:

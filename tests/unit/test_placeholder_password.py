@@ -1,4 +1,4 @@
-"""Issue 24, acceptance 9 (api.md "Local trust", the deployed-Redis row): a password that
+"""Issue 24, acceptance 9 (interfaces.md "Local trust", the deployed-Redis row): a password that
 starts with ``change-me`` (the placeholders of deploy/) is refused before connecting, by
 ``connect()``, ``tidings.aio.connect()`` and every command (exit 2, one line)."""
 

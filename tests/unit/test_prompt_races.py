@@ -13,13 +13,12 @@ from typing import Any
 
 from tests.support.polling import wait_until
 from tests.unit.test_own_acts import settle, wakes, write_direct
-from tidings.jobs.actions import dismiss
-from tidings.jobs.actions.delay import request_delay
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs import tick
+from tidings.jobs.channels import flush_channel, publishing
+from tidings.jobs.consumer import dismiss
+from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.tick.prompt import PromptVisits, prompt_visit
-from tidings.jobs.wake import sync
+from tidings.jobs.tick import PromptVisits, prompt_visit
 from tidings.store.models import AgentRecord
 
 DEBOUNCE = 0.01
@@ -81,9 +80,9 @@ def test_c27_a_prompt_visit_and_a_tick_at_once_wake_once(rt: Runtime,
     for n in range(1, ROUNDS + 1):
         write_direct(agent, "email.json", {"header": f"mail {n}"})
         answers = at_once(lambda: prompt_visit(rt, [agent.agent_id]),
-                          lambda: sync.sync_host(rt, agent.host))
+                          lambda: tick.sync_host(rt, agent.host))
         assert len(answers) == 2
-        sync.sync_host(rt, agent.host)  # the backstop: a visit that lost its race retries
+        tick.sync_host(rt, agent.host)  # the backstop: a visit that lost its race retries
         signalled = wakes(rt, agent)
         assert len(signalled) == n, f"round {n}: {len(signalled)} signals"
         attention = signalled[-1]["result"]["_meta"]["agent_meta"]["notifications"]

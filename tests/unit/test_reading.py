@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from tidings.jobs.channels.allowlist import Allowlist
+from tidings.jobs.channels.allowlisting import Allowlist
+from tidings.jobs.consumer import _bare_read as bare
+from tidings.jobs.consumer import coherent
+from tidings.jobs.consumer import read as reading
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import _bare_read as bare
-from tidings.jobs.view import coherent
-from tidings.jobs.view import read as reading
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 

@@ -1,4 +1,4 @@
-"""The registry as one record per agent plus a per-host index (issue 25, api.md "Past one
+"""The registry as one record per agent plus a per-host index (issue 25, interfaces.md "Past one
 Redis"): put, remove, move, what a crash between the two single-slot writes leaves and how
 it converges, a host reading only its own agents, and the online migration of the old
 one-hash layout (acceptance 6). On fakeredis and a real redis-server (``redis_client``)."""

@@ -12,14 +12,13 @@ import pytest
 from tests.support.spills import spill_files
 from tidings.jobs.cap import lanes as cap_lanes
 from tidings.jobs.cap.ruler import measure, measure_persistent
-from tidings.jobs.channels.publish import publish
-from tidings.jobs.delay import state as delay_state
+from tidings.jobs.channels.publishing import publish
+from tidings.jobs.consumer import delay_state, delivery
+from tidings.jobs.consumer.attention import render_attention
+from tidings.jobs.consumer.coherent import observe
+from tidings.jobs.consumer.read import Observation
 from tidings.jobs.limits import MAX_CHARS_ENV
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import delivery
-from tidings.jobs.view.coherent import observe
-from tidings.jobs.view.read import Observation
-from tidings.jobs.view.render import render_attention
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -118,7 +117,8 @@ class TestDelivery:
             "published_at": notes["attention"]["email"]["published_at"]}}
         persistent = notes["persistent"]
         assert measure_persistent(persistent) <= 10_000
-        assert persistent["email"]["emails"][0]["message_truncated"] is True
+        first = persistent["email"]["emails"][0]
+        assert first["body"].endswith("...") and "message_truncated" not in first  # B15
         assert Path(persistent["overflow"]["path"]).name.startswith("notification-overflow-")
 
     def test_b6_persistent_within_the_cap_is_the_same_object(

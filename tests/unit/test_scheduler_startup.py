@@ -13,7 +13,7 @@ from apscheduler.jobstores.base import JobLookupError
 from tests.conftest import make_agent
 from tests.support.delay import REQUEST_ID, active_state, capture, events, put_state, state_of
 from tests.support.dispatch import InlineJobs
-from tidings.jobs.delay import state as delay_state
+from tidings.jobs.consumer import delay_state
 from tidings.jobs.runtime import Runtime
 from tidings.scheduler import requests, startup, sync_tick
 from tidings.store.clock import FakeClock
@@ -102,7 +102,7 @@ class TestStartupReconcile:
         def flaky(root: Path) -> delay_state.StateRead:
             raise OSError("disk trouble")
 
-        monkeypatch.setattr("tidings.jobs.actions.delay.read_state", flaky)
+        monkeypatch.setattr("tidings.jobs.consumer.delay.read_state", flaky)
         aps = StubScheduler(stored=("stale",))
         assert startup.reconcile_host(rt, aps, body) == {"added": 0, "expired": 0,
                                                           "removed": 0}

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 from tests.support.dispatch import InlineJobs
-from tidings.jobs.channels.publish import append_event
+from tidings.jobs import tick
+from tidings.jobs.channels.publishing import append_event
+from tidings.jobs.consumer import visit
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import sync
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
@@ -18,14 +19,14 @@ def test_c15_sync_step_restarts_a_stranded_flush(rt: Runtime, agent: AgentRecord
     assert append_event(rt, agent, "system", {"text": "stranded"})["status"] == "ok"
     rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("system"))  # its flush died
     jobs_dispatch.run_flushes = True
-    sync.sync_agent(rt, agent)
+    visit.sync_agent(rt, agent)
     events = json.loads((agent.root / ".notification/system.json").read_bytes())["data"]["events"]
     assert [e["text"] for e in events] == ["stranded"]
     assert jobs_dispatch.flushes == [(agent.agent_id, "system")] * 2
-    sync.sync_agent(rt, agent)
+    visit.sync_agent(rt, agent)
     assert len(jobs_dispatch.flushes) == 2, "a drained buffer needs no flush"
 
 
 def test_c27_sync_host_covers_every_agent_of_the_host(rt: Runtime, agent: AgentRecord) -> None:
-    assert sync.sync_host(rt, agent.host)["agents"] == 1
-    assert sync.sync_host(rt, "elsewhere")["agents"] == 0
+    assert tick.sync_host(rt, agent.host)["agents"] == 1
+    assert tick.sync_host(rt, "elsewhere")["agents"] == 0

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_agent
+from tidings.jobs import tick
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import sync
+from tidings.jobs.tick import host as host_tick
 from tidings.store import keys
 from tidings.store.clock import FakeClock
 from tidings.store.models import AgentRecord
@@ -28,7 +29,7 @@ def agents(rt: Runtime, tmp_path: Path) -> list[AgentRecord]:
 
 def waited(rt: Runtime, clock: FakeClock, *args: object) -> tuple[float, dict[str, object]]:
     before = clock.monotonic()
-    result = sync.sync_host(rt, *args)  # type: ignore[arg-type]
+    result = tick.sync_host(rt, *args)  # type: ignore[arg-type]
     return clock.monotonic() - before, result
 
 
@@ -36,10 +37,10 @@ def test_c27_a_full_scan_waits_while_a_changed_tick_runs(
     rt: Runtime, clock: FakeClock, agents: list[AgentRecord]
 ) -> None:
     host = agents[0].host
-    rt.redis.set(keys.sync_running(host, changed=True), sync.RUNNING)
+    rt.redis.set(keys.sync_running(host, changed=True), host_tick.RUNNING)
     seconds, result = waited(rt, clock, host)
-    looks = -(-AGENTS // sync.STEP_ASIDE_EVERY)
-    assert seconds == pytest.approx(looks * sync.STEP_ASIDE_SECONDS, abs=0.05)
+    looks = -(-AGENTS // host_tick.STEP_ASIDE_EVERY)
+    assert seconds == pytest.approx(looks * host_tick.STEP_ASIDE_SECONDS, abs=0.05)
     assert result["agents"] == AGENTS, "it still visits every agent"
 
 
@@ -68,20 +69,20 @@ def test_c27_a_changed_tick_marks_its_marker_running_and_clears_it(
     marker = keys.sync_running(host, changed=True)
     rt.redis.set(marker, "1", ex=30)
     seen: list[object] = []
-    real = sync.sync_agent
+    real = host_tick.sync_agent
 
-    def visit(rt_: Runtime, agent: AgentRecord) -> dict[str, object]:
+    def visit(rt_: Runtime, agent: AgentRecord, known: object = None) -> dict[str, object]:
         seen.append((rt.redis.get(marker), rt.redis.ttl(marker) > 0))
-        return real(rt_, agent)
+        return real(rt_, agent, known)  # type: ignore[arg-type]
 
-    sync.sync_agent = visit  # type: ignore[assignment]
+    host_tick.sync_agent = visit  # type: ignore[assignment]
     try:
-        sync.sync_host(rt, host, [agents[0].agent_id])
+        tick.sync_host(rt, host, [agents[0].agent_id])
     finally:
-        sync.sync_agent = real  # type: ignore[assignment]
-    assert seen == [(sync.RUNNING, True)], "running, with the scheduler's expiry kept"
+        host_tick.sync_agent = real
+    assert seen == [(host_tick.RUNNING, True)], "running, with the scheduler's expiry kept"
     assert not rt.redis.exists(marker)
-    sync.sync_host(rt, host, [agents[0].agent_id])
+    tick.sync_host(rt, host, [agents[0].agent_id])
     assert not rt.redis.exists(marker), "no marker (a direct call) stays none"
 
 
@@ -90,7 +91,7 @@ def test_c27_the_wait_ends_when_the_changed_tick_does(
 ) -> None:
     host = agents[0].host
     marker = keys.sync_running(host, changed=True)
-    rt.redis.set(marker, sync.RUNNING)
+    rt.redis.set(marker, host_tick.RUNNING)
     real_sleep = clock.sleep
     slept: list[float] = []
 
@@ -102,7 +103,7 @@ def test_c27_the_wait_ends_when_the_changed_tick_does(
 
     clock.sleep = sleep  # type: ignore[method-assign]
     seconds, _ = waited(rt, clock, host)
-    assert seconds == pytest.approx(3 * sync.STEP_ASIDE_POLL_SECONDS)
+    assert seconds == pytest.approx(3 * host_tick.STEP_ASIDE_POLL_SECONDS)
 
 
 def test_c27_a_scan_waits_at_most_a_third_of_the_full_scan_interval(
@@ -110,9 +111,10 @@ def test_c27_a_scan_waits_at_most_a_third_of_the_full_scan_interval(
 ) -> None:
     short = replace(rt, settings=rt.settings.model_copy(update={"full_scan_seconds": 2.4}))
     host = agents[0].host
-    rt.redis.set(keys.sync_running(host, changed=True), sync.RUNNING)  # its worker died mid-tick
+    # its worker died mid-tick
+    rt.redis.set(keys.sync_running(host, changed=True), host_tick.RUNNING)
     seconds, result = waited(short, clock, host)
-    assert seconds == pytest.approx(2.4 * sync.STEP_ASIDE_SHARE, abs=0.05)
+    assert seconds == pytest.approx(2.4 * host_tick.STEP_ASIDE_SHARE, abs=0.05)
     assert result["agents"] == AGENTS
 
 
@@ -120,6 +122,6 @@ def test_c27_a_changed_tick_never_waits(
     rt: Runtime, clock: FakeClock, agents: list[AgentRecord]
 ) -> None:
     host = agents[0].host
-    rt.redis.set(keys.sync_running(host, changed=True), sync.RUNNING)
+    rt.redis.set(keys.sync_running(host, changed=True), host_tick.RUNNING)
     seconds, result = waited(rt, clock, host, [a.agent_id for a in agents])
     assert seconds == 0 and result["agents"] == AGENTS

@@ -20,10 +20,10 @@ from inotify_simple import INotify
 from tests.conftest import TEST_HOST, make_agent
 from tests.support.delay import active_state, capture, events, put_state, state_of
 from tests.support.polling import wait_until
-from tidings.jobs import metrics
+from tidings.jobs import metrics, tick
+from tidings.jobs.consumer import wake_stream
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.wake import stream as wake_stream
-from tidings.jobs.wake import sync
+from tidings.jobs.tick import host as host_tick
 from tidings.scheduler.sync_tick import SyncTicker, run_tick
 from tidings.scheduler.watcher import Watcher
 from tidings.store import keys
@@ -53,7 +53,7 @@ class Harness:
 
     def _run(self, agent_ids: Sequence[str] | None) -> None:
         self.visits.append(None if agent_ids is None else list(agent_ids))
-        sync.sync_host(self.rt, TEST_HOST, agent_ids)
+        tick.sync_host(self.rt, TEST_HOST, agent_ids)
 
     def tick(self) -> dict[str, Any]:
         self.clock.advance(1.0)
@@ -275,12 +275,12 @@ def test_c27_an_unfinished_visit_is_repeated_next_tick(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     h, (a0, _, _) = started(frt, clock, watcher, tmp_path)
-    real = sync.sync_agent
-    monkeypatch.setattr(sync, "sync_agent", lambda rt, a: {**real(rt, a), "stable": False,
-                                                            "retry": True})
+    real = host_tick.sync_agent
+    monkeypatch.setattr(host_tick, "sync_agent", lambda rt, a, known: {
+        **real(rt, a, known), "stable": False, "retry": True})
     write_direct(a0.root, "mcp.x.json", {"header": "torn read"})
     h.tick_until_visited("a0")
-    monkeypatch.setattr(sync, "sync_agent", real)
+    monkeypatch.setattr(host_tick, "sync_agent", real)
     assert h.tick()["changed"] == ["a0"]
     assert h.tick()["changed"] == []
 

@@ -12,13 +12,13 @@ import pytest
 
 import tidings
 from tidings import _manual
+from tidings import _tool as notification_tool
 from tidings._agent import Agent
 from tidings._hub import Hub
 from tidings._tool import ACTIONS
 from tidings.jobs import limits
-from tidings.jobs.actions import delay
 from tidings.jobs.channels import settings_view as channel_settings
-from tidings.jobs.view import delivery
+from tidings.jobs.consumer import delivery
 
 MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
             "how_to_modify": "m", "how_to_cancel": "c"}
@@ -143,7 +143,7 @@ class TestActionTable:
             return {"status": "error", "reason": "invalid_delay", "channel": channel,
                     "message": "seconds must be an integer"}
 
-        monkeypatch.setattr(delay, "request_delay", fake)
+        monkeypatch.setattr(notification_tool, "request_delay", fake)
         for seconds in ("10", 1.5, True, None):
             assert agent.notification("delay", {"channel": "email", "seconds": seconds})[
                 "reason"] == "invalid_delay"

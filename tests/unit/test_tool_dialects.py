@@ -1,5 +1,5 @@
 """The tool's schema dialects and the argument objects they allow (issue 12, acceptance 1-2;
-api.md "Plugging into agent frameworks"; channels.md C44)."""
+interfaces.md "Plugging into agent frameworks"; channels.md C44)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def arguments_schema(dialect: str) -> dict[str, Any]:
 
 
 def strict_problems(schema: Any, path: str = "$") -> list[str]:
-    """api.md's strict-mode rules for the ``"openai"`` dialect."""
+    """interfaces.md's strict-mode rules for the ``"openai"`` dialect."""
     problems: list[str] = []
     if not isinstance(schema, dict):
         return [f"{path}: not a schema object"]

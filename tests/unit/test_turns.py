@@ -276,7 +276,7 @@ class TestRecovery:
                 raise ConnectionError("boom")
             return real(rt, agent_id, **kw)
 
-        monkeypatch.setattr(inbox_admission, "recover", flaky)
+        monkeypatch.setattr(turn_prepare, "recover", flaky)  # where prepare looks it up
         results = turn_prepare.startup_all(rt, [agent, other])
         assert results["a1"]["reason"] == "startup_failed"
         assert results["a2"]["status"] == "ok"

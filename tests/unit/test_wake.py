@@ -13,18 +13,22 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_agent
+from tidings.jobs import tick
 from tidings.jobs.channels import blocked as blocked_warnings
-from tidings.jobs.channels import hooks
-from tidings.jobs.channels import publish as publishing
-from tidings.jobs.daemon import runs as daemon_runs
-from tidings.jobs.delay import alarm as delay_alarm
-from tidings.jobs.delay import state as delay_state
+from tidings.jobs.channels import daemon_runs, hooks, publishing
+from tidings.jobs.consumer import (
+    coherent,
+    committed,
+    delay_alarm,
+    delay_state,
+    delivery,
+    visit,
+    wake_mask,
+    wake_stream,
+)
+from tidings.jobs.consumer import read as reading
+from tidings.jobs.consumer.read import Observation
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view import coherent, committed, delivery, wake_mask
-from tidings.jobs.view import read as reading
-from tidings.jobs.view.read import Observation
-from tidings.jobs.wake import stream as wake_stream
-from tidings.jobs.wake import sync
 from tidings.store import keys
 from tidings.store.errors import TidingsError
 from tidings.store.keys import AgentKeys
@@ -56,7 +60,7 @@ def system_refs(agent: AgentRecord) -> list[Any]:
 
 def settle(rt: Runtime, agent: AgentRecord) -> None:
     """Deliver everything and drain the wake stream: a quiet starting point."""
-    sync.sync_agent(rt, agent)
+    visit.sync_agent(rt, agent)
     while wake_stream.try_consume(rt, agent) is not None:
         pass
 
@@ -157,7 +161,7 @@ class TestC26WakeStream:
 
     def test_signal_format(self, rt: Runtime, agent: AgentRecord) -> None:
         publishing.publish(rt, agent, "soul", {"header": "s"})
-        assert sync.sync_agent(rt, agent)["woke"] is True
+        assert visit.sync_agent(rt, agent)["woke"] is True
         signal = wake_stream.wait_for_wake(rt, agent, 0)
         assert signal is not None
         assert set(signal) == {"kind", "agent_id", "at", "call", "result", "wake_id"}
@@ -172,20 +176,20 @@ class TestC27SyncTick:
     def test_direct_write_wakes_once(self, rt: Runtime, agent: AgentRecord) -> None:
         settle(rt, agent)
         write_direct(agent, "mcp.x.json", '{"header": "new"}')
-        first = sync.sync_agent(rt, agent)
+        first = visit.sync_agent(rt, agent)
         assert first["woke"] is True
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        assert visit.sync_agent(rt, agent)["woke"] is False
         seen = committed.read(rt, agent)
         obs = coherent.observe(rt, agent)
         assert seen.delivered == obs.raw_fp and seen.wake(agent.root, None) == obs.masked_fp
 
     def test_nothing_visible_commits_wake_only(self, rt: Runtime, agent: AgentRecord) -> None:
         write_direct(agent, "mcp.x.json", "{}")
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         delivered = committed.read(rt, agent).delivered_text
         before = stream_len(rt, agent)
         (agent.root / ".notification" / "mcp.x.json").unlink()
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        assert visit.sync_agent(rt, agent)["woke"] is False
         assert stream_len(rt, agent) == before
         seen = committed.read(rt, agent)
         assert seen.wake_text == "[]" and seen.delivered_text == delivered
@@ -195,14 +199,14 @@ class TestC27SyncTick:
         obs = coherent.observe(rt, agent)
         seen = committed.read(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})  # a concurrent delivery commits first
-        assert sync._signal(rt, agent, seen, obs, "") is None
+        assert visit._signal(rt, agent, seen, obs, "") is None
         assert stream_len(rt, agent) == 0
 
     def test_unstable_read_signals_nothing(self, rt: Runtime, agent: AgentRecord,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
         write_direct(agent, "mcp.x.json", "{}")
-        monkeypatch.setattr(sync, "observe", lambda *a: Observation(False, [], [], {}))
-        assert sync.sync_agent(rt, agent)["stable"] is False
+        monkeypatch.setattr(visit, "observe", lambda *a: Observation(False, [], [], {}))
+        assert visit.sync_agent(rt, agent)["stable"] is False
         assert stream_len(rt, agent) == 0
 
     def test_stranded_flush_and_delay_backstop(self, rt: Runtime, agent: AgentRecord,
@@ -216,7 +220,7 @@ class TestC27SyncTick:
         reconciled: list[str] = []
         monkeypatch.setattr(delay_alarm, "reconcile",
                             lambda rt_, a, expected=None: reconciled.append(a.agent_id) or False)
-        result = sync.sync_agent(rt, agent)
+        result = visit.sync_agent(rt, agent)
         assert result["flushes"] == ["mcp.x"] and reconciled
         assert (agent.root / ".notification" / "mcp.x.json").exists()
 
@@ -228,31 +232,31 @@ class TestC27SyncTick:
         settle(rt, agent)
         for n in range(2):
             daemon_runs.publish_daemon_event(rt, agent, "r", {"n": n})
-            assert sync.sync_agent(rt, agent)["woke"] is False
+            assert visit.sync_agent(rt, agent)["woke"] is False
         daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 3})
-        assert sync.sync_agent(rt, agent)["woke"] is True  # count 3 > threshold 2
+        assert visit.sync_agent(rt, agent)["woke"] is True  # count 3 > threshold 2
         daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 4})
-        assert sync.sync_agent(rt, agent)["woke"] is False  # alarm already delivered
+        assert visit.sync_agent(rt, agent)["woke"] is False  # alarm already delivered
         monkeypatch.setattr(delay_state, "live_target", lambda *a: "daemon")
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 5})
-        assert sync.sync_agent(rt, agent)["woke"] is False
+        assert visit.sync_agent(rt, agent)["woke"] is False
 
     def test_sync_host_survives_a_failing_agent(self, rt: Runtime, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
         good = make_agent(rt, tmp_path / "good", "good")
         make_agent(rt, tmp_path / "bad", "bad")
         write_direct(good, "mcp.x.json", "{}")
-        real = sync.enqueue_stranded
+        real = visit.enqueue_stranded
 
-        def flaky(rt_: Runtime, a: AgentRecord) -> list[str]:
+        def flaky(rt_: Runtime, a: AgentRecord, known: visit.Known | None = None) -> list[str]:
             if a.agent_id == "bad":
                 raise RuntimeError("boom")
-            return real(rt_, a)
+            return real(rt_, a, known)
 
-        monkeypatch.setattr(sync, "enqueue_stranded", flaky)
+        monkeypatch.setattr(visit, "enqueue_stranded", flaky)
         rt.redis.set(keys.sync_running(rt.settings.host), "1")
-        result = sync.sync_host(rt, rt.settings.host)
+        result = tick.sync_host(rt, rt.settings.host)
         assert result == {"status": "ok", "host": rt.settings.host, "agents": 2, "woke": 1,
                           "failed": ["bad"]}
         assert rt.redis.get(keys.sync_running(rt.settings.host)) is None
@@ -265,7 +269,7 @@ class TestC28C29Warnings:
         fp_before = coherent.observe(rt, agent).raw_fp
         write_direct(agent, "deploys.json", '{"header": "sneaky"}')
         assert coherent.observe(rt, agent).raw_fp == fp_before
-        first = sync.sync_agent(rt, agent)
+        first = visit.sync_agent(rt, agent)
         assert first["blocked"] == ["deploys"] and first["woke"] is False
         events = json.loads((agent.root / ".notification" / "system.json").read_bytes())
         event = events["data"]["events"][0]
@@ -275,9 +279,9 @@ class TestC28C29Warnings:
             "Channel 'deploys' is not registered; its notifications do not pass through. "
             "See notification(action='list') and notification(action='add', ...).")
         assert {"event_id", "at"} <= set(event)  # C29
-        assert sync.sync_agent(rt, agent)["woke"] is True  # the warning itself is news
+        assert visit.sync_agent(rt, agent)["woke"] is True  # the warning itself is news
         for _ in range(3):
-            again = sync.sync_agent(rt, agent)
+            again = visit.sync_agent(rt, agent)
             assert again["woke"] is False and again["blocked"] == []
         assert system_refs(agent) == ["blocked_channel:deploys"]
         assert "deploys" not in coherent.observe(rt, agent).payloads
@@ -285,41 +289,41 @@ class TestC28C29Warnings:
     def test_registration_clears_and_drop_warns_again(self, rt: Runtime,
                                                       agent: AgentRecord) -> None:
         write_direct(agent, "deploys.json", "{}")
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         blocked = AgentKeys(agent.agent_id).blocked
         assert rt.redis.sismember(blocked, "deploys")
         hooks.add(rt, agent, MANIFEST)
         assert not rt.redis.sismember(blocked, "deploys")
         assert "deploys" in coherent.observe(rt, agent).payloads
-        from tidings.jobs.actions import dismiss
+        from tidings.jobs.consumer import dismiss
 
         delivery.stamp(rt, agent, {"status": "ok"})
         dismiss.dismiss_ref(rt, agent, "blocked_channel:deploys")
         hooks.drop(rt, agent, "h")
-        assert sync.sync_agent(rt, agent)["blocked"] == ["deploys"]
+        assert visit.sync_agent(rt, agent)["blocked"] == ["deploys"]
         assert system_refs(agent) == ["blocked_channel:deploys"]
 
     def test_out_of_band_registration_leaves_the_set_on_scan(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         write_direct(agent, "deploys.json", "{}")
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         write_direct(agent, "hooks.json", json.dumps([MANIFEST]))
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         assert not rt.redis.sismember(AgentKeys(agent.agent_id).blocked, "deploys")
 
     def test_dedup_survives_a_new_process(self, rt: Runtime, agent: AgentRecord) -> None:
         """The blocked set lives in Redis: fresh in-process state does not warn again."""
         write_direct(agent, "deploys.json", "{}")
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})
-        from tidings.jobs.actions import dismiss
-        from tidings.jobs.channels import allowlist
+        from tidings.jobs.channels import allowlisting
+        from tidings.jobs.consumer import dismiss
 
         dismiss.dismiss_ref(rt, agent, "blocked_channel:deploys")
-        allowlist.invalidate(agent)
+        allowlisting.invalidate(agent)
         reading._hashes = reading._HashCache(reading.HASH_CACHE_SIZE)
-        assert sync.sync_agent(rt, agent)["blocked"] == []
+        assert visit.sync_agent(rt, agent)["blocked"] == []
         assert system_refs(agent) == []
 
     def test_no_blocked_scan_while_registry_cannot_load(self, rt: Runtime,
@@ -327,27 +331,27 @@ class TestC28C29Warnings:
         """Acceptance 5: corrupt hooks.json: no crash, no blocked warnings."""
         write_direct(agent, "hooks.json", "[{broken")
         write_direct(agent, "deploys.json", "{}")
-        result = sync.sync_agent(rt, agent)
+        result = visit.sync_agent(rt, agent)
         assert result["status"] == "ok" and result["blocked"] == []
         write_direct(agent, "hooks.json", '{"an": "object"}')  # loads as []
-        assert sync.sync_agent(rt, agent)["blocked"] == ["deploys"]
+        assert visit.sync_agent(rt, agent)["blocked"] == ["deploys"]
 
     def test_oversized_allowed_file(self, rt: Runtime, agent: AgentRecord) -> None:
         """Acceptance 5: a 2 MiB channel file."""
         settle(rt, agent)
         fp_before = coherent.observe(rt, agent).raw_fp
         write_direct(agent, "mcp.big.json", b'{"x":"' + b"a" * (2 * 1_048_576) + b'"}')
-        result = sync.sync_agent(rt, agent)
+        result = visit.sync_agent(rt, agent)
         assert result["oversized"] == ["mcp.big"] and result["blocked"] == []
         assert system_refs(agent) == ["oversized_channel:mcp.big"]
         events = json.loads((agent.root / ".notification" / "system.json").read_bytes())
         assert events["data"]["events"][0]["source"] == "notification_store"
-        assert sync.sync_agent(rt, agent)["oversized"] == []
+        assert visit.sync_agent(rt, agent)["oversized"] == []
         obs = coherent.observe(rt, agent)
         assert "mcp.big" not in obs.payloads
         assert [e for e in obs.raw_fp if e[0] != "system.json"] == fp_before
         write_direct(agent, "mcp.big.json", "{}")
-        sync.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent)
         assert not rt.redis.sismember(AgentKeys(agent.agent_id).oversized, "mcp.big")
 
     def test_non_regular_and_unflaggable_names_are_ignored(
@@ -365,7 +369,7 @@ class TestC28C29Warnings:
         for name in ("large_result_acks.json", "daemon.json", ".dot.json", "a..b.json",
                      "notes.txt"):
             (d / name).write_text("{}")
-        result = sync.sync_agent(rt, agent)
+        result = visit.sync_agent(rt, agent)
         assert result["status"] == "ok" and result["blocked"] == [] and result["oversized"] == []
         assert coherent.observe(rt, agent).payloads == {}
         assert outside.read_text() == '{"header": "elsewhere"}'

@@ -260,8 +260,10 @@ def test_cli_lists_and_requeues_dead_letters(hub: Hub, capsys: pytest.CaptureFix
     assert main(["dead", "requeue", message_id, "--json"]) == 1
 
 
-def test_the_demo_ends_with_the_console_url(tmp_path: Path) -> None:
-    """The demo's last chapter serves the console over the tour's store and prints its URL."""
+def test_the_demo_ends_with_the_console_and_no_dead_url(tmp_path: Path) -> None:
+    """The demo's last chapter serves the console over the tour's store and reads the
+    agent's page; read from a pipe, it prints no URL (the console ends with the tour), only
+    the command that serves one (issue 34, acceptance 5)."""
     import io
     import re
 
@@ -276,4 +278,5 @@ def test_the_demo_ends_with_the_console_url(tmp_path: Path) -> None:
     with tidings.connect("embedded", background=False) as hub:
         tour = Tour(hub, hub.agent(tmp_path, inline=True), tmp_path, Console(file=out, width=200))
         web_console(tour)  # fails if the console does not show the agent
-    assert re.search(r"http://127\.0\.0\.1:\d+/", out.getvalue())
+    assert "tidings web" in out.getvalue()
+    assert not re.search(r"https?://", out.getvalue())

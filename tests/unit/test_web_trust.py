@@ -1,4 +1,4 @@
-"""Issue 24 (api.md "Local trust"), the console in process: spills through the no-follow
+"""Issue 24 (interfaces.md "Local trust"), the console in process: spills through the no-follow
 walk, sessions, logout, the login throttle, the Origin check, the Secure cookie, bounded
 bodies. The real processes are in tests/e2e/test_web_cli.py."""
 

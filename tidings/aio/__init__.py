@@ -1,5 +1,5 @@
 """tidings for asyncio: every :class:`tidings.Hub` and :class:`tidings.Agent` method as a
-coroutine, with the same names, arguments and results (api.md, Plugging into agent
+coroutine, with the same names, arguments and results (interfaces.md, Plugging into agent
 frameworks). Waiting holds no thread.
 
     >>> import tidings.aio

@@ -19,23 +19,28 @@ from tidings._agent import Agent
 from tidings._turn import Turn
 from tidings.aio._docs import share_docs
 from tidings.aio._guard import answering, raising
-from tidings.jobs.cap.attention import Lane
-from tidings.jobs.channels import applied
-from tidings.jobs.channels.envelope import PublishResult
+from tidings.jobs.cap import Lane
+from tidings.jobs.channels import PublishResult, pushed_through, wait_applied
+from tidings.jobs.consumer import wait_for_wake_async
 from tidings.jobs.guard import ErrorAnswer
-from tidings.jobs.turns import prepare as turn_prepare
-from tidings.jobs.wake import waiting
+from tidings.jobs.turns import (
+    Begun,
+    Startup,
+    TurnError,
+    TurnMemory,
+    begin_turn,
+    claim_turn,
+    inline_pre_turn,
+)
 from tidings.store.models import AgentRecord
 from tidings.store.scripts import AsyncScripts
 
 if TYPE_CHECKING:
-    from tidings.jobs.cap.persistent import Block
-    from tidings.jobs.inbox.admission import Admitted, Ignored, InboxError
-    from tidings.jobs.inbox.items import PublicItem
-    from tidings.jobs.memory.memory_admission import ObservationResult
-    from tidings.jobs.turns.finish import SideEffectMarked
-    from tidings.jobs.view.delivery import Notifications, ToolResult
-    from tidings.jobs.wake.wait_loop import Entry
+    from tidings.jobs.cap import Block
+    from tidings.jobs.consumer import Entry, Notifications, ToolResult
+    from tidings.jobs.inbox import Admitted, Ignored, InboxError, PublicItem
+    from tidings.jobs.memory import ObservationResult
+    from tidings.jobs.turns import SideEffectMarked
 
 #: What a producer call answers through the sync agent's guard.
 Pushed = PublishResult | ErrorAnswer
@@ -50,7 +55,7 @@ class Waits(Protocol):
 
     async def pre_turn(
         self, record: AgentRecord, observe: bool
-    ) -> tuple[turn_prepare.TurnMemory, Lane]: ...
+    ) -> tuple[TurnMemory, Lane]: ...
 
 
 class AsyncAgent:
@@ -91,11 +96,11 @@ class AsyncAgent:
             pending = wait and result.get("status") == "ok" and result.get("flushed") is False
             if not pending:
                 return result, 0
-            return result, applied.pushed_through(self.sync.runtime.redis, self.agent_id, channel)
+            return result, pushed_through(self.sync.runtime.redis, self.agent_id, channel)
 
         result, seq = await asyncio.to_thread(pushed)
         if seq and result["status"] == "ok":
-            result["flushed"] = await applied.wait_applied(self.hub.aredis, self.agent_id,
+            result["flushed"] = await wait_applied(self.hub.aredis, self.agent_id,
                                                            channel, seq)
         return result
 
@@ -148,33 +153,33 @@ class AsyncAgent:
 
     # -- the orchestrator's turn loop ------------------------------------------------
 
-    async def startup(self) -> turn_prepare.Startup | ErrorAnswer:
+    async def startup(self) -> Startup | ErrorAnswer:
         return await asyncio.to_thread(self.sync.startup)
 
     @answering("prepare_turn")
-    async def prepare_turn(self, kind: str = "ordinary") -> Turn | turn_prepare.TurnError:
+    async def prepare_turn(self, kind: str = "ordinary") -> Turn | TurnError:
         rt, record = self.sync.runtime, self.record
-        begun = await asyncio.to_thread(turn_prepare.begin_turn, rt, record, kind)
-        if not isinstance(begun, turn_prepare.Begun):
+        begun = await asyncio.to_thread(begin_turn, rt, record, kind)
+        if not isinstance(begun, Begun):
             return begun
         if self.inline:
-            memory, attention = await asyncio.to_thread(turn_prepare.inline_pre_turn, rt, record,
+            memory, attention = await asyncio.to_thread(inline_pre_turn, rt, record,
                                                         begun.observing)
         else:
             memory, attention = await self.hub.pre_turn(record, begun.observing)
-        result = await asyncio.to_thread(turn_prepare.claim_turn, rt, record, begun, memory,
+        result = await asyncio.to_thread(claim_turn, rt, record, begun, memory,
                                          attention)
         return Turn.from_result(result) if result["status"] == "ok" else result
 
     async def mark_side_effect(
         self, turn: Turn | str
-    ) -> SideEffectMarked | turn_prepare.TurnError | ErrorAnswer:
+    ) -> SideEffectMarked | TurnError | ErrorAnswer:
         return await asyncio.to_thread(self.sync.mark_side_effect, turn)
 
     async def finish_turn(
         self, turn: Turn | str, ok: bool = True, side_effects: bool = False,
         ignored: Iterable[str] = (), owned: Mapping[str, object] | None = None,
-    ) -> turn_prepare.TurnError | dict[str, object] | ErrorAnswer:
+    ) -> TurnError | dict[str, object] | ErrorAnswer:
         return await asyncio.to_thread(self.sync.finish_turn, turn, ok, side_effects,
                                        tuple(ignored), owned)
 
@@ -199,7 +204,7 @@ class AsyncAgent:
     @raising("wait_for_wake")
     async def wait_for_wake(self, timeout: float) -> Entry | None:
         """Await up to ``timeout`` seconds for the oldest unconsumed wake signal (C26)."""
-        return await waiting.wait_for_wake(self.hub.aredis, self.hub.scripts, self.agent_id,
+        return await wait_for_wake_async(self.hub.aredis, self.hub.scripts, self.agent_id,
                                            timeout)
 
 

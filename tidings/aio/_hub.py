@@ -24,9 +24,9 @@ from tidings.workers.turn_group_async import AsyncGroupPreTurn
 
 if TYPE_CHECKING:
     from tidings.inspection.status import Status
-    from tidings.jobs.cap.attention import Lane
+    from tidings.jobs.cap import Lane
     from tidings.jobs.guard import ErrorAnswer
-    from tidings.jobs.turns.prepare import Startup, TurnError, TurnMemory
+    from tidings.jobs.turns import Startup, TurnError, TurnMemory
     from tidings.scheduler.service import EventSink, SchedulerService
     from tidings.workers.dead_letters import DeadLetter, Requeued, RequeueError
 

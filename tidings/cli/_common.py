@@ -39,7 +39,7 @@ _COMMON_DEFAULTS: dict[str, str | bool | None] = {
     "inline": False,
 }
 
-#: What a JSON option's help says about ``-`` and ``@PATH`` (api.md, More CLI rules).
+#: What a JSON option's help says about ``-`` and ``@PATH`` (interfaces.md, More CLI rules).
 JSON_SOURCES = "JSON text, '-' for standard input or '@PATH' for a file"
 
 
@@ -155,7 +155,7 @@ def open_hub(args: argparse.Namespace) -> Hub:
 def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
     """The registered agent of ``--workdir`` (default: the current directory).
 
-    Only ``agents add`` and ``up --workdir`` register (api.md, More CLI rules).
+    Only ``agents add`` and ``up --workdir`` register (interfaces.md, More CLI rules).
     """
     from tidings.errors import UnknownAgentError  # noqa: PLC0415 - see open_hub
 

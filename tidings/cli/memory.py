@@ -10,7 +10,7 @@ from tidings.cli._common import emit, open_agent, open_hub
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
 
-#: Item states (api.md), for ``--state``; the projection refuses any other.
+#: Item states (interfaces.md), for ``--state``; the projection refuses any other.
 STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignored")
 #: Items per page of ``tidings inbox`` (the projection's own default).
 DEFAULT_PAGE = 30

@@ -14,8 +14,6 @@ from tidings.cli._common import common_options, lazy
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
 
-#: The default store's loopback port (api.md "The default store").
-STORE_PORT = 6390
 #: Worker threads per process of ``tidings worker`` (observations hold the GIL).
 WORKER_THREADS = 8
 #: Worker threads of ``tidings up``'s in-process worker.
@@ -31,8 +29,9 @@ def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
     )
     u.add_argument("--workdir", action="append", dest="workdirs", default=[],
                    help="register this agent workdir (repeatable)")
-    u.add_argument("--port", type=int, default=STORE_PORT,
-                   help="loopback port of the default store (0: any free port)")
+    u.add_argument("--port", type=int, default=None,
+                   help="loopback port of the default store (0: any free port; default: "
+                        "TIDINGS_STORE_PORT, else 6390)")
     u.add_argument("--ephemeral", action="store_true",
                    help="serve an in-memory store instead (NOT durable: throwaway runs)")
     u.add_argument("--threads", type=int, default=UP_THREADS,

@@ -26,7 +26,8 @@ from tidings.store.settings import Settings
 
 def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
     """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
-    store = EphemeralStore(s, args.port) if args.ephemeral else DefaultStore(s, args.port)
+    port = s.store_port if args.port is None else args.port
+    store = EphemeralStore(s, port) if args.ephemeral else DefaultStore(s, port)
     try:
         store.start()
         try:

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tidings.cli._common import emit, open_hub, wants_json
+from tidings.inspection.agent_status import LiveDelay
 from tidings.inspection.status import Status
-from tidings.jobs.view.agent_status import LiveDelay
 
 
 def show_status(args: argparse.Namespace) -> int:

@@ -33,7 +33,7 @@ def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def notification(args: argparse.Namespace) -> int:
-    """The tool's result exactly as the tool returns it (api.md, More CLI rules; C45)."""
+    """The tool's result exactly as the tool returns it (interfaces.md, More CLI rules; C45)."""
     payload = None
     if args.input is not None:
         payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")

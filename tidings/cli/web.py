@@ -12,7 +12,7 @@ from tidings.cli._common import EXIT_USAGE, open_hub
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
 
-#: api.md: the console's default address.
+#: interfaces.md: the console's default address.
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8377
 
 

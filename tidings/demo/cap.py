@@ -6,24 +6,32 @@ import json
 from pathlib import Path
 
 from tidings.demo.tour import Tour
-from tidings.jobs.cap.ruler import measure
+from tidings.jobs.cap import measure
 from tidings.jobs.limits import max_chars
 
 #: The oversized channel: 25 messages of 3,000 characters each.
 MESSAGES, CHARS = 25, 3000
 
 
+def _in_workdir(tour: Tour, text: object) -> str:
+    """``text`` with the tour's temporary workdir written as W (gone when the tour ends)."""
+    return str(text).replace(str(tour.workdir), "W")
+
+
 def oversized_lane(tour: Tour) -> None:
     tour.chapter("An oversized lane is compacted to the cap and spilled whole")
     cap = max_chars(tour.workdir, log_invalid=False)
-    tour.say(f"A Telegram bridge mirrors {MESSAGES} messages of {CHARS:,} characters into "
-             f"[bold]mcp.telegram[/]; the block cap is {cap:,} characters.")
+    tour.introduce("mcp.telegram", "a Telegram bridge's chat messages.")
+    tour.say(f"The bridge mirrors {MESSAGES} messages of {CHARS:,} characters into it; the "
+             f"block cap is {cap:,} characters.")
     envelope = {
         "header": f"Telegram: {MESSAGES} new messages",
         "data": {"message_ids": [f"tg-{n}" for n in range(MESSAGES)],
                  "messages": [{"id": f"tg-{n}", "from": "ann", "text": f"{n}: " + "lorem " * 500}
                               for n in range(MESSAGES)]},
     }
+    tour.does(cli="tidings publish mcp.telegram --envelope @telegram.json --wait --workdir W",
+              python='agent.publish("mcp.telegram", envelope, wait=True)')
     result = tour.agent.publish("mcp.telegram", envelope, wait=True)
     tour.expect(result["status"] == "ok", "the mirror was written")
     attention = tour.agent.render().get("attention")
@@ -39,11 +47,12 @@ def oversized_lane(tour: Tour) -> None:
     first = telegram["data"]["messages"][0]
     tour.say(f"The lane measured {overflow['full_chars']:,} characters; what reaches the model "
              f"measures {measure(attention):,}. Each text keeps its first 200 characters, ids "
-             "and counts stay, and the lane says where the rest went:")
-    tour.show("agent.render()['attention'] (first message, marker and comment)", {
-        "mcp.telegram.data.messages[0]": first,
-        "overflow": overflow,
-        "comment": attention["comment"],
+             "and counts stay, and the lane says where the rest went (W is the workdir):")
+    tour.does(cli="tidings check --workdir W", python='agent.render()["attention"]')
+    tour.show("the lane the model gets: its first message, the marker and the comment", {
+        "first message": first,
+        "overflow": {**overflow, "path": _in_workdir(tour, overflow["path"])},
+        "comment": _in_workdir(tour, attention["comment"]),
     })
     again = tour.agent.render()
     tour.expect(again.get("attention") == attention, "rendering again gives the same lane")

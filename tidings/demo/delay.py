@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping
 
 from tidings.demo.tour import Tour, json_at
-from tidings.jobs.actions.delay import request_delay
 
 #: The demo's delay, in seconds.
 DEMO_DELAY_SECONDS = 2
@@ -19,11 +18,15 @@ def _headers(snapshot: Mapping[str, object]) -> dict[str, object]:
 def delay_alarm(tour: Tour) -> None:
     tour.chapter("A delay hides a channel until one alarm says what changed")
     agent = tour.agent
+    tour.introduce("email", "a built-in channel that a mail bridge keeps up to date.")
     agent.publish("email", {"header": "1 unread mail", "data": {"count": 1}}, wait=True)
     tour.say(f"The agent mutes [bold]email[/] for {DEMO_DELAY_SECONDS} seconds. Only its own "
              "view changes: the state goes to .notification/.delay_state.json and the "
              "scheduler gets an alarm job keyed by the request id.")
-    result = request_delay(agent.runtime, agent.record, "email", DEMO_DELAY_SECONDS)
+    tour.does(cli=f"tidings delay email {DEMO_DELAY_SECONDS} --workdir W",
+              python=f'agent.notification("delay", {{"channel": "email", "seconds": '
+                     f'{DEMO_DELAY_SECONDS}}})')
+    result = agent.notification("delay", {"channel": "email", "seconds": DEMO_DELAY_SECONDS})
     tour.expect(result["status"] == "ok", "the delay is accepted")
     tour.show(f"delay email {DEMO_DELAY_SECONDS}", result)
     agent.publish("email", {"header": "3 unread mail", "data": {"count": 3}}, wait=True)
@@ -38,10 +41,12 @@ def delay_alarm(tour: Tour) -> None:
     tour.wait_for(alarm_path.exists, "the delay alarm")
     alarm = json.loads(alarm_path.read_text())
     report = alarm["data"]["delay_alarm"]
-    tour.expect(report["changed"] is True and report["request_id"] == result["request_id"],
+    tour.expect(report["changed"] is True and report["request_id"] == result.get("request_id"),
                 "the alarm reports that email changed")
-    tour.say("At the deadline the scheduler fires the job, a worker publishes exactly one "
-             "high-priority alarm, and email is visible again:")
+    tour.introduce("delay-alarm", "tidings' own: one high-priority notification when a delay "
+                   "ends, saying whether the channel changed meanwhile.")
+    tour.say("At the deadline the scheduler fires the job and publishes exactly one alarm, "
+             "and email is visible again:")
     tour.show(".notification/delay-alarm.json", {
         "header": alarm["header"], "priority": alarm["priority"],
         "changed": report["changed"], "actual_seconds": report["actual_seconds"],

@@ -43,13 +43,17 @@ def memory_inbox(tour: Tour) -> None:
     tour.chapter("Memory changes arrive in the inbox at the next turn")
     repo = tour.workdir / "memory"
     _memory_repo(repo)
+    tour.say("The agent's memory is a Git work tree (here W/memory, with MEMORY.md and "
+             "notes/plan.md). The agent is registered with it, and its orchestrator starts:")
+    tour.does(cli="tidings agents add --workdir W --memory-repo W/memory",
+              python='agent = hub.agent(W, memory_repo=W / "memory")')
+    tour.does(python="agent.startup()")
     agent = tour.hub.agent(tour.workdir, memory_repo=repo)
     started = agent.startup()
     if started["status"] != "ok":
         raise AssertionError("start-up answers ok")
     tour.expect(started["memory"]["status"] == "baseline", "start-up writes the baseline")
-    tour.say("The agent's memory is a Git work tree. [bold]startup()[/] recorded a baseline "
-             "checkpoint of it in Redis.")
+    tour.say("[bold]startup()[/] recorded a baseline checkpoint of it in Redis.")
 
     wake_stream = InboxKeys(agent.agent_id).wake_stream
     last_wake = _last_id(tour, wake_stream)
@@ -58,7 +62,9 @@ def memory_inbox(tour: Tour) -> None:
              "the files and nothing wakes the agent.")
 
     tour.say("Then the host restarts: a new hub on the same store, whose orchestrator calls "
-             "[bold]startup()[/] before its first turn.")
+             "[bold]startup()[/] before its first turn, then runs the turn:")
+    tour.does(python="agent.startup(); turn = agent.prepare_turn(); ...; "
+                     "agent.finish_turn(turn)")
     restarted = Hub(tour.hub.redis, tour.hub.settings)
     try:
         restarted.start_worker()
@@ -85,6 +91,7 @@ def memory_inbox(tour: Tour) -> None:
         done = again.finish_turn(turn)
         tour.expect(done.get("handled") == [recovered["memory"]["event_id"]], "handled")
         tour.say("finish_turn() reconciles the checkpoint and settles the item:")
+        tour.does(cli="tidings inbox --workdir W", python="agent.inbox()")
         tour.show("agent.inbox()", [{k: i[k] for k in ("event_id", "source_kind", "state")}
                                     for i in again.inbox()])
     finally:

@@ -1,5 +1,5 @@
 """Demo chapter: the default store keeps what the agent should know across a host restart
-(api.md "The default store"; memory-inbox.md's restart rules).
+(interfaces.md "The default store"; memory-inbox.md's restart rules).
 
 The rest of the tour runs on the in-memory store; this chapter runs real ``tidings up``
 processes on the default store, in a temporary state directory (never the user's).
@@ -69,8 +69,10 @@ def host_restart(tour: Tour) -> None:
              "nothing in it survives the process. Here a real [bold]tidings up[/] runs with "
              "no Redis URL, so it serves the [bold]default store[/]: a Valkey with an "
              "append-only file, in a temporary state directory (never yours).")
+    tour.does(cli="tidings up --workdir W      # Ctrl-C stops it",
+              python="hub = tidings.connect()   # no URL: finds it through its store.json")
     with _host(env, workdir) as ready:
-        tour.show("tidings up's ready line", {k: ready[k] for k in ("engine", "durable", "url")})
+        tour.show("tidings up's ready line", {k: ready[k] for k in ("engine", "durable")})
         with connect(settings=settings) as hub:  # no URL: found through store.json
             agent = hub.agent(workdir, memory_repo=memory)
             first = agent.startup()
@@ -84,7 +86,8 @@ def host_restart(tour: Tour) -> None:
     tour.say("startup() recorded a baseline of the memory repository and a turn ran; then "
              "the host stopped (SIGTERM: worker and scheduler, then the engine's SHUTDOWN).")
     (memory / "notes" / "plan.md").write_text("1. finish the report\n2. call the client\n")
-    tour.say("While no host runs, someone edits [bold]notes/plan.md[/].")
+    tour.say("While no host runs, someone edits [bold]notes/plan.md[/]; then "
+             "[bold]tidings up[/] starts again and the orchestrator calls [bold]startup()[/]:")
     with _host(env, workdir), connect(settings=settings) as hub:
         agent = hub.agent(workdir, memory_repo=memory)
         started = agent.startup()

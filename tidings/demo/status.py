@@ -11,6 +11,8 @@ def status(tour: Tour) -> None:
     tour.chapter("Operations: tidings status")
     tour.say("An operator asks the store how things stand. The agent delays "
              "[bold]mcp.build[/] once more and an application event waits in its inbox:")
+    tour.does(cli="tidings delay mcp.build 300 --workdir W",
+              python='agent.admit("app.ticket", "ticket #42 was reopened")')
     delayed = tour.agent.notification("delay", {"channel": "mcp.build", "seconds": 300})
     tour.expect(delayed["status"] == "ok", "the delay is accepted")
     admitted = tour.agent.admit("app.ticket", "ticket #42 was reopened")
@@ -20,6 +22,7 @@ def status(tour: Tour) -> None:
     tour.wait_for(lambda: tour.hub.status()["schedulers"][host]["leader"] is not None,
                   "the scheduler to lead")
     figures = tour.hub.status()
+    tour.does(cli="tidings status", python="hub.status()")
     print_tables(tour.console, figures)
     tour.expect(any(q["name"] == host_queue(host) for q in figures["queues"]),
                 "the host queue is listed")

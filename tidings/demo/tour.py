@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from tidings._agent import Agent
@@ -29,11 +31,37 @@ class Tour:
     workdir: Path
     console: Console
     chapters_shown: int = 0
+    #: The channels the tour has said what they are (every one it uses, before it does).
+    introduced: set[str] = field(default_factory=set)
+    #: Someone reads the tour at a terminal: it may pause for them (and print a live URL).
+    interactive: bool = False
 
     def chapter(self, title: str) -> None:
         """Open the next chapter; chapters are numbered in the order they run."""
         self.chapters_shown += 1
         self.console.rule(f"{self.chapters_shown}. {title}")
+
+    def does(self, *, cli: str | None = None, python: str | None = None) -> None:
+        """The command line and the Python call that do what the chapter narrates
+        (``W`` stands for the agent's workdir, ``agent`` for ``hub.agent(W)``)."""
+        if cli:
+            self.console.print(f"  [dim]$[/] [cyan]{escape(cli)}[/]", highlight=False,
+                               soft_wrap=True)
+        if python:
+            self.console.print(f"  [dim]>>>[/] [cyan]{escape(python)}[/]", highlight=False,
+                               soft_wrap=True)
+
+    def pause(self) -> None:
+        """Wait for Enter (only at a terminal)."""
+        if self.interactive:
+            with contextlib.suppress(EOFError):
+                input()
+
+    def introduce(self, channel: str, what: str) -> None:
+        """Say what a channel is, the first time the tour uses it."""
+        if channel not in self.introduced:
+            self.introduced.add(channel)
+            self.say(f"The [bold]{channel}[/] channel: {what}")
 
     def say(self, text: str) -> None:
         self.console.print(text)

@@ -1,4 +1,4 @@
-"""The default store (api.md "The default store"): a real Redis-protocol engine that
+"""The default store (interfaces.md "The default store"): a real Redis-protocol engine that
 ``tidings up`` starts, locks and supervises in ``TIDINGS_STATE_DIR``, and the
 ``store.json`` every other process finds it by.
 

@@ -1,4 +1,4 @@
-"""The engine's generated configuration (api.md "The default store", Configuration)."""
+"""The engine's generated configuration (interfaces.md "The default store", Configuration)."""
 
 from __future__ import annotations
 

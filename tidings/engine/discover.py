@@ -1,4 +1,4 @@
-"""Finding the store (api.md, CLI "Finding the store"): the configured URL, else the
+"""Finding the store (interfaces.md, CLI "Finding the store"): the configured URL, else the
 default store that a running ``tidings up`` serves from ``TIDINGS_STATE_DIR``."""
 
 from __future__ import annotations

@@ -15,22 +15,18 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TypedDict
 
+from tidings.inspection.agent_status import LiveDelay, delay_from_state
 from tidings.inspection.agents import StreamEntries, stream_time
-from tidings.jobs.cap.attention import Lane
-from tidings.jobs.cap.spill import planned_attention
-from tidings.jobs.channels.allowlist import Allowlist, load_registry, peek_registry_state
-from tidings.jobs.channels.names import DELAY_ALARM
-from tidings.jobs.delay.state import read_state
-from tidings.jobs.inbox import items as inbox_items
-from tidings.jobs.inbox.items import PublicItem
-from tidings.jobs.runtime import Runtime
+from tidings.jobs.cap import Lane, planned_attention
+from tidings.jobs.channels import DELAY_ALARM, Allowlist, load_registry, peek_registry_state
+from tidings.jobs.consumer import attention_preview, read_state
 
 # The one named exception to "one way down" (issue 21; pyproject.toml): the console is a
-# read-only twin. The composed read (jobs.view.coherent.observe) would publish an overdue
+# read-only twin. The composed read (jobs.consumer.coherent.observe) would publish an overdue
 # delay's alarm (D9), so the console takes the bare read and reports the alarm as overdue.
-from tidings.jobs.view._bare_read import bare_read, snapshot
-from tidings.jobs.view.agent_status import LiveDelay, delay_from_state
-from tidings.jobs.view.delivery import attention_preview
+from tidings.jobs.consumer._bare_read import bare_read, snapshot
+from tidings.jobs.inbox import PublicItem, projection
+from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp
@@ -198,7 +194,7 @@ def agent_page(rt: Runtime, agent: AgentRecord) -> AgentPage:
         "delay_state": read_state(root).document if root.is_dir() else None,
         "live_delay": live, "alarm_overdue": overdue,
         "alarm": every.get(DELAY_ALARM),
-        "inbox": inbox_items.projection(rt, agent.agent_id, INBOX_ITEMS),
+        "inbox": projection(rt, agent.agent_id, INBOX_ITEMS),
         "checkpoint": checkpoint_view(checkpoint),
         "hooks": [m.document() for m in hooks.manifests], "hooks_error": hooks.error,
         "hooks_loaded": state.loaded,

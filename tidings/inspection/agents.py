@@ -17,7 +17,7 @@ from typing import TypedDict
 
 from redis import Redis
 
-from tidings.jobs.view.agent_status import LiveDelay, delay_from_state
+from tidings.inspection.agent_status import LiveDelay, delay_from_state
 from tidings.store import keys, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import utc_stamp

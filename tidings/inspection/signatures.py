@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from tidings.jobs.channels.allowlist import Allowlist, peek_registry_state
-from tidings.jobs.delay.state import STATE_FILE
+from tidings.jobs.channels import Allowlist, peek_registry_state
+from tidings.jobs.consumer import STATE_FILE, fingerprint
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.view.read import fingerprint
 from tidings.store.files import stat_key
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.keys import AgentKeys

@@ -1,6 +1,6 @@
 """``tidings status`` / ``hub.status()``: queues, scheduler leaders and agents, read only.
 
-The JSON shape is api.md's: ``{"queues": [{"name", "depth", "delayed", "dead"}],
+The JSON shape is interfaces.md's: ``{"queues": [{"name", "depth", "delayed", "dead"}],
 "schedulers": {host: {"leader", "since"}}, "agents": [{"agent_id", "host",
 "pending", "live_delay"}]}``, with a few more fields per entry. A host is listed
 when an agent is registered on it or its scheduler holds the leader lease; its
@@ -20,7 +20,7 @@ from typing import Literal, TypedDict
 
 from redis import Redis
 
-from tidings.jobs.view.agent_status import AgentFigure, agent_figures, delay_figure
+from tidings.inspection.agent_status import AgentFigure, agent_figures, delay_figure
 from tidings.scheduler.jobstore import stored_alarms
 from tidings.scheduler.lease import Leader, leaders
 from tidings.store.clock import Clock
@@ -30,7 +30,7 @@ from tidings.workers.routing import host_queue, scheduler_queue
 
 
 class Status(TypedDict):
-    """api.md's ``tidings status --json``."""
+    """interfaces.md's ``tidings status --json``."""
 
     status: Literal["ok"]
     queues: Sequence[Mapping[str, object]]
@@ -55,7 +55,7 @@ def _scheduled_delays(redis: Redis, figures: list[AgentFigure], now: float) -> N
 
 
 def status(redis: Redis, clock: Clock, control: Redis | None = None) -> Status:
-    """The figures of api.md's ``tidings status --json`` (plus ``"status": "ok"``):
+    """The figures of interfaces.md's ``tidings status --json`` (plus ``"status": "ok"``):
     agents and schedulers from the state store ``redis``, queues and the host set from
     ``control`` (default: the same client)."""
     now = clock.now()

@@ -8,6 +8,7 @@ non-blocking read per stream in a pipeline (the caller polls).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 from redis import Redis
 from redis.cluster import RedisCluster
@@ -17,6 +18,9 @@ from tidings.store.keys import AgentKeys
 
 #: The id before every stream entry.
 START = "0-0"
+
+#: RESP2 XREAD: ``[[stream, [(id, {field: value}), ...]], ...]``, or nothing.
+XReadReply = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]] | None
 
 
 def newest_ids(redis: Redis, agent_ids: list[str]) -> dict[str, str]:
@@ -40,16 +44,17 @@ def woken_after(redis: Redis, after: Mapping[str, str], block_ms: int) -> dict[s
     if not after:
         return {}
     by_key = {AgentKeys(agent_id).wake_stream: agent_id for agent_id in after}
+    reply: XReadReply
     if blocks(redis):
-        reply = redis.xread({k: after[a] for k, a in by_key.items()}, count=100,
-                            block=max(1, block_ms))
+        reply = cast("XReadReply", redis.xread({k: after[a] for k, a in by_key.items()},
+                                               count=100, block=max(1, block_ms)))
     else:
         with redis.pipeline(transaction=False) as pipe:
             for key, agent_id in by_key.items():
                 pipe.xread({key: after[agent_id]}, count=100)
             reply = [stream for answer in pipe.execute() for stream in (answer or [])]
     found: dict[str, str] = {}
-    for key, entries in reply or []:
+    for stream, entries in reply or []:
         if entries:
-            found[by_key[replies.text(key)]] = replies.text(entries[-1][0])
+            found[by_key[replies.text(stream)]] = replies.text(entries[-1][0])
     return found

@@ -1,4 +1,4 @@
-"""``tidings mcp``: one registered agent served over the Model Context Protocol (api.md,
+"""``tidings mcp``: one registered agent served over the Model Context Protocol (interfaces.md,
 Plugging into agent frameworks; extra ``tidings[mcp]``).
 
 Tools ``notification``, ``inbox`` and ``inbox_ignore``; resource

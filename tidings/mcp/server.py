@@ -9,7 +9,6 @@ moving the agent's cursor, so an orchestrator's ``wait_for_wake`` loses nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from importlib.metadata import version
 
@@ -26,10 +25,10 @@ from starlette.applications import Starlette
 
 from tidings.aio import AsyncAgent
 from tidings.errors import TidingsError
-from tidings.jobs.view.delivery import check_placeholder
-from tidings.jobs.wake import waiting
+from tidings.jobs.consumer import check_placeholder, latest_id, signals_after
 from tidings.mcp import tools
 from tidings.mcp.token import StaticToken
+from tidings.store.jsonfmt import for_model
 from tidings.web.body_limit import MAX_BODY_BYTES
 
 log = logging.getLogger("tidings.mcp")
@@ -88,7 +87,7 @@ class AgentServer:
             raise ValueError(f"unknown resource {params.uri}")
         stamped = await self.agent.stamp(check_placeholder())
         return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=ATTENTION_URI, mime_type="application/json", text=json.dumps(stamped))])
+            uri=ATTENTION_URI, mime_type="application/json", text=for_model(stamped))])
 
     async def subscribe(
         self, ctx: Context, params: types.SubscribeRequestParams
@@ -119,8 +118,8 @@ class AgentServer:
         while True:
             try:
                 if after is None:
-                    after = await waiting.latest_id(self.agent.hub.aredis, self.agent.agent_id)
-                signals = await waiting.signals_after(self.agent.hub.aredis,
+                    after = await latest_id(self.agent.hub.aredis, self.agent.agent_id)
+                signals = await signals_after(self.agent.hub.aredis,
                                                       self.agent.agent_id, after)
             except Exception as exc:
                 log.warning("mcp_wake_watch_failed error=%s", type(exc).__name__)
@@ -139,7 +138,7 @@ class AgentServer:
     def http_app(self, token: str, host: str = "127.0.0.1", port: int = 0) -> Starlette:
         """The streamable HTTP app: Host/Origin checked against DNS rebinding (the SDK's
         loopback default), ``Authorization: Bearer <token>`` required (the SDK's auth
-        hooks: 401 without it) and bodies cut at 64 KiB (413), api.md "Local trust"."""
+        hooks: 401 without it) and bodies cut at 64 KiB (413), interfaces.md "Local trust"."""
         if host not in LOOPBACK_HOSTS:
             raise TidingsError(
                 f"tidings mcp serves HTTP on loopback only, not {host!r}: off loopback the "

@@ -1,4 +1,4 @@
-"""The bearer token of ``tidings mcp --transport http`` (api.md "Local trust").
+"""The bearer token of ``tidings mcp --transport http`` (interfaces.md "Local trust").
 
 ``TIDINGS_MCP_TOKEN`` if set; else the token kept in ``TIDINGS_STATE_DIR/mcp-token``
 (mode 0600), made on first use. A kept token is reused across restarts because MCP

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Literal, TypedDict
 
@@ -12,10 +11,11 @@ from tidings._tool import InvalidArgument, ToolResult
 from tidings._tool_dialects import flat_arguments
 from tidings._tool_schema import TOOL_DESCRIPTION, TOOL_NAME
 from tidings.aio import AsyncAgent
+from tidings.jobs.consumer import is_placeholder
 from tidings.jobs.guard import ErrorAnswer, internal_error
-from tidings.jobs.inbox.items import DEFAULT_PAGE, PublicItem, check_query
-from tidings.jobs.view.delivery import is_placeholder
+from tidings.jobs.inbox import DEFAULT_PAGE, PublicItem, check_query
 from tidings.store.errors import TidingsError
+from tidings.store.jsonfmt import for_model
 
 
 class InboxPage(TypedDict):
@@ -58,9 +58,10 @@ def tools() -> list[Tool]:
 
 
 def as_result(result: Mapping[str, object]) -> CallToolResult:
-    """The result JSON as text and as structured content; ``isError`` on error or failed."""
+    """The result JSON as text (compact, non-ASCII kept: issue 32) and as structured
+    content; ``isError`` on error or failed."""
     failed = result.get("status") in ("error", "failed")
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(result))],
+    return CallToolResult(content=[TextContent(type="text", text=for_model(result))],
                           structured_content=dict(result), is_error=failed)
 
 

@@ -1,4 +1,4 @@
-"""The console's routes (api.md, "Web console"), as a Starlette app.
+"""The console's routes (interfaces.md, "Web console"), as a Starlette app.
 
 Pages are rendered on the server with Jinja2 (autoescape on: every value a producer
 wrote is escaped), and the only script is ``static/console.js``; the Content Security

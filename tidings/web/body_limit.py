@@ -1,4 +1,4 @@
-"""Bounded request bodies (api.md "Local trust"): at most 64 KiB read from any request.
+"""Bounded request bodies (interfaces.md "Local trust"): at most 64 KiB read from any request.
 
 An ASGI middleware outside the whole console, ``/login`` included: a declared
 ``Content-Length`` past the limit is refused before a byte is read; otherwise the
@@ -14,7 +14,7 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-#: The most bytes read from one request body (api.md "Local trust").
+#: The most bytes read from one request body (interfaces.md "Local trust").
 MAX_BODY_BYTES = 65_536
 
 

@@ -8,7 +8,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from tidings.inspection.agent import agent_page
 from tidings.inspection.agents import agents_page
-from tidings.jobs.cap.spill import ATTENTION_STEM, LOGS_DIR
+from tidings.jobs.cap import ATTENTION_STEM, LOGS_DIR
 from tidings.store import files
 from tidings.web.console import console_of, overview_context
 from tidings.workers.dead_letters import dead_letters
@@ -49,7 +49,7 @@ async def agent(request: Request) -> Response:
 
 
 async def spill(request: Request) -> Response:
-    """A spill file's bytes, read through the no-follow walk (api.md "Local trust"):
+    """A spill file's bytes, read through the no-follow walk (interfaces.md "Local trust"):
     no link on any component, non-blocking, a regular file, at most the spill cap."""
     record = console_of(request).hub.registry.get(request.path_params["agent_id"])
     name = request.path_params["name"]

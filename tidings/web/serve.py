@@ -56,7 +56,7 @@ def check_token(host: str, token: str | None) -> None:
 
 
 def console_token(host: str, allow_actions: bool) -> tuple[str | None, bool]:
-    """The token in force and whether it was generated here (api.md "Local trust"):
+    """The token in force and whether it was generated here (interfaces.md "Local trust"):
     ``TIDINGS_WEB_TOKEN``; else, for actions on loopback, a new random one; else none
     (a read-only loopback console is open)."""
     token = os.environ.get(TOKEN_ENV) or None

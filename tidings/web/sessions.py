@@ -3,7 +3,7 @@
 A session cookie holds a random id, never the token; the id means something only
 while this process keeps it (``POST /logout`` forgets it, and it expires on its own).
 Failed sign-ins are counted per client address: past :data:`MAX_FAILURES` in a minute
-that address is answered 429 until the minute has passed (api.md "Local trust").
+that address is answered 429 until the minute has passed (interfaces.md "Local trust").
 """
 
 from __future__ import annotations

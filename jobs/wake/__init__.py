@@ -1,1 +1,0 @@
-"""Waking the agent (channels.md C27): the wake stream and the sync tick."""
