@@ -44,9 +44,9 @@ from typing import Any
 import redis
 from _redis import percentile, redis_server
 
-from tidings.jobs.channels.allowlist import Allowlist
-from tidings.jobs.view import wake_mask
-from tidings.jobs.view.read import fingerprint
+from tidings.jobs.channels.allowlisting import Allowlist
+from tidings.jobs.consumer import wake_mask
+from tidings.jobs.consumer.read import fingerprint
 from tidings.store import keys
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
