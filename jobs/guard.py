@@ -6,7 +6,9 @@ call's own fail-open answer) and is logged with its traceback. :func:`raising`
 wraps a call that returns another value (interfaces.md, Errors in Python): the
 exception becomes a :class:`TidingsError` whose reason is ``internal_error``.
 A :class:`TidingsError` already carries a machine-readable reason, so it is
-answered as its error dict, or raised unchanged.
+answered as its error dict, or raised unchanged; so is a Redis failure that has a
+reason of its own (:func:`~tidings.store.refusals.store_fault`: a store refusing writes
+or not answering), which is the store's state, not a failure of tidings.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Literal, ParamSpec, TypedDict, TypeVar
 
 from tidings.jobs import log
 from tidings.store.errors import TidingsError
+from tidings.store.refusals import store_fault
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -59,10 +62,21 @@ def internal_error(
                        "the failure is logged"}
 
 
+def unexpected_answer(
+    call: str, exc: Exception, args: tuple[object, ...] = ()
+) -> ErrorAnswer:
+    """What an exception no one expected answers: the store's own refusal when it is
+    one (:func:`~tidings.store.refusals.store_fault`), else :func:`internal_error`."""
+    fault = store_fault(exc)
+    if fault is not None:
+        return refused(call, fault, args)
+    return internal_error(call, exc, args)
+
+
 def unexpected(call: str, exc: Exception, args: tuple[object, ...] = ()) -> TidingsError:
-    """Log ``exc`` as :func:`internal_error` does; the :class:`TidingsError` to raise."""
-    answer = internal_error(call, exc, args)
-    return TidingsError(answer["message"], reason=INTERNAL_ERROR)
+    """Log ``exc`` as :func:`unexpected_answer` does; the :class:`TidingsError` to raise."""
+    answer = unexpected_answer(call, exc, args)
+    return TidingsError(answer["message"], reason=answer["reason"])
 
 
 def refused(call: str, exc: TidingsError, args: tuple[object, ...] = ()) -> ErrorAnswer:
@@ -85,7 +99,7 @@ def answering(
             except TidingsError as exc:
                 return refused(call, exc, args)
             except Exception as exc:
-                answer = internal_error(call, exc, args)
+                answer = unexpected_answer(call, exc, args)
                 if fail_open is not None:
                     fallback: R = fail_open(*args, **kwargs)
                     return fallback

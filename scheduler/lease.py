@@ -1,10 +1,13 @@
 """The host's scheduler leader lease (delay.md D18).
 
 One scheduler per host is active: the one holding ``{h:<host>}:scheduler:leader``.
-The value is this holder's JSON record (``holder``, ``since``) and doubles as the
-token: renewal and release are Lua scripts that act only while the key still
+The value is this holder's JSON record (``holder``, ``since``, ``token``) and doubles
+as the token: renewal and release are Lua scripts that act only while the key still
 holds exactly that value, so a leader that lost the lease cannot extend or drop
-its successor's.
+its successor's. ``token`` names the holder process (:mod:`tidings.store.holder`): a
+scheduler on the same host that finds that process gone (SIGKILLed ``tidings up``)
+takes the lease over at once instead of waiting out its expiry, as M52 does for the
+observation lock (issue 30).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis import Redis
 
-from tidings.store import keys
+from tidings.jobs import log
+from tidings.store import keys, replies
+from tidings.store.holder import holder_gone, new_token
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
 from tidings.store.scripts import Scripts
 from tidings.store.scripts import scheduler as scheduler_scripts
@@ -61,6 +66,7 @@ class LeaderLease:
         self.holder = holder
         self.settings = settings
         self._scripts = Scripts(redis)
+        self._token = new_token()
         self._value: str | None = None
 
     @property
@@ -68,12 +74,28 @@ class LeaderLease:
         return max(1, round(self.settings.lease_seconds * 1000))
 
     def try_acquire(self, now: float) -> bool:
-        """Take the lease if nobody holds it."""
-        value = compact_sorted({"holder": self.holder, "since": utc_stamp(now)})
+        """Take the lease if nobody holds it, or if its holder process is gone from this
+        host. A key holding this very value means an earlier try of this SET took it and
+        only its reply was lost (the client re-sent it)."""
+        value = compact_sorted({"holder": self.holder, "since": utc_stamp(now),
+                                "token": self._token})
         if self.redis.set(self.key, value, nx=True, px=self._expiry_ms):
             self._value = value
             return True
-        return False
+        held = replies.text_or_none(self.redis.get(self.key))
+        if held == value:
+            self._value = value
+            return True
+        if held is None or not holder_gone(_token(held)):
+            return False
+        if not scheduler_scripts.take_over_lease(self._scripts, self.host, gone_value=held,
+                                                 value=value, expiry_ms=self._expiry_ms):
+            return False
+        gone = _leader(held)
+        log.event("scheduler_lease_taken_over", host=self.host,
+                  holder=gone["leader"] if gone is not None else None)
+        self._value = value
+        return True
 
     def renew(self) -> bool:
         """Extend the lease; ``False`` once another holder has it (or nobody does)."""
@@ -109,6 +131,15 @@ def leaders(redis: Redis, hosts: Sequence[str]) -> dict[str, Leader | None]:
 def current_leader(redis: Redis, host: str) -> Leader | None:
     """``{"leader", "since"}`` of the host's active scheduler, or ``None`` (``tidings status``)."""
     return _leader(redis.get(keys.scheduler_leader(host)))
+
+
+def _token(raw: str) -> str:
+    """The holder token of a lease value; ``""`` (never judged gone) when it has none."""
+    try:
+        token = json.loads(raw).get("token")
+    except (ValueError, AttributeError):
+        return ""
+    return token if isinstance(token, str) else ""
 
 
 def _leader(raw: bytes | str | None) -> Leader | None:

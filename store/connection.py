@@ -35,7 +35,7 @@ from redis.sentinel import Sentinel, SentinelManagedConnection
 
 from tidings.store.cluster import CLUSTER_RETRY_ON, StateCluster
 from tidings.store.errors import NoStoreError
-from tidings.store.settings import RedisConfig
+from tidings.store.settings import STORE_HANG_SECONDS, RedisConfig
 
 #: How long one command keeps retrying after its first connection error: longer than
 #: a Sentinel failover (down-after-milliseconds + election + promotion).
@@ -221,17 +221,53 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
-def ping(client: redis.Redis, url: str, *, broker: bool = False) -> None:
+def _ping_within(client: redis.Redis, seconds: float) -> None:
+    """PING on a connection of its own whose connect, handshake and reply are each bounded
+    by ``seconds``: a store that accepts connections and then goes quiet (a hung or
+    stopped engine) is told apart from one that is not there. A cluster client pings
+    its own way."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:
+        client.ping()
+        return
+    connection = pool.make_connection()
+    connection.socket_timeout = seconds
+    connection.socket_connect_timeout = min(seconds, connection.socket_connect_timeout
+                                            or seconds)
+    connection.retry = Retry(NoBackoff(), 0)
+    try:
+        connection.send_command("PING")
+        connection.read_response()
+    finally:
+        connection.disconnect()
+
+
+def ping(client: redis.Redis, url: str, *, broker: bool = False,
+         hang_seconds: float = STORE_HANG_SECONDS) -> None:
     """Raise :class:`NoStoreError` naming both fixes if nothing answers (``broker``: the
-    control store, named by its own variable).
+    control store, named by its own variable), or with reason ``store_unresponsive``
+    when the store takes the connection and does not answer within ``hang_seconds``.
 
     Answers at once: the failover retry is for a store that answered before, not
     for one that was never started.
     """
-    saved = client.get_retry()
-    client.set_retry(Retry(NoBackoff(), 0))
     try:
-        client.ping()
+        if getattr(client, "connection_pool", None) is None:
+            saved = client.get_retry()
+            client.set_retry(Retry(NoBackoff(), 0))
+            try:
+                client.ping()
+            finally:
+                if saved is not None:
+                    client.set_retry(saved)
+        else:
+            _ping_within(client, hang_seconds)
+    except redis.exceptions.TimeoutError as exc:
+        raise NoStoreError(
+            f"the store at {redact(url)} took the connection but did not answer PING within "
+            f"{hang_seconds:g}s ({exc}): its engine is hung or stopped. Nothing was done; "
+            "`tidings up` exits when its engine hangs (its service manager restarts it), "
+            "or see to the Redis behind the URL.", reason="store_unresponsive") from None
     except redis.exceptions.RedisError as exc:
         if broker:
             raise NoStoreError(
@@ -242,6 +278,3 @@ def ping(client: redis.Redis, url: str, *, broker: bool = False) -> None:
             f"no Redis answers at {redact(url)} ({type(exc).__name__}). Start the default "
             "store with `tidings up`, or point TIDINGS_REDIS_URL / --redis-url at your Redis."
         ) from None
-    finally:
-        if saved is not None:
-            client.set_retry(saved)

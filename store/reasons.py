@@ -25,8 +25,12 @@ Reason = Literal[
     "bad_usage", "invalid_json", "invalid_setting", "unreadable_file", "port_in_use",
     "worker_process_died", "INVALID_ARGUMENT", "unknown_tool",
     # the default store under `tidings up`
-    "store_busy", "no_engine", "engine_failed", "store_engine_died",
+    "store_busy", "no_engine", "engine_failed", "store_engine_died", "not_running",
+    "stop_timeout",
     "not_loopback",
+    # faults of the store and its state directory (issue 30)
+    "store_unresponsive", "store_refuses_writes", "state_dir_full", "state_dir_read_only",
+    "store_data_missing",
     # publishing, envelopes and channels (C)
     "invalid_envelope", "invalid_event", "envelope_too_large", "event_too_large",
     "invalid_event_id", "invalid_priority", "invalid_idempotency_key", "reserved_channel",
@@ -102,6 +106,23 @@ REASONS: Final[dict[Reason, str]] = {
     "no_engine": "No store engine binary was found to serve the default store.",
     "engine_failed": "The store engine did not start or did not become ready.",
     "store_engine_died": "The store engine under `tidings up` exited; `up` stops.",
+    "not_running": "`tidings stop` found no `tidings up` serving the state directory; "
+                   "nothing was stopped.",
+    "stop_timeout": "`tidings up` got `tidings stop`'s SIGTERM and still runs after the "
+                    "timeout; it may still be draining its worker or syncing the store.",
+    "store_unresponsive": "The store accepted the connection but did not answer within its timeout"
+                          " (a hung or stopped engine); `tidings up` exits 1 when its engine hangs"
+                          " for TIDINGS_STORE_HANG_SECONDS.",
+    "store_refuses_writes": "The store refuses writes (MISCONF: its engine cannot write its "
+                            "append-only file, e.g. a full or read-only disk); nothing was "
+                            "written, retry once the disk is fixed.",
+    "state_dir_full": "The default store's state directory (TIDINGS_STATE_DIR) is on a full file "
+                      "system; free space there.",
+    "state_dir_read_only": "The default store's state directory (TIDINGS_STATE_DIR) cannot be "
+                           "written (a read-only file system or no write permission).",
+    "store_data_missing": "The default store's data vanished from its state directory (deleted "
+                          "while `tidings up` ran, or its append-only files are gone); `tidings up"
+                          " --fresh` starts empty on purpose.",
     "INVALID_ARGUMENT": "The tool call's arguments are not valid (the tool's error code, "
                         "answered by the CLI too).",
     "unknown_tool": "The MCP tool name is not one tidings serves.",

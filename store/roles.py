@@ -16,7 +16,7 @@ from redis.exceptions import RedisClusterException
 
 from tidings.store.connection import client_for, ping, redact
 from tidings.store.errors import NoStoreError, TidingsError
-from tidings.store.settings import RedisConfig
+from tidings.store.settings import STORE_HANG_SECONDS, RedisConfig
 
 
 @dataclass(frozen=True)
@@ -60,39 +60,42 @@ def cluster_enabled(client: redis.Redis) -> bool:
         return False
 
 
-def _connected(config: RedisConfig, url: str, *, broker: bool = False) -> redis.Redis:
+def _connected(config: RedisConfig, url: str, *, broker: bool = False,
+               hang_seconds: float = STORE_HANG_SECONDS) -> redis.Redis:
     try:
         client = client_for(config)
     except RedisClusterException as exc:  # no seed node answered the slot map
         raise NoStoreError(f"no Redis Cluster answers at {redact(url)} ({exc})") from None
     try:
-        ping(client, url, broker=broker)
+        ping(client, url, broker=broker, hang_seconds=hang_seconds)
     except BaseException:
         client.close()
         raise
     return client
 
 
-def _state(url: str) -> tuple[redis.Redis, RedisConfig]:
+def _state(url: str, hang_seconds: float) -> tuple[redis.Redis, RedisConfig]:
     config = parse(url)
-    client = _connected(config, url)
+    client = _connected(config, url, hang_seconds=hang_seconds)
     if config.scheme in ("redis", "rediss") and cluster_enabled(client):
         # A plain URL to a cluster node: that node seeds a cluster client.
         client.close()
         config = RedisConfig.cluster_seed(url)
-        client = _connected(config, url)
+        client = _connected(config, url, hang_seconds=hang_seconds)
     return client, config
 
 
-def open_stores(state_url: str, broker_url: str | None) -> Stores:
+def open_stores(state_url: str, broker_url: str | None, *,
+                hang_seconds: float = STORE_HANG_SECONDS) -> Stores:
     """Clients for both roles, each answering; raises :class:`TidingsError` with reason
     ``broker_url_required`` (a cluster state store and no control URL) or
     ``broker_on_cluster`` (a cluster as the control store), :class:`NoStoreError` when
-    either does not answer."""
+    either does not answer (reason ``store_unresponsive``: it took the connection and did
+    not answer PING within ``hang_seconds``)."""
     control_config = parse(broker_url, broker=True) if broker_url else None
     if control_config is not None and control_config.is_cluster:
         raise _on_cluster(broker_url or "")
-    state, state_config = _state(state_url)
+    state, state_config = _state(state_url, hang_seconds)
     try:
         if control_config is None or broker_url == state_url:
             if state_config.is_cluster:
@@ -101,7 +104,8 @@ def open_stores(state_url: str, broker_url: str | None) -> Stores:
                     "--broker-url, broker_url=) to a standalone Redis for the broker",
                     reason="broker_url_required")
             return Stores(state, state, state_config, state_config)
-        control = _connected(control_config, broker_url or "", broker=True)
+        control = _connected(control_config, broker_url or "", broker=True,
+                             hang_seconds=hang_seconds)
         if control_config.scheme in ("redis", "rediss") and cluster_enabled(control):
             control.close()
             raise _on_cluster(broker_url or "")

@@ -31,6 +31,9 @@ DEFAULT_HEARTBEAT_MS = 60_000
 #: ``change-me-monitor``): a URL carrying one is refused before connecting (interfaces.md "Local
 #: trust"), so a deployment never runs on a password anyone can read in the repository.
 PLACEHOLDER_PASSWORD_PREFIX = "change-me"
+#: A store that takes a connection and answers no PING for this long is hung
+#: (``TIDINGS_STORE_HANG_SECONDS``; interfaces.md, The default store).
+STORE_HANG_SECONDS = 10.0
 
 
 def refuse_placeholder_password(url: str, where: str = "the Redis URL") -> None:
@@ -158,6 +161,9 @@ class Settings(BaseSettings):
     store_port: int = Field(default=6390, ge=0, le=65535)
     #: The default store's ``appendfsync``.
     store_fsync: Literal["everysec", "always"] = "everysec"
+    #: A store that answers no PING for this long is hung: ``tidings up`` exits 1, and a
+    #: client's first PING gives up with ``store_unresponsive`` (seconds).
+    store_hang_seconds: float = Field(default=STORE_HANG_SECONDS, gt=0)
     #: Redis URL of the control store (broker, results, presence, rates); ``None``: the
     #: state store's (interfaces.md "Past one Redis").
     broker_url: str | None = None

@@ -100,7 +100,8 @@ def connect(
                   inline_agents=not background)
     else:
         url = redis_url or store_url(settings)
-        stores = open_stores(url, broker_url or settings.broker_url)
+        stores = open_stores(url, broker_url or settings.broker_url,
+                             hang_seconds=settings.store_hang_seconds)
         hub = Hub(stores.state, settings, clock=clock, url=url, owns_client=True,
                   declare_actors=declare_actors, control=stores.control)
         hub.stores = stores

@@ -27,7 +27,7 @@ from tidings.jobs.channels import (
     scan,
 )
 from tidings.jobs.consumer import committed, delay_alarm, delay_state, delivery, own_acts, wake_mask
-from tidings.jobs.consumer.coherent import observe
+from tidings.jobs.consumer._bare_read import bare_read
 from tidings.jobs.consumer.read import Observation, fingerprint
 from tidings.jobs.consumer.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN, Entry
 from tidings.jobs.guard import answering
@@ -192,6 +192,8 @@ def _visit(rt: Runtime, agent: AgentRecord, known: Known | None) -> SyncOutcome:
     allow = Allowlist(state.hook_channels)
     result: SyncOutcome = {"status": "ok", "agent_id": agent.agent_id,
                       "flushes": enqueue_stranded(rt, agent, known), "woke": False}
+    # D9 once per visit: the read below is the bare one (C22), composed here after the
+    # reconcile as the coherent read composes it, so an overdue alarm is published once.
     delay_alarm.reconcile(rt, agent)
     sets = known.sets if known else None
     # Read once, before the files: the compare-and-set below (C26, C53) then refuses a
@@ -200,7 +202,7 @@ def _visit(rt: Runtime, agent: AgentRecord, known: Known | None) -> SyncOutcome:
     if _unchanged(rt, agent, allow, seen):
         found = scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
-    obs = observe(rt, agent)
+    obs = bare_read(rt, agent, allow)
     if not obs.stable:
         return {**result, "stable": False, "retry": True}
     found = scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)

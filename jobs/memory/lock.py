@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tidings.jobs import log
-from tidings.jobs.memory.holder import holder_gone, new_token
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
+from tidings.store.holder import holder_gone, new_token
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.scripts import memory as memory_scripts
 

@@ -39,3 +39,12 @@ def release_lease(scripts: Scripts, host: str, *, value: str) -> bool:
     return number("scheduler_lease_release", scripts(
         "scheduler_lease_release", [keys.scheduler_leader(host)], [value],
     )) == 1
+
+
+def take_over_lease(scripts: Scripts, host: str, *, gone_value: str, value: str,
+                    expiry_ms: int) -> bool:
+    """D18 with M52's rule: take the lease of a holder process known to be gone, only
+    while the key still holds that holder's ``gone_value``."""
+    return number("lock_takeover", scripts(
+        "lock_takeover", [keys.scheduler_leader(host)], [gone_value, value, expiry_ms],
+    )) == 1

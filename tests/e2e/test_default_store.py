@@ -299,19 +299,6 @@ def test_an_orphaned_engine_is_shut_down_and_its_data_kept(
         orphan.kill()
 
 
-def test_an_engine_that_dies_stops_up_with_exit_1(
-    procs: ProcessGroup, state: Path,
-) -> None:
-    """interfaces.md Lifecycle: the engine dies while `tidings up` runs → `up` exits non-zero
-    (for the service manager), saying so; it does not limp on without a store."""
-    up = start_up(procs, "--port", "0")
-    os.kill(record(state)["pid"], signal.SIGKILL)
-    failed = up.wait_json(lambda v: v.get("status") == "failed", timeout=30)
-    assert failed["reason"] == "store_engine_died"
-    assert up.process.wait(30) == 1
-    assert not (state / "store.json").exists()
-
-
 @pytest.mark.parametrize("version", ["missing", "Redis server v=6.2.14 sha=0 bits=64"])
 def test_a_missing_or_old_engine_is_one_line_exit_2(
     e2e_env: dict[str, str], tmp_path: Path, version: str,

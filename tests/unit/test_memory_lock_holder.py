@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tidings.jobs.memory.holder import holder_gone, new_token, process_start, this_host
+from tidings.store.holder import holder_gone, new_token, process_start, this_host
 
 
 def test_token_names_this_process() -> None:

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
-from tidings.jobs.guard import ErrorAnswer, internal_error, refused, unexpected
+from tidings.jobs.guard import ErrorAnswer, refused, unexpected, unexpected_answer
 from tidings.store.errors import TidingsError
 
 P = ParamSpec("P")
@@ -16,7 +16,8 @@ R = TypeVar("R")
 def answering(
     call: str,
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R | ErrorAnswer]]]:
-    """An unexpected failure of a dict-answering coroutine becomes ``internal_error``."""
+    """An unexpected failure of a dict-answering coroutine becomes ``internal_error`` (or
+    the store's own refusal: :func:`~tidings.jobs.guard.unexpected_answer`)."""
 
     def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R | ErrorAnswer]]:
         @functools.wraps(fn)
@@ -26,7 +27,7 @@ def answering(
             except TidingsError as exc:
                 return refused(call, exc, args)
             except Exception as exc:
-                return internal_error(call, exc, args)
+                return unexpected_answer(call, exc, args)
 
         return guarded
 

@@ -69,7 +69,7 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
     url = env["TIDINGS_REDIS_URL"] = store_url(s)
     if s.broker_url:
         env["TIDINGS_BROKER_URL"] = s.broker_url
-    stores = open_stores(url, s.broker_url)
+    stores = open_stores(url, s.broker_url, hang_seconds=s.store_hang_seconds)
     stop = stop_signals()
     with tempfile.TemporaryDirectory(prefix="tidings-metrics-") as directory:
         exporter, failure = None, None

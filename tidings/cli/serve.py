@@ -6,28 +6,37 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from importlib import import_module
 
 from tidings import _logging
 from tidings._embedded import NOT_DURABLE_WARNING
-from tidings._hub import connect
+from tidings._hub import Hub, connect
 from tidings._metrics import serve_metrics
-from tidings.cli._common import UsageError, option, settings
+from tidings.cli._common import UsageError, option, settings, wants_json
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.cli.pool import run_pool
+from tidings.cli.ready_line import UpReady, scheduler_changes, up_line
 from tidings.engine.discover import store_url
 from tidings.engine.ephemeral import EphemeralStore
 from tidings.engine.supervisor import DefaultStore, StoreUnavailable
+from tidings.engine.watch import EngineWatch
 from tidings.jobs import log
 from tidings.store.connection import redact
 from tidings.store.roles import Stores, open_stores
 from tidings.store.settings import Settings
 
+#: How long ``tidings up`` gives its worker and scheduler to stop once its store failed
+#: (seconds): with the engine gone they cannot finish, and the whole exit must stay
+#: within interfaces.md's 15 s of the engine's death.
+FAILED_STOP_SECONDS = 3.0
+
 
 def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
     """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
     port = s.store_port if args.port is None else args.port
-    store = EphemeralStore(s, port) if args.ephemeral else DefaultStore(s, port)
+    store = (EphemeralStore(s, port) if args.ephemeral
+             else DefaultStore(s, port, fresh=args.fresh))
     try:
         store.start()
         try:
@@ -35,7 +44,7 @@ def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | Epheme
             import_module("tidings.workers.actors")
             return store.wait_ready()
         except BaseException:
-            store.close()
+            _close_store(store)
             raise
     except StoreUnavailable as exc:
         raise UsageError(str(exc), reason=exc.reason) from None
@@ -58,37 +67,81 @@ def up(args: argparse.Namespace) -> int:
     workdirs = list(args.workdirs)
     if isinstance(option(args, "workdir"), str):
         workdirs.append(option(args, "workdir"))
-    exporter, failure = None, None
+    exporter, failure, watch = None, None, None
     try:
         hub = connect(s.redis_url, settings=s)
     except BaseException:
         if store is not None:
-            store.close()
+            _close_store(store)
         raise
     try:
         agents = [hub.agent(w).record.public for w in workdirs]
         hub.start_worker(threads=args.threads)
         exporter = serve_metrics(s, hub.redis, hub.control)
-        ready({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
-               "embedded": isinstance(store, EphemeralStore),
-               "durable": not isinstance(store, EphemeralStore), "host": s.host,
-               "state_dir": str(store.paths.root) if store is not None else None,
-               "engine": store.record()["engine"] if store is not None else None,
-               "agents": agents, "metrics_port": exporter.port if exporter else None})
-        hub.start_scheduler(on_event=say)
-        failure = run_until_stopped(stop, store.problem if store is not None else _no_problem)
-        if failure is not None:
-            log.event("store_engine_died", logging.ERROR, detail=failure)
-            say({"status": "failed", "role": "up", "reason": "store_engine_died",
-                 "message": failure})
+        served = isinstance(store, DefaultStore)
+        payload: UpReady = {
+            "status": "ready", "role": "up", "url": redact(s.redis_url or ""),
+            "embedded": isinstance(store, EphemeralStore),
+            "durable": not isinstance(store, EphemeralStore), "host": s.host,
+            "state_dir": str(store.paths.root) if store is not None else None,
+            "engine": store.record()["engine"] if store is not None else None,
+            "fsync": s.store_fsync if served else None,
+            "agents": agents, "metrics_port": exporter.port if exporter else None}
+        # A person at a terminal gets one line; pipes and --json the JSON (interfaces.md CLI).
+        as_json = wants_json(args)
+        ready(payload, text=None if as_json else up_line(payload))
+        hub.start_scheduler(on_event=say if as_json else scheduler_changes())
+        if isinstance(store, DefaultStore):
+            watch = EngineWatch(store, s.store_hang_seconds)
+        failure = run_until_stopped(stop, watch.check if watch is not None else _no_problem)
+        if failure is not None and watch is not None:
+            log.event(watch.reason, logging.ERROR, detail=failure)
+            say({"status": "failed", "role": "up", "reason": watch.reason, "message": failure})
+            if watch.reason == "store_unresponsive":
+                watch.store.kill_engine()
     finally:
         # Worker and scheduler first, then the engine (SHUTDOWN, the AOF synced).
         if exporter is not None:
             exporter.close()
-        hub.close()
+        if watch is not None:
+            watch.close()
+        drained = _close_hub(hub, failure is not None)
         if store is not None:
-            store.close()
+            _close_store(store)
+    if not drained:
+        # Threads still wait on the dead store (dramatiq retries an ack forever): the
+        # process ends here, its one line said, rather than wait for them.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
     return 0 if failure is None else 1
+
+
+def _close_hub(hub: Hub, store_failed: bool) -> bool:
+    """Stop the worker and scheduler; with the store gone, give them
+    :data:`FAILED_STOP_SECONDS` and answer whether they stopped."""
+    if not store_failed:
+        hub.close()
+        return True
+    closer = threading.Thread(target=_close_quietly, args=(hub,), name="tidings-up-stop",
+                              daemon=True)
+    closer.start()
+    closer.join(FAILED_STOP_SECONDS)
+    return not closer.is_alive()
+
+
+def _close_quietly(hub: Hub) -> None:
+    try:
+        hub.close()
+    except Exception as exc:  # the store is gone: what could not be flushed is logged
+        log.event("up_stop_incomplete", logging.WARNING, error=type(exc).__name__)
+
+
+def _close_store(store: DefaultStore | EphemeralStore) -> None:
+    """Stop the store; a state directory that cannot be written at stop is one line."""
+    problem = store.close()
+    if problem is not None:
+        print(f"tidings: {problem[0]}: {problem[1]}", file=sys.stderr, flush=True)
 
 
 def _no_problem() -> str | None:
@@ -96,7 +149,7 @@ def _no_problem() -> str | None:
 
 
 def _stores(s: Settings) -> Stores:
-    return open_stores(store_url(s), s.broker_url)
+    return open_stores(store_url(s), s.broker_url, hang_seconds=s.store_hang_seconds)
 
 
 def worker(args: argparse.Namespace) -> int:

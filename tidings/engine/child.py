@@ -92,6 +92,10 @@ class EngineProcess:
         return f"redis://:{self._secret}@{BIND}:{self.port}/0"
 
     @property
+    def secret(self) -> str:
+        return self._secret
+
+    @property
     def pid(self) -> int:
         return self.process.pid if self.process is not None else 0
 
@@ -117,8 +121,12 @@ class EngineProcess:
                                        f": {log_tail(self.paths.log)}")
                 with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError,
                                          redis.TimeoutError):
-                    if probe.ping():
-                        return
+                    try:
+                        if probe.ping():
+                            return
+                    except redis.ResponseError as exc:  # MISCONF: it cannot write its AOF
+                        self.kill()
+                        raise EngineFailed(f"the store engine refuses writes ({exc})") from None
                 if time.monotonic() > deadline:
                     self.kill()
                     raise EngineFailed(f"the store engine did not answer within {timeout:.0f}s"

@@ -13,7 +13,7 @@ from tidings.engine import storefile
 from tidings.engine.config import BIND, PASSWORD_BYTES
 from tidings.engine.dir_locks import FileLock
 from tidings.engine.state_paths import StatePaths
-from tidings.engine.supervisor import claim, port_busy
+from tidings.engine.supervisor import claim, port_busy, state_dir_faults
 from tidings.store.settings import Settings
 
 #: What ``store.json`` names as the engine.
@@ -39,7 +39,8 @@ class EphemeralStore:
         return self._running().url
 
     def start(self) -> EphemeralStore:
-        self._locks = claim(self.paths)
+        with state_dir_faults(self.paths.root):
+            self._locks = claim(self.paths)
         try:
             self.server = EmbeddedServer(secrets.token_hex(PASSWORD_BYTES), BIND,
                                          self._port).start()
@@ -63,7 +64,8 @@ class EphemeralStore:
     def problem(self) -> str | None:
         return None
 
-    def close(self) -> None:
+    def close(self) -> tuple[str, str] | None:
+        """Stop serving, remove ``store.json``, release the locks (nothing to report)."""
         if self.server is not None:
             self.server.close()
             self.server = None
@@ -72,3 +74,4 @@ class EphemeralStore:
             for lock in reversed(self._locks):
                 lock.release()
             self._locks = None
+        return None

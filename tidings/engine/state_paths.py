@@ -46,6 +46,11 @@ class StatePaths:
         return self.store_dir / "server.lock"
 
     @property
+    def marker(self) -> Path:
+        """The id of the data the engine keeps (its twin is a key in that data)."""
+        return self.store_dir / "store-id"
+
+    @property
     def config(self) -> Path:
         return self.store_dir / "engine.conf"
 

@@ -12,7 +12,7 @@ from tidings._tool_dialects import flat_arguments
 from tidings._tool_schema import TOOL_DESCRIPTION, TOOL_NAME
 from tidings.aio import AsyncAgent
 from tidings.jobs.consumer import is_placeholder
-from tidings.jobs.guard import ErrorAnswer, internal_error
+from tidings.jobs.guard import ErrorAnswer, unexpected_answer
 from tidings.jobs.inbox import DEFAULT_PAGE, PublicItem, check_query
 from tidings.store.errors import TidingsError
 from tidings.store.jsonfmt import for_model
@@ -116,4 +116,4 @@ async def call(
     except TidingsError as exc:
         return as_result(exc.as_result())
     except Exception as exc:
-        return as_result(internal_error(f"mcp tool {name}", exc))
+        return as_result(unexpected_answer(f"mcp tool {name}", exc))

@@ -1,4 +1,5 @@
-"""Who holds an observation lock, and whether that process is gone (memory-inbox.md M52).
+"""Who holds a lock or lease, and whether that process is gone (memory-inbox.md M52, the
+scheduler lease of delay.md D18).
 
 A lock's token carries its holder: ``<random> <host> <pid> <start>``, where ``host``
 is this machine's name with its boot id and ``start`` the process's start time in

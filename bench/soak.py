@@ -1,0 +1,232 @@
+"""Soak of the default store (issue 30 acceptance 7), beside its own first minutes.
+
+``tidings up`` with no URL (its Valkey child, AOF everysec) in a temporary state
+directory serves 50 agents; 8 producer threads publish into them at a steady total rate
+for ``--minutes`` (default 10). Channels rotate every :data:`ROTATE_SECONDS`, so no
+channel file grows past a few hundred events and the cost of one flush stays level:
+what grows is what the process keeps, not the work it is given.
+
+Every minute it samples the RSS of ``tidings up`` and of the engine. At the end it
+waits for the worker to drain and reads every channel file: ``delivered`` counts the
+acknowledged events found, ``lost`` those missing, ``duplicated`` the extra copies.
+The baseline is the run's own minute 2 (after warm-up): ``rss_ratio`` is the last
+minute's RSS over it, the goal is within 1 ± 0.1. Prints one JSON object.
+
+    .venv/bin/python bench/soak.py --minutes 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _redis import percentile
+
+AGENTS = 50
+PRODUCERS = 8
+#: Worker threads of ``tidings up``.
+THREADS = 4
+#: Total publishes per second, spread over the producers.
+RATE = 500.0
+#: A new channel per agent this often (seconds): files stay small.
+ROTATE_SECONDS = 15.0
+#: The minute whose RSS is the baseline (1-based): after warm-up.
+BASELINE_MINUTE = 2
+#: How long the worker may take to apply what is buffered at the end (seconds).
+DRAIN_SECONDS = 300.0
+#: Goal: RSS after the baseline minute within this fraction of it.
+GOAL_RSS_BAND = 0.10
+SYNC_INTERVAL = 60.0
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return float("nan")
+
+
+class Up:
+    """``tidings up`` on the default store; its ready line and its engine's pid."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tidings", "up", "--port", "0", "--threads", str(THREADS)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        for line in self.proc.stdout:
+            if '"ready"' in line:
+                break
+        else:
+            raise RuntimeError(f"tidings up did not start: {self.proc.stderr.read()[-2000:]}")
+        self.stderr: list[str] = []
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr or ()),
+                         daemon=True).start()
+        state = Path(env["TIDINGS_STATE_DIR"])
+        self.engine_pid = int(json.loads((state / "store.json").read_text())["pid"])
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        return self.proc.wait(60)
+
+
+class Producers:
+    """PRODUCERS threads publishing round-robin over the agents at ``rate`` in total."""
+
+    def __init__(self, agents: list[Any], rate: float, started: float) -> None:
+        self.agents = agents
+        self.interval = PRODUCERS / rate
+        self.started = started
+        self.stop = threading.Event()
+        self.acked: list[tuple[int, str, str]] = []  # (agent index, channel, event id)
+        self.latencies: list[float] = []
+        self.errors: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                        for i in range(PRODUCERS)]
+
+    def _run(self, offset: int) -> None:
+        n = offset
+        next_at = time.perf_counter()
+        while not self.stop.is_set():
+            now = time.perf_counter()
+            if next_at > now:
+                time.sleep(next_at - now)
+            next_at = max(next_at + self.interval, time.perf_counter() - 1.0)
+            index = n % len(self.agents)
+            channel = f"mcp.soak{int((time.monotonic() - self.started) // ROTATE_SECONDS)}"
+            sent = time.perf_counter()
+            try:
+                result = self.agents[index].publish_event(channel, {"n": n})
+                reason = None if result.get("status") == "ok" else str(result.get("reason"))
+            except Exception as exc:  # counted, never fatal: the soak goes on
+                reason, result = type(exc).__name__, {}
+            elapsed = (time.perf_counter() - sent) * 1000
+            with self._lock:
+                if reason is None:
+                    self.acked.append((index, channel, str(result["event_id"])))
+                    self.latencies.append(elapsed)
+                else:
+                    self.errors[reason] = self.errors.get(reason, 0) + 1
+            n += PRODUCERS
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def join(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(60)
+
+
+def delivered(workdirs: list[Path]) -> dict[tuple[int, str], list[str]]:
+    """Every event id in every soak channel file, per (agent index, channel)."""
+    found: dict[tuple[int, str], list[str]] = {}
+    for index, workdir in enumerate(workdirs):
+        for path in (workdir / ".notification").glob("mcp.soak*.json"):
+            try:
+                events = json.loads(path.read_bytes())["data"]["events"]
+            except (OSError, ValueError, KeyError):
+                continue
+            found[(index, path.name[:-len(".json")])] = [e["event_id"] for e in events]
+    return found
+
+
+def tally(acked: list[tuple[int, str, str]], workdirs: list[Path]) -> dict[str, int]:
+    files = delivered(workdirs)
+    present = {(i, c, e) for (i, c), ids in files.items() for e in ids}
+    total = sum(len(ids) for ids in files.values())
+    lost = sum(1 for item in acked if item not in present)
+    return {"acked": len(acked), "delivered": len(acked) - lost, "lost": lost,
+            "duplicated": total - len(present), "in_files": total}
+
+
+def soak(minutes: float, rate: float) -> dict[str, Any]:
+    import tidings
+
+    rotations = int(minutes * 60 // ROTATE_SECONDS) + 2
+    with tempfile.TemporaryDirectory(prefix="tidings-soak-") as tmp:
+        root = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")}
+        env.update(TIDINGS_HOST="bench-soak", TIDINGS_STATE_DIR=str(root / "state"),
+                   TIDINGS_SYNC_INTERVAL=str(SYNC_INTERVAL), PYTHONUNBUFFERED="1")
+        up = Up(env)
+        settings = tidings.Settings(host="bench-soak", state_dir=root / "state",
+                                    sync_interval=SYNC_INTERVAL)
+        try:
+            with tidings.connect(settings=settings) as hub:
+                workdirs = [root / f"agent{n}" for n in range(AGENTS)]
+                caps = {f"mcp.soak{r}": 10_000 for r in range(rotations)}
+                agents = []
+                for workdir in workdirs:
+                    workdir.mkdir()
+                    agents.append(hub.agent(workdir, max_events=caps))
+                samples = [{"minute": 0, "up_mb": rss_mb(up.proc.pid),
+                            "engine_mb": rss_mb(up.engine_pid), "acked": 0}]
+                started = time.monotonic()
+                producers = Producers(agents, rate, started)
+                producers.start()
+                for minute in range(1, int(minutes) + 1):
+                    time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
+                    samples.append({"minute": minute, "up_mb": rss_mb(up.proc.pid),
+                                    "engine_mb": rss_mb(up.engine_pid),
+                                    "acked": len(producers.acked)})
+                    print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
+                producers.join()
+                elapsed = time.monotonic() - started
+                drain_started = time.monotonic()
+                counts = tally(producers.acked, workdirs)
+                while counts["lost"] and time.monotonic() - drain_started < DRAIN_SECONDS:
+                    time.sleep(2.0)
+                    counts = tally(producers.acked, workdirs)
+                drain_s = time.monotonic() - drain_started
+                idle = {"up_mb": rss_mb(up.proc.pid), "engine_mb": rss_mb(up.engine_pid)}
+        finally:
+            code = up.stop()
+    base = samples[min(BASELINE_MINUTE, len(samples) - 1)]
+    last = samples[-1]
+    up_ratio = round(last["up_mb"] / base["up_mb"], 3)
+    engine_ratio = round(last["engine_mb"] / base["engine_mb"], 3)
+    return {
+        "bench": "soak", "agents": AGENTS, "producers": PRODUCERS, "threads": THREADS,
+        "minutes": minutes, "rate_goal": rate,
+        "rate": round(counts["acked"] / elapsed, 1),
+        "rss_per_minute": samples, "rss_after_drain": idle,
+        "baseline": f"minute {base['minute']} of this run",
+        "up_rss_ratio": up_ratio, "engine_rss_ratio": engine_ratio,
+        **counts, "publish_errors": producers.errors,
+        "publish_p50_ms": round(percentile(producers.latencies, 50), 2),
+        "publish_p99_ms": round(percentile(producers.latencies, 99), 2),
+        "drain_s": round(drain_s, 1), "up_exit": code,
+        "up_stderr_tail": up.stderr[-3:],
+        "goal": {"rss_band": GOAL_RSS_BAND, "lost": 0, "duplicated": 0},
+        "goal_met": (abs(up_ratio - 1) <= GOAL_RSS_BAND and abs(engine_ratio - 1) <= GOAL_RSS_BAND
+                     and counts["lost"] == 0 and counts["duplicated"] == 0),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=RATE, help="publishes per second")
+    args = parser.parse_args()
+    print(json.dumps(soak(args.minutes, args.rate)))
+
+
+if __name__ == "__main__":
+    main()
