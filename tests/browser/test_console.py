@@ -273,12 +273,18 @@ return {broken: broken, right: root.getBoundingClientRect().right, width: width,
 """
 
 
-def readable_and_clickable(browser: Any, table: str, button: str, width: int) -> int:
-    """Assert no word of ``table`` is broken, the table fits the viewport, and every
-    ``button`` is inside the viewport, uncovered, and clicks (its confirmation dismissed)."""
+def readable(browser: Any, table: str, width: int, button: str = "button") -> Any:
+    """Assert no word of ``table`` is broken and the table fits the viewport."""
     layout = browser.execute_script(LAYOUT, table, button)
-    assert layout["broken"] == [], (width, layout["broken"])
-    assert layout["right"] <= layout["width"], (width, layout)
+    assert layout["broken"] == [], (width, table, layout["broken"])
+    assert layout["right"] <= layout["width"], (width, table, layout)
+    return layout
+
+
+def readable_and_clickable(browser: Any, table: str, button: str, width: int) -> int:
+    """:func:`readable`, and every ``button`` is inside the viewport, uncovered, and
+    clicks (its confirmation dismissed)."""
+    layout = readable(browser, table, width, button)
     assert layout["buttons"], (width, table)
     for place in layout["buttons"]:
         assert place["inside"] and place["topmost"], (width, place)
@@ -320,11 +326,14 @@ def test_the_console_reads_at_800_1400_and_1900_px(stack: Stack, browser: Any) -
             assert re.search(r"(valkey|redis) \d+\.\d+", store), store
             assert "AOF on · fsync everysec" in store, store
             browser.save_screenshot(str(shots / f"overview-{width}.png"))
+            for table in ("#hosts", "#queues"):
+                readable(browser, table, width)
 
             browser.get(f"{stack.web_actions}/agents?q=billing")
             first = text_of(browser, "#agents tbody tr td").splitlines()
             assert first[0] == "billing-agent" and agent.agent_id in first[-1], first
             browser.save_screenshot(str(shots / f"agents-{width}.png"))
+            readable(browser, "#agents", width)
     finally:
         browser.set_window_size(1400, 1000)
         agent.finish_turn(turn.turn_id)
