@@ -114,9 +114,9 @@ ARGS: dict[tuple[str, ...], list[str]] = {
     ("dead",): [], ("dead", "requeue"): ["m"], ("web",): ["--port", "0"],
     ("mcp",): [],
 }
-#: Commands that never reach a store: a scripted tour on its own embedded store, and the
-#: check of the default store's files.
-NO_STORE = {("demo",), ("check-aof",)}
+#: Commands that never reach a store: a scripted tour on its own embedded store, the
+#: check of the default store's files, and stopping the `tidings up` of the state directory.
+NO_STORE = {("demo",), ("check-aof",), ("stop",), ("down",)}
 #: ``tidings mcp`` speaks MCP on stdout: its errors are the stderr line alone.
 STDERR_ONLY = {("mcp",)}
 
@@ -170,11 +170,10 @@ def test_no_reachable_store_is_one_line_exit_2_on_every_command(
     tmp_path: Path,
 ) -> None:
     url = f"redis://127.0.0.1:{closed_port()}/0"
-    argv = [*command, *ARGS[command], "--redis-url", url, "--json"]
-    if command not in {("up",), ("agents", "list"), ("agents", "remove"), ("agents", "move"),
-                       ("status",), ("dead",), ("dead", "requeue"), ("worker",),
-                       ("scheduler",), ("web",)}:
-        argv += ["--workdir", str(tmp_path)]
+    accepts = cli.build_parser().parse_args([*command, *ARGS[command]]).accepts
+    argv = [*command, *ARGS[command], "--redis-url", url]
+    argv += ["--json"] if "json" in accepts else []  # stdout is no terminal here: JSON anyway
+    argv += ["--workdir", str(tmp_path)] if "workdir" in accepts else []
     code, out, err = run(argv, capsys)
     assert_error(code, out, err, "no_store", 2, stdout=command not in STDERR_ONLY)
 
@@ -219,6 +218,6 @@ def test_a_weak_console_token_off_loopback_is_refused(
 ) -> None:
     """interfaces.md, Never silent: ``TIDINGS_WEB_TOKEN`` under 32 characters off loopback."""
     monkeypatch.setenv("TIDINGS_WEB_TOKEN", token)
-    code, out, err = run(["web", "--host", "0.0.0.0", "--port", "0", "--json"], capsys)
+    code, out, err = run(["web", "--host", "0.0.0.0", "--port", "0"], capsys)
     assert_error(code, out, err, "weak_token", 2)
     assert "at least 32" in err[0]

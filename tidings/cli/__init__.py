@@ -1,10 +1,12 @@
 """The ``tidings`` command line.
 
-Common options (``--redis-url``, ``--workdir``, ``--json``, ``--inline``) are
-accepted before and after the subcommand. Exit codes: 0 success, 1 a result with
-``status: error`` (or ``failed``), 2 bad usage, bad input text, no store or refused
-credentials. Every error prints its JSON answer on stdout and one
-``tidings: <reason>: <message>`` line on stderr (interfaces.md, Never silent).
+Shared options (``--redis-url``, ``--broker-url``, ``--workdir``, ``--json``,
+``--inline``) are accepted before and after the subcommand, by the subcommands they
+mean something to (``_common.command``); before one that does not take it, an option
+is a usage error. Exit codes: 0 success, 1 a result with ``status: error`` (or
+``failed``), 2 bad usage, bad input text, no store or refused credentials. Every error
+prints its JSON answer on stdout and one ``tidings: <reason>: <message>`` line on stderr
+(interfaces.md, Never silent).
 
 Building the parser imports nothing beyond the standard library; each command
 loads what it uses when it runs (``tests/unit/test_cli_imports.py``).
@@ -29,10 +31,20 @@ from tidings.cli import (
     processes,
     producers,
     status,
+    stop,
     tool,
     web,
 )
-from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, common_options, emit_error
+from tidings.cli._common import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    CommandParser,
+    HelpFormatter,
+    UsageError,
+    common_options,
+    emit_error,
+    refused_options,
+)
 from tidings.store.errors import NoStoreError, TidingsError
 
 #: Reasons of tidings errors that are bad usage or set-up (exit 2), not a result (exit 1).
@@ -40,8 +52,10 @@ USAGE_REASONS = frozenset({"metrics_address_unavailable", "broker_url_required",
                            "broker_on_cluster", "invalid_broker_url", "auth_failed",
                            "weak_token"})
 
-#: Subcommand modules; each has ``register(subparsers, common)``.
-COMMANDS = (processes, agents, producers, tool, hooks, memory, status, dead, web, demo, mcp)
+#: Subcommand modules, in the order ``tidings --help`` lists them; each has
+#: ``register(subparsers)``.
+COMMANDS = (processes, stop, agents, producers, tool, hooks, memory, status, dead, web, demo,
+            mcp)
 
 
 class _Version(argparse.Action):
@@ -59,18 +73,21 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = common_options()
-    parser = argparse.ArgumentParser(
-        prog="tidings", parents=[common], description="Keep long-running LLM agents informed.",
-        epilog="Exit codes: 0 success; 1 an answer with an error reason (no_permission "
-               "included); 2 bad usage, bad JSON text, no reachable store, auth_failed. "
-               "Every error: its JSON on stdout and one 'tidings: <reason>: <message>' line "
-               "on stderr. TIDINGS_LOG_LEVEL=DEBUG shows a short command's log lines.",
+    parser = CommandParser(
+        prog="tidings", parents=[common_options()], formatter_class=HelpFormatter,
+        description="Keep long-running LLM agents informed.",
+        epilog="Shared options go before or after COMMAND, where COMMAND takes them; "
+               "`tidings COMMAND --help` lists what each takes. Exit codes: 0 success; 1 an "
+               "answer with an error reason (no_permission included); 2 bad usage, bad JSON "
+               "text, no reachable store, auth_failed. Every error: its JSON on stdout and "
+               "one 'tidings: <reason>: <message>' line on stderr. TIDINGS_LOG_LEVEL=DEBUG "
+               "shows a short command's log lines.",
     )
     parser.add_argument("--version", action=_Version, help="print the version and exit")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                       title="commands")
     for module in COMMANDS:
-        module.register(subparsers, common)
+        module.register(subparsers)
     return parser
 
 
@@ -87,6 +104,11 @@ def quiet_logs() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    refused = refused_options(args)
+    if refused:
+        usage = f"{refused[0]} means nothing to `{args.command_name}`; see " \
+                f"`{args.command_name} --help`"
+        parser.error(usage)
     quiet_logs()
     try:
         code: int = args.handler(args)
