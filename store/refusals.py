@@ -82,6 +82,13 @@ def _command(text: str) -> str:
     return "a key or channel this call needs"
 
 
+def who(client: object) -> str:
+    """Which user ``client`` is, the role it has and who holds the rights it lacks."""
+    user = user_of(client)
+    role = ROLES.get(user, "a user deploy/redis.conf does not ship")
+    return f"user {user} is {role}; run this with the URL of {HOLDERS} ({ROLES_DOC})"
+
+
 def no_permission(exc: BaseException, user: str) -> TidingsError:
     """The ``no_permission`` error of a ``NOPERM`` answer to ``user``."""
     role = ROLES.get(user, "a user deploy/redis.conf does not ship")

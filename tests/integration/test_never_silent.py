@@ -133,7 +133,7 @@ def assert_one_line_refusal(ran: Ran, reason: str, user: str) -> None:
     (line,) = ran.err
     assert line.startswith(f"tidings: {reason}: "), line
     assert "Traceback" not in line
-    if reason == "no_permission" and "status" in answer:
+    if reason == "no_permission":  # check's line too, after the model's sentence
         assert user in line and "tidings-producer" in line and "Roles" in line, line
 
 

@@ -221,3 +221,18 @@ def test_a_weak_console_token_off_loopback_is_refused(
     code, out, err = run(["web", "--host", "0.0.0.0", "--port", "0"], capsys)
     assert_error(code, out, err, "weak_token", 2)
     assert "at least 32" in err[0]
+
+
+@pytest.mark.parametrize("argv", [["publish"], ["status", "--no-such-option"],
+                                  ["no-such-command"], ["--workdir", "w", "status"]],
+                         ids=" ".join)
+def test_a_usage_error_is_one_line_too(argv: list[str],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The parser's own errors (a missing argument, an unknown option or command) follow
+    the same rule: JSON on stdout, one ``tidings: bad_usage: ...`` line, exit 2."""
+    with pytest.raises(SystemExit) as done:
+        cli.main(argv)
+    captured = capsys.readouterr()
+    assert_error(int(str(done.value.code)), captured.out, captured.err.splitlines(),
+                 "bad_usage", 2)
+    assert "--help" in captured.err

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 from urllib.parse import urlsplit
 
 from tidings.store import jsonread
@@ -108,6 +108,16 @@ class CommandParser(argparse.ArgumentParser):
             formatter.end_section()
         formatter.add_text(self.epilog)
         return formatter.format_help()
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error is an error like any other (interfaces.md, Never silent): its
+        JSON on stdout, one ``tidings: bad_usage: ...`` line on stderr, exit 2."""
+        text = f"{self.prog}: {message} (see `{self.prog} --help`)"
+        sys.stdout.write(json.dumps({"status": "error", "reason": "bad_usage",
+                                     "message": text}, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+        say_error("bad_usage", text)
+        sys.exit(EXIT_USAGE)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -298,14 +308,15 @@ def say_error(reason: str, message: str) -> None:
     print(f"tidings: {reason}: {line}", file=sys.stderr)
 
 
-def emit(args: argparse.Namespace, result: object) -> int:
+def emit(args: argparse.Namespace, result: object, note: str = "") -> int:
     """Print ``result`` on stdout; an error answer also gets its one stderr line (interfaces.md,
-    Never silent). Exit 1 for an error answer, else 0."""
+    Never silent), ``note`` at its end. Exit 1 for an error answer, else 0."""
     _print(args, result)
     failed = error_of(result)
     if failed is None:
         return EXIT_OK
-    say_error(*failed)
+    reason, message = failed
+    say_error(reason, f"{message} ({note})" if note else message)
     return EXIT_ERROR
 
 

@@ -13,6 +13,7 @@ from tidings.cli._common import (
     WORKDIR,
     command,
     emit,
+    error_of,
     open_agent,
     open_hub,
     parse_json,
@@ -60,6 +61,13 @@ def notification(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
+    """The stamped check (C24); a refused read's line also names the user and the role
+    that may read (interfaces.md, Never silent), which the model's sentence leaves out."""
+    from tidings.store import refusals  # noqa: PLC0415 - redis-py, once the command runs
+
     with open_hub(args) as hub:
         agent = open_agent(args, hub)
-        return emit(args, agent.stamp(dict(agent.notification("check"))))
+        stamped = agent.stamp(dict(agent.notification("check")))
+        failed = error_of(stamped)
+        refused = failed is not None and failed[0] == "no_permission"
+        return emit(args, stamped, refusals.who(hub.redis) if refused else "")
