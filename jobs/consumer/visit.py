@@ -32,7 +32,7 @@ from tidings.jobs.consumer.read import Observation, fingerprint
 from tidings.jobs.consumer.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN, Entry
 from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
-from tidings.store import rates, replies
+from tidings.store import locks, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -52,6 +52,15 @@ class SyncOutcome(TypedDict, total=False):
     blocked: list[str]
     oversized: list[str]
     wake_id: str
+    busy: bool
+
+
+#: The lock scope that keeps one agent's visits from overlapping (C27), across the
+#: processes of its host too (:func:`tidings.store.locks.attempt`).
+VISIT_SCOPE = "agent-visit"
+#: How long a visit that must follow an act (D14: the wake after an alarm) waits for
+#: one of the same agent that is running (s).
+VISIT_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -156,15 +165,27 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: Allowlist,
 
 
 @answering("sync_agent")
-def sync_agent(rt: Runtime, agent: AgentRecord, known: Known | None = None) -> SyncOutcome:
+def sync_agent(rt: Runtime, agent: AgentRecord, known: Known | None = None,
+               wait: float = 0.0) -> SyncOutcome:
     """C27 for one agent; ``known``: its Redis state a batch read beforehand
     (:func:`prefetch`), else it is read here. An unexpected failure answers
     ``internal_error`` (C52).
 
+    One agent's visits never overlap (C27), in this process or another of its host:
+    while one runs, another waits up to ``wait`` seconds, then answers ``busy``.
+
     ``retry: True`` asks for a visit at the next tick even if nothing changes on disk:
-    an unstable read, a signal that could not be stamped, or a commit that lost its
-    compare-and-set.
+    an unstable read, a signal that could not be stamped, a commit that lost its
+    compare-and-set, or a visit that found the agent busy.
     """
+    with locks.attempt(agent.root, VISIT_SCOPE, wait) as held:
+        if not held:
+            return {"status": "ok", "agent_id": agent.agent_id, "flushes": [], "woke": False,
+                    "retry": True, "busy": True}
+        return _visit(rt, agent, known)
+
+
+def _visit(rt: Runtime, agent: AgentRecord, known: Known | None) -> SyncOutcome:
     # C53: the act generation is taken before anything is read (a batch read it earlier)
     generation = known.generation if known else own_acts.generation(rt, agent)
     state = registry_state(rt, agent)

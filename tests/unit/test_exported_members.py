@@ -46,9 +46,10 @@ FRONT_DOORS: dict[str, list[str]] = {
         "wake_deadline",
     ],
     "inbox": [
-        "DEFAULT_PAGE", "MAX_OPEN", "MAX_TERMINAL", "MEMORY_SOURCE_KIND", "Admitted", "Ignored",
-        "InboxError", "Item", "PublicItem", "admit", "check_query", "ignore", "projection",
-        "read_items", "recover", "render_inbox_text",
+        "DEFAULT_PAGE", "MAX_OPEN", "MAX_TERMINAL", "MEMORY_SOURCE_KIND", "STATES", "STORED",
+        "TRANSITIONS", "Admitted", "Ignored", "InboxError", "Item", "PublicItem", "Transition",
+        "admit", "check_query", "ignore", "projected", "projection", "read_items", "recover",
+        "render_inbox_text",
     ],
     "memory": [
         "DEFAULT_STANDING_FILES", "RECORDED", "CheckpointState", "Comparison",
@@ -57,7 +58,7 @@ FRONT_DOORS: dict[str, list[str]] = {
         "observe_worktree", "render_memory_entry", "result", "split_owned",
     ],
     "tick": [
-        "HostSync", "sync_host",
+        "HostSync", "PromptVisits", "prompt_visit", "start_prompt_visits", "sync_host",
     ],
     "turns": [
         "Begun", "PreparedTurn", "SideEffectMarked", "Startup", "TurnError", "TurnMemory",
