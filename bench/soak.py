@@ -2,9 +2,9 @@
 
 ``tidings up`` with no URL (its Valkey child, AOF everysec) in a temporary state
 directory serves 50 agents; 8 producer threads publish into them at a steady total rate
-for ``--minutes`` (default 10). Channels rotate every :data:`ROTATE_SECONDS`, so no
-channel file grows past a few hundred events and the cost of one flush stays level:
-what grows is what the process keeps, not the work it is given.
+for ``--minutes`` (default 10), round-robin over :data:`CHANNELS` channels of each
+agent (a fixed set: the state a soak adds is events, not channels or agents, so what
+grows is what the processes keep, not what they are given to keep).
 
 Every minute it samples the RSS of ``tidings up`` and of the engine. At the end it
 waits for the worker to drain and reads every channel file: ``delivered`` counts the
@@ -38,8 +38,10 @@ PRODUCERS = 8
 THREADS = 4
 #: Total publishes per second, spread over the producers.
 RATE = 500.0
-#: A new channel per agent this often (seconds): files stay small.
-ROTATE_SECONDS = 15.0
+#: Channels per agent, each retaining up to :data:`RETAINED` events (C12's ceiling):
+#: 10 minutes at RATE leave ~750 events in each file, so every event stays countable.
+CHANNELS = 8
+RETAINED = 10_000
 #: The minute whose RSS is the baseline (1-based): after warm-up.
 BASELINE_MINUTE = 2
 #: How long the worker may take to apply what is buffered at the end (seconds).
@@ -87,10 +89,9 @@ class Up:
 class Producers:
     """PRODUCERS threads publishing round-robin over the agents at ``rate`` in total."""
 
-    def __init__(self, agents: list[Any], rate: float, started: float) -> None:
+    def __init__(self, agents: list[Any], rate: float) -> None:
         self.agents = agents
         self.interval = PRODUCERS / rate
-        self.started = started
         self.stop = threading.Event()
         self.acked: list[tuple[int, str, str]] = []  # (agent index, channel, event id)
         self.latencies: list[float] = []
@@ -108,7 +109,7 @@ class Producers:
                 time.sleep(next_at - now)
             next_at = max(next_at + self.interval, time.perf_counter() - 1.0)
             index = n % len(self.agents)
-            channel = f"mcp.soak{int((time.monotonic() - self.started) // ROTATE_SECONDS)}"
+            channel = f"mcp.soak{(n // len(self.agents)) % CHANNELS}"
             sent = time.perf_counter()
             try:
                 result = self.agents[index].publish_event(channel, {"n": n})
@@ -159,7 +160,6 @@ def tally(acked: list[tuple[int, str, str]], workdirs: list[Path]) -> dict[str, 
 def soak(minutes: float, rate: float) -> dict[str, Any]:
     import tidings
 
-    rotations = int(minutes * 60 // ROTATE_SECONDS) + 2
     with tempfile.TemporaryDirectory(prefix="tidings-soak-") as tmp:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")}
@@ -171,7 +171,7 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
         try:
             with tidings.connect(settings=settings) as hub:
                 workdirs = [root / f"agent{n}" for n in range(AGENTS)]
-                caps = {f"mcp.soak{r}": 10_000 for r in range(rotations)}
+                caps = {f"mcp.soak{c}": RETAINED for c in range(CHANNELS)}
                 agents = []
                 for workdir in workdirs:
                     workdir.mkdir()
@@ -179,7 +179,7 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
                 samples = [{"minute": 0, "up_mb": rss_mb(up.proc.pid),
                             "engine_mb": rss_mb(up.engine_pid), "acked": 0}]
                 started = time.monotonic()
-                producers = Producers(agents, rate, started)
+                producers = Producers(agents, rate)
                 producers.start()
                 for minute in range(1, int(minutes) + 1):
                     time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
@@ -203,7 +203,8 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
     up_ratio = round(last["up_mb"] / base["up_mb"], 3)
     engine_ratio = round(last["engine_mb"] / base["engine_mb"], 3)
     return {
-        "bench": "soak", "agents": AGENTS, "producers": PRODUCERS, "threads": THREADS,
+        "bench": "soak", "agents": AGENTS, "channels_per_agent": CHANNELS,
+        "producers": PRODUCERS, "threads": THREADS,
         "minutes": minutes, "rate_goal": rate,
         "rate": round(counts["acked"] / elapsed, 1),
         "rss_per_minute": samples, "rss_after_drain": idle,
