@@ -5,10 +5,17 @@ How a trace is taken, so the next count compares: one inline agent on ``connect(
 runs the behaviour through public calls while a profile hook (``sys.setprofile``) watches for
 the effect's call; at that call the stack is walked outwards and every distinct ``*.py`` file
 of ``tidings/ jobs/ store/ scheduler/ workers/`` on it is listed, outermost first
-(``files``); ``folders`` counts the distinct folders of those files (issue 31's figure: how
-many packages one behaviour crosses); ``touched`` counts every such file whose code ran from
-the entry up to the effect (the footprint a reader follows, helpers and models included),
-``touched_folders`` their folders. A trace is
+(``files``); ``touched`` counts every such file whose code ran from the entry up to the
+effect (the footprint a reader follows, helpers and models included). ``folders`` and
+``touched_folders`` count the folders those files lie in, a ``jobs/`` package as one folder
+and each other top-level folder as one (``tidings``, ``store``, ``workers``, the ``jobs/``
+root).
+
+``behaviours`` (issue 31's figures) follows three behaviours whole, from the first public call
+to the last, and lists the folders their code ran in: ``delay_expiry`` (the ``delay`` action,
+then the stamped check after the deadline), ``publish`` (``publish_event`` with ``wait``),
+``attention_spill`` (the oversized publish, then the stamped check); ``jobs_packages`` counts
+the ``jobs/`` packages alone. A trace is
 the synchronous chain only (inline dispatch keeps a behaviour in one thread); the MCP
 update has three legs (publish, sync tick, the server's watch) and its figure is their union.
 
@@ -204,9 +211,51 @@ def sync_host() -> Callable[..., Any]:
     return visit
 
 
+def folder_of(file: str) -> str:
+    """``jobs/<package>`` for a file inside a ``jobs/`` package, else its top-level folder."""
+    parts = file.split("/")
+    return "/".join(parts[:2]) if parts[0] == "jobs" and len(parts) > 2 else parts[0]
+
+
 def folders(files: list[str]) -> int:
-    """How many folders ``files`` lie in (``jobs/consumer``, ``store/scripts``, ...)."""
-    return len({file.rpartition("/")[0] for file in files})
+    """How many folders (:func:`folder_of`) ``files`` lie in."""
+    return len({folder_of(file) for file in files})
+
+
+def whole(root: Path, *calls: Callable[[], object]) -> list[str]:
+    """The folders whose code ran while ``calls`` ran, in order of first entry."""
+    seen: dict[str, None] = {}
+    for call in calls:
+        trace = Trace(root, lambda frame: False)
+        with tracing(trace):
+            call()
+        seen.update(dict.fromkeys(folder_of(file) for file in trace.touched))
+    return list(seen)
+
+
+def behaviours(hub: Any, base: Path, root: Path) -> dict[str, Any]:
+    """Issue 31: the folders three behaviours cross, first public call to last."""
+    delay = new_agent(hub, base, "whole-delay")
+    delay.publish("soul", {"header": "s", "data": {"count": 7, "events": [1]}}, wait=True)
+    request = whole(root, lambda: delay.notification("delay", {"channel": "soul", "seconds": 1}))
+    time.sleep(2.2)  # deadlines are whole seconds
+    expiry = whole(root, lambda: delay.stamp(delay.notification("check")))
+    producer = new_agent(hub, base, "whole-publish")
+    spill = new_agent(hub, base, "whole-spill")
+    out: dict[str, Any] = {}
+    for name, crossed in (
+        ("delay_expiry", list(dict.fromkeys(request + expiry))),
+        ("publish", whole(root, lambda: producer.publish_event("mcp.build", {"text": "x"},
+                                                               wait=True))),
+        ("attention_spill", whole(
+            root, lambda: spill.publish("mcp.big", {"header": "big", "data": {"text": OVER_CAP}},
+                                        wait=True),
+            lambda: spill.stamp(spill.notification("check")))),
+    ):
+        out[name] = {"folders": len(crossed),
+                     "jobs_packages": sum(f.startswith("jobs/") for f in crossed),
+                     "crossed": sorted(crossed)}
+    return out
 
 
 def mcp_update(base: Path, root: Path) -> list[Trace]:
@@ -256,6 +305,7 @@ def main() -> None:
                              "folders": folders(files) if files is not None else None,
                              "touched": len(trace.touched),
                              "touched_folders": folders(list(trace.touched)), "trace": files}
+            out["behaviours"] = behaviours(hub, base, root)
         finally:
             hub.close()
         traces = mcp_update(base, root)

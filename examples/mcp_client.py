@@ -1,9 +1,9 @@
-"""An MCP client (the SDK's ``ClientSession`` over stdio) talking to ``tidings mcp``.
+"""An MCP client (the SDK's ``Client`` over stdio) talking to ``tidings mcp``.
 
 Starts ``tidings up`` (the default store, in a temporary state directory, with its
 worker and scheduler) for one agent, then ``tidings mcp --workdir W`` as the client's
 stdio server, which finds the store through ``TIDINGS_STATE_DIR`` with no URL: it checks, delays a
-channel, subscribes to ``tidings://attention`` and hears the update when a
+channel, listens to ``tidings://attention`` (``Client.listen()``) and hears the update when a
 producer writes a channel file. Everything stays on this machine.
 
     python examples/mcp_client.py
@@ -18,15 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
-from typing import Any
 
 import anyio
-import mcp_types as types
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp import Client, StdioServerParameters
 
 TIDINGS = str(Path(sys.executable).with_name("tidings"))
 
@@ -46,28 +41,20 @@ def produce(workdir: Path) -> None:
 
 
 async def client(server: StdioServerParameters, workdir: Path) -> None:
-    updated = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            updated.set()
-
-    async with stdio_client(server) as (read, write), ClientSession(
-            read, write, message_handler=on_message) as session:
-        await session.initialize()
+    async with Client(server) as session:
         print("tools:", [tool.name for tool in (await session.list_tools()).tools])
         check = await session.call_tool("notification", {"action": "check"})
         print("check:", check.structured_content)
         delay = await session.call_tool("notification", {
             "action": "delay", "input": {"channel": "mcp.lint", "seconds": 60}})
         print("delay:", delay.structured_content)
-        with warnings.catch_warnings():  # resources/subscribe: the handshake era's way
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            await session.subscribe_resource("tidings://attention")
-        produce(workdir)
-        with anyio.fail_after(10):
-            await updated.wait()
-        attention = await session.read_resource("tidings://attention")
+        # subscriptions/listen: one event each time the attention resource changes.
+        async with session.listen(resource_subscriptions=["tidings://attention"]) as updates:
+            produce(workdir)
+            with anyio.fail_after(10):
+                async for event in updates:
+                    attention = await session.read_resource(event.uri)
+                    break
         live = json.loads(attention.contents[0].text)  # type: ignore[union-attr]
         print("updated:", live["_meta"]["agent_meta"]["notifications"]["attention"])
 

@@ -2,7 +2,8 @@
 
 While active (an :class:`Activation`) it runs a ``BlockingScheduler`` in its own
 thread with two job stores — alarm jobs as JSON in Redis, the sync tick in
-memory —, a filesystem watcher over the host's agents for that tick (C27), and,
+memory —, a filesystem watcher over the host's agents that starts their prompt visits
+and tells the tick what else to visit (C27), and,
 after the start-up reconcile, a dramatiq worker that alone consumes the host's
 alarm-request queue. A keeper thread renews the lease; when it is lost (or the
 service stops) everything active is stopped again and the service goes back to
@@ -27,6 +28,7 @@ from redis.exceptions import RedisError
 
 from tidings.jobs import log
 from tidings.jobs.runtime import Runtime
+from tidings.jobs.tick import PromptVisits, start_prompt_visits
 from tidings.scheduler import alarm_job, requests, startup, sync_tick, watcher
 from tidings.scheduler.jobstore import JsonRedisJobStore
 from tidings.scheduler.lease import LeaderLease, LeaseSettings, holder_name
@@ -50,7 +52,8 @@ class Activation:
     """Everything that runs while this process leads its host."""
 
     def __init__(self, redis: Redis, settings: Settings, clock: Clock,
-                 on_failure: Callable[[], None], control: Redis) -> None:
+                 on_failure: Callable[[], None], control: Redis,
+                 visits: PromptVisits | None = None) -> None:
         self.host = settings.host
         self._on_failure = on_failure
         self.broker = make_broker(control, settings)
@@ -65,7 +68,10 @@ class Activation:
                 LOCAL_STORE: MemoryJobStore(),
             },
         )
-        self.watcher = watcher.start()
+        # Prompt visits (C27): the process's own (a hub shares its worker's), or none.
+        self._own_visits = visits is None
+        self.visits = start_prompt_visits(self.runtime) if visits is None else visits
+        self.watcher = watcher.start(self.visits.poke if self.visits is not None else None)
         self.ticker = sync_tick.SyncTicker(
             redis, self.host, settings.sync_interval, settings.full_scan_seconds,
             sync_tick.broker_sender(self.broker, self.host), self.watcher, clock.now,
@@ -115,6 +121,8 @@ class Activation:
             self._thread.join(START_TIMEOUT_SECONDS)
         if self.watcher is not None:
             self.watcher.close()
+        if self._own_visits and self.visits is not None:
+            self.visits.close()
 
 
 class SchedulerService:
@@ -131,12 +139,15 @@ class SchedulerService:
         lease_settings: LeaseSettings | None = None,
         on_event: EventSink | None = None,
         control: Redis | None = None,
+        visits: PromptVisits | None = None,
     ) -> None:
         self.redis = redis
         self.control = control if control is not None else redis
         self.settings = settings
         self.clock = clock or SystemClock()
         self.lease_settings = lease_settings or LeaseSettings()
+        #: Prompt visits shared with this process's worker (``None``: its own, if on).
+        self.visits = visits
         self.holder = holder_name()
         self.lease = LeaderLease(redis, settings.host, self.holder, self.lease_settings)
         self.leading = threading.Event()
@@ -185,7 +196,7 @@ class SchedulerService:
         activation: Activation | None = None
         try:
             activation = Activation(self.redis, self.settings, self.clock, step_down.set,
-                                    self.control)
+                                    self.control, self.visits)
             counts = activation.start()
             self.leading.set()
             self._emit("leader", startup=counts)

@@ -17,6 +17,10 @@ watcher retries it at every full scan. Reaching the watch limit also asks for on
 full scan at once (events of agents being re-watched may be lost). A newly
 watched agent is *fresh*: visited once (unless a full scan starts at that tick
 anyway), which covers writes made before its watch existed.
+
+With prompt visits (C27) the watcher hands each change at once to ``on_change``
+(which starts those agents' visits within the debounce) instead of keeping it for
+the next tick; fresh and unwatched agents, overflows and failures stay the tick's.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ CHANGE_MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.CLOSE_WRITE | 
 SELF_GONE = flags.DELETE_SELF | flags.MOVE_SELF
 #: Names inside a workdir that a tick reads.
 WORKDIR_NAMES = frozenset({".notification", "notification.json"})
+#: Names inside ``.notification/`` that no visit reads: the lock directory, which a
+#: visit itself creates (its own lock, C27) — it must not report itself as a change.
+UNREAD_NAMES = frozenset({".locks"})
 #: Longest wait of one read (ms); bounds how long :meth:`Watcher.close` takes.
 READ_TIMEOUT_MS = 200
 
@@ -67,8 +74,10 @@ class Changes:
 class Watcher:
     """inotify watches over the registered agents of one host; thread-safe."""
 
-    def __init__(self, inotify: Callable[[], INotify] = INotify) -> None:
+    def __init__(self, inotify: Callable[[], INotify] = INotify,
+                 on_change: Callable[[frozenset[str]], None] | None = None) -> None:
         self._inotify = inotify()
+        self._on_change = on_change
         self._lock = threading.Lock()
         self._agents: dict[str, Path] = {}
         self._owners: dict[int, dict[str, str]] = {}  # wd -> agent id -> role
@@ -188,11 +197,18 @@ class Watcher:
                     log.event("notification_watcher_failed", error=type(exc).__name__,
                               detail=str(exc)[:200])
                 return
-            if events:
-                with self._lock:
-                    self._handle(events)
+            if not events:
+                continue
+            with self._lock:
+                changed = self._handle(events)
+                if self._on_change is None:
+                    self._changed |= changed
+            if changed and self._on_change is not None:
+                self._on_change(frozenset(changed))
 
-    def _handle(self, events: Iterable[Event]) -> None:
+    def _handle(self, events: Iterable[Event]) -> set[str]:
+        """The agents these events changed (watches follow reshaped directories)."""
+        changed: set[str] = set()
         rewatch: set[str] = set()
         for event in events:
             if event.mask & flags.Q_OVERFLOW:
@@ -213,15 +229,18 @@ class Watcher:
                 continue
             for agent_id, role in owners.items():
                 if self._matters(agent_id, role, event.name):
-                    self._changed.add(agent_id)
+                    changed.add(agent_id)
                     if self._reshapes(role, event):
                         rewatch.add(agent_id)
         for agent_id in rewatch & self._agents.keys():
-            self._watch(agent_id, self._changed)
+            self._watch(agent_id, changed)
         if rewatch:
             self._report_unwatched()
+        return changed
 
     def _matters(self, agent_id: str, role: str, name: str) -> bool:
+        if role == NOTIFY and name in UNREAD_NAMES:
+            return False
         if not name or role in (NOTIFY, DAEMON_DIR):
             return True
         if role == PARENT:
@@ -238,10 +257,11 @@ class Watcher:
         return role == NOTIFY and event.name == "daemon"
 
 
-def start() -> Watcher | None:
-    """A watcher, or ``None`` where inotify is not available (full scans every tick)."""
+def start(on_change: Callable[[frozenset[str]], None] | None = None) -> Watcher | None:
+    """A watcher, or ``None`` where inotify is not available (full scans every tick);
+    ``on_change``: prompt visits (see the module's docstring)."""
     try:
-        return Watcher()
+        return Watcher(on_change=on_change)
     except OSError as exc:
         log.event("notification_watcher_unavailable", error=type(exc).__name__,
                   detail=str(exc)[:200])

@@ -118,6 +118,10 @@ class AgentKeys:
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
         return self._k("dedup", channel, digest)
 
+    def push_receipt(self, token: str) -> str:
+        """What one producer call's push answered, kept while the client may re-send it."""
+        return self._k("pushed", token)
+
     @property
     def dead_flushes(self) -> str:
         """Set of channels whose flush was dead-lettered (channels.md C52)."""

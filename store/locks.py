@@ -63,6 +63,38 @@ class _FileLock:
             self._mutex.release()
             raise
 
+    def try_acquire(self) -> bool:
+        """Acquire without waiting (``False``: another thread or process holds it). Where
+        the lock file cannot be had (no ``.notification`` yet, a hostile ``.locks``), only
+        the threads of this process are excluded: nothing is created or refused for it."""
+        if not self._mutex.acquire(blocking=False):
+            return False
+        if self._depth == 0:
+            try:
+                self._fd = self._try_flock()
+            except BlockingIOError:
+                self._mutex.release()
+                return False
+        self._depth += 1
+        return True
+
+    def _try_flock(self) -> int | None:
+        try:
+            if not stat.S_ISDIR(os.lstat(self._root / LOCK_DIR.split("/")[0]).st_mode):
+                return None
+            fd = self._open()
+        except (OSError, UnsafePathError):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
     def release(self) -> None:
         self._depth -= 1
         if self._depth == 0 and self._fd is not None:
@@ -127,6 +159,30 @@ def _file_lock(root: Path, scope: str) -> _FileLock:
         if lock is None:
             lock = _registry[key] = _FileLock(root, name)
         return lock
+
+
+#: The longest pause between two tries of :func:`attempt` (s).
+ATTEMPT_PAUSE_SECONDS = 0.02
+
+
+@contextmanager
+def attempt(root: Path, scope: str, wait: float = 0.0) -> Iterator[bool]:
+    """Hold ``scope`` for the ``with`` block if it is free now or within ``wait`` seconds;
+    yields whether it is held (see :meth:`_FileLock.try_acquire` for a workdir without
+    lock files)."""
+    lock = _file_lock(root, scope)
+    deadline = time.monotonic() + wait
+    pause = 0.001
+    held = lock.try_acquire()
+    while not held and time.monotonic() < deadline:
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 2, ATTEMPT_PAUSE_SECONDS)
+        held = lock.try_acquire()
+    try:
+        yield held
+    finally:
+        if held:
+            lock.release()
 
 
 @contextmanager

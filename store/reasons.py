@@ -25,7 +25,8 @@ Reason = Literal[
     "bad_usage", "invalid_json", "invalid_setting", "unreadable_file", "port_in_use",
     "worker_process_died", "INVALID_ARGUMENT", "unknown_tool",
     # the default store under `tidings up`
-    "store_busy", "no_engine", "engine_failed", "store_engine_died",
+    "store_busy", "no_engine", "engine_failed", "store_engine_died", "not_running",
+    "stop_timeout",
     "not_loopback",
     # faults of the store and its state directory (issue 30)
     "store_unresponsive", "store_refuses_writes", "state_dir_full", "state_dir_read_only",
@@ -105,6 +106,10 @@ REASONS: Final[dict[Reason, str]] = {
     "no_engine": "No store engine binary was found to serve the default store.",
     "engine_failed": "The store engine did not start or did not become ready.",
     "store_engine_died": "The store engine under `tidings up` exited; `up` stops.",
+    "not_running": "`tidings stop` found no `tidings up` serving the state directory; "
+                   "nothing was stopped.",
+    "stop_timeout": "`tidings up` got `tidings stop`'s SIGTERM and still runs after the "
+                    "timeout; it may still be draining its worker or syncing the store.",
     "store_unresponsive": "The store accepted the connection but did not answer within its timeout"
                           " (a hung or stopped engine); `tidings up` exits 1 when its engine hangs"
                           " for TIDINGS_STORE_HANG_SECONDS.",

@@ -174,6 +174,12 @@ class Settings(BaseSettings):
     #: With a filesystem watcher, the longest time between full visits of every agent by
     #: the sync tick (channels.md C27).
     full_scan_seconds: float = Field(default=30.0, gt=0)
+    #: Milliseconds from a change (a watcher's report, a committed flush) to the start of
+    #: that agent's prompt visit; the changes meanwhile make one visit (channels.md C27).
+    visit_debounce_ms: float = Field(default=10.0, ge=0, le=10_000)
+    #: Prompt visits (C27). Off, only the periodic tick visits agents, as before issue 33
+    #: (``bench/wake.py --baseline`` compares the two).
+    prompt_visits: bool = True
     #: Seconds before a stranded flush flag expires (channels.md C13).
     flush_flag_ttl: int = Field(default=30, ge=1)
     #: dramatiq's Redis heartbeat timeout in ms.

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from dramatiq import Worker
 
     from tidings.inspection.status import Status
+    from tidings.jobs.tick import PromptVisits
     from tidings.jobs.turns import Startup, TurnError
     from tidings.scheduler.service import EventSink, SchedulerService
     from tidings.workers.dead_letters import DeadLetter, Requeued, RequeueError
@@ -136,6 +137,7 @@ class Hub:
         self.broker = make_broker(self.control, self.settings)
         self.runtime = Runtime(client, self.clock, self.settings, BrokerDispatcher(self.broker),
                                self.control)
+        self._visits: PromptVisits | None = None
         if declare_actors:
             self.declare_actors()
         self.registry = AgentRegistry(client, self.control)
@@ -154,7 +156,16 @@ class Hub:
         from tidings.workers.actors import declare_actors  # noqa: PLC0415
 
         if actor_names.FLUSH_CHANNEL not in self.broker.actors:
-            declare_actors(self.broker, self.runtime)
+            declare_actors(self.broker, self.runtime, lambda: self._visits)
+
+    def _prompt_visits(self) -> PromptVisits | None:
+        """The prompt visits (channels.md C27) this process's worker and scheduler share,
+        so a flush and the watcher's report of it make one visit; caller holds the lock."""
+        if self._visits is None:
+            from tidings.jobs.tick import start_prompt_visits  # noqa: PLC0415 - loads the jobs
+
+            self._visits = start_prompt_visits(self.runtime)
+        return self._visits
 
     # -- agents ---------------------------------------------------------------
 
@@ -322,6 +333,7 @@ class Hub:
                 return
             from dramatiq import Worker  # noqa: PLC0415 - a client never starts one
 
+            self._prompt_visits()
             self.declare_actors()
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
@@ -344,7 +356,8 @@ class Hub:
         with self._worker_lock:
             if self._scheduler is None:
                 self._scheduler = SchedulerService(self.redis, self.settings, clock=self.clock,
-                                                   on_event=on_event, control=self.control)
+                                                   on_event=on_event, control=self.control,
+                                                   visits=self._prompt_visits())
                 self._scheduler.start()
             return self._scheduler
 
@@ -359,6 +372,9 @@ class Hub:
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None
+            if self._visits is not None:
+                self._visits.close()
+                self._visits = None
         rates.flush(self.redis)  # what this process counted, before the client goes
         self.broker.close()
         if self._owns_client:

@@ -24,6 +24,7 @@ from tidings.jobs.channels import DEAD_EVENT, dead_letter, flush_channel, reason
 from tidings.jobs.consumer import expire, render_attention
 from tidings.jobs.memory import observe_memory
 from tidings.jobs.runtime import Runtime
+from tidings.jobs.tick import PromptVisits
 from tidings.store.errors import StoreError
 from tidings.store.models import AgentRecord
 from tidings.store.placement import RunFence
@@ -152,9 +153,31 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
     )
 
 
-def declare_actors(broker: Broker, rt: Runtime) -> None:
-    """Declare every host actor on ``broker``."""
-    agent_actor(broker, rt, actor_names.FLUSH_CHANNEL, flush_channel,
+#: This process's prompt visits when a flush commits (``None``: none run here).
+VisitsOf = Callable[[], PromptVisits | None]
+
+
+def flush_then_visit(visits: VisitsOf) -> AgentJob:
+    """``flush_channel``; a flush that committed records starts its agent's prompt visit
+    (channels.md C27) in this process, without waiting for a watcher or a tick."""
+
+    def flush_then_poke(rt: Runtime, agent: AgentRecord, channel: str) -> object:
+        result = flush_channel(rt, agent, channel)
+        runner = visits()
+        if runner is not None and result["applied"]:
+            runner.poke([agent.agent_id])
+        return result
+
+    return flush_then_poke
+
+
+def _none() -> None:
+    return None
+
+
+def declare_actors(broker: Broker, rt: Runtime, visits: VisitsOf = _none) -> None:
+    """Declare every host actor on ``broker``; ``visits``: this process's prompt visits."""
+    agent_actor(broker, rt, actor_names.FLUSH_CHANNEL, flush_then_visit(visits),
                 max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=actor_names.FLUSH_DEAD_LETTER)
     flush_dead_letter_actor(broker, rt)
     agent_actor(broker, rt, actor_names.EXPIRE_DELAY, expire)

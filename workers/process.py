@@ -7,6 +7,7 @@ from redis import Redis
 
 from tidings.jobs import metrics
 from tidings.jobs.runtime import Runtime
+from tidings.jobs.tick import start_prompt_visits
 from tidings.store import rates
 from tidings.store.clock import SystemClock
 from tidings.store.registry_migration import migrate_legacy
@@ -26,6 +27,7 @@ class HostWorker:
 
     def __init__(self, client: Redis, settings: Settings, threads: int = DEFAULT_THREADS,
                  control: Redis | None = None) -> None:
+        """Its flushes start prompt visits in this process (channels.md C27)."""
         # Every metric exists (at zero) from the start: a ``--processes N`` child's
         # files are then there for the parent's sum before its first message.
         metrics.registry()
@@ -34,7 +36,8 @@ class HostWorker:
         self.broker = make_broker(control, settings)
         self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker),
                                control)
-        declare_actors(self.broker, self.runtime)
+        self.visits = start_prompt_visits(self.runtime)
+        declare_actors(self.broker, self.runtime, lambda: self.visits)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
         fetching(self.broker)
@@ -46,6 +49,8 @@ class HostWorker:
 
     def stop(self) -> None:
         self.worker.stop()
+        if self.visits is not None:
+            self.visits.close()
         rates.flush_all()
         self.broker.close()
 

@@ -78,30 +78,72 @@ def _is_high(event: object) -> bool:
     return isinstance(event, dict) and "high" in (event.get("severity"), event.get("priority"))
 
 
+def _ids(envelope: dict[str, object]) -> dict[str, object]:
+    """The envelope's events that carry an ``event_id``, by it (the envelope untouched)."""
+    data = envelope.get("data")
+    events = data.get("events") if isinstance(data, dict) else None
+    return {e["event_id"]: e for e in events or () if isinstance(events, list)
+            and isinstance(e, dict) and isinstance(e.get("event_id"), str)}
+
+
+def _holds(ids: dict[str, object], event: dict[str, object]) -> bool:
+    """``event`` itself (same id, same content) is among ``ids``' events."""
+    event_id = event.get("event_id")
+    return isinstance(event_id, str) and ids.get(event_id) == event
+
+
+def dropped_by_retention(current: dict[str, object], records: list[Record]) -> int:
+    """C15: how many head records of the batch the file took and then dropped as the
+    oldest (C12), so that applying them again would put them back.
+
+    After a lost AOF tail Redis has the batch's records again while the file already
+    took them. One already in the file is skipped as it comes (:func:`apply_batch`); one
+    retention dropped is not in the file, yet it is no newer record: it sits before the
+    first record whose event is the file's oldest. Only such a head is skipped: a record
+    pushed after the restart is never taken for one.
+    """
+    data = current.get("data")
+    events = data.get("events") if isinstance(data, dict) else None
+    oldest = events[0] if isinstance(events, list) and events else None
+    if not isinstance(oldest, dict) or not isinstance(oldest.get("event_id"), str):
+        return 0
+    for i, record in enumerate(records):
+        if record.body.get("op") == "append" and record.body.get("event") == oldest:
+            return i
+    return 0
+
+
 def apply_batch(
     current: dict[str, object], records: list[Record], channel: str, bound: int, now: float
 ) -> dict[str, object]:
-    """The mirror after ``records``, in order (C12, C14)."""
+    """The mirror after ``records``, in order (C12, C14); an event already in the mirror
+    (same id, same content) is not added again, nor one it dropped as the oldest (C15)."""
     envelope = copy.deepcopy(current)  # never mutate input
     appended = False
     asked_high = False
-    for record in records:
+    ids = _ids(envelope)
+    for record in records[dropped_by_retention(current, records):]:
         body = record.body
         replacement = body.get("envelope")
         if body.get("op") == "replace" and isinstance(replacement, dict):
             envelope = copy.deepcopy(replacement)
+            ids = _ids(envelope)
             continue
         event = body.get("event")
         if body.get("op") != "append" or not isinstance(event, dict):
             continue  # a record that cannot be read back (never written by tidings)
         events = _events_of(envelope)
         ref = event.get("ref_id")
-        if body.get("skip_if_ref_exists") and ref is not None and any(
+        if _holds(ids, event) or (body.get("skip_if_ref_exists") and ref is not None and any(
             isinstance(e, dict) and e.get("ref_id") == ref for e in events
-        ):
+        )):
             continue
-        if not (body.get("replace_ref") and ref is not None and _replaced(events, ref, event)):
+        if body.get("replace_ref") and ref is not None and _replaced(events, ref, event):
+            ids = _ids(envelope)
+        else:
             events.append(event)
+            if isinstance(event.get("event_id"), str):
+                ids[event["event_id"]] = event
         appended = True
         asked_high = asked_high or body.get("priority") == "high"
     if appended:

@@ -8,6 +8,7 @@ once, under load records wait behind one flush run.
 
 from __future__ import annotations
 
+import secrets
 from typing import Literal, Required, TypedDict
 
 from tidings.jobs import metrics
@@ -25,6 +26,7 @@ from tidings.jobs.channels.envelope import (
 from tidings.jobs.channels.mirror import Record
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
+from tidings.store.connection import COMMAND_TIMEOUT, FAILOVER_RETRY_SECONDS
 from tidings.store.files import is_symlink
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
@@ -35,6 +37,10 @@ from tidings.store.scripts import channels as channel_scripts
 DEDUP_SECONDS = 24 * 3600
 #: C11: how long ``wait=True`` waits for the record to reach the file.
 WAIT_SECONDS = 30.0
+#: How long a push's receipt is kept (interfaces.md "The default store"): the client
+#: re-sends a command whose reply was lost for up to its failover budget, each try
+#: waiting up to the command timeout; twice that leaves room for a stalled engine.
+RECEIPT_SECONDS = round(2 * (COMMAND_TIMEOUT + FAILOVER_RETRY_SECONDS))
 
 
 class BufferRecord(TypedDict, total=False):
@@ -147,7 +153,8 @@ def _push(
     pushed = channel_scripts.push(
         rt.scripts, agent.agent_id, channel, record_json=compact(record),
         flag_ttl=rt.settings.flush_flag_ttl, dedup_key=dedup_key, event_id=event_id,
-        dedup_seconds=DEDUP_SECONDS,
+        dedup_seconds=DEDUP_SECONDS, token=secrets.token_hex(8),
+        receipt_seconds=RECEIPT_SECONDS,
     )
     outcome = "duplicate" if pushed.duplicate else "queued"
     metrics.published(record["op"], outcome)

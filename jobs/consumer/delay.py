@@ -27,7 +27,7 @@ def expire(rt: Runtime, agent: AgentRecord, request_id: str) -> bool:
     """D17: publish this request's alarm if it is owed; then wake at once (D14)."""
     published = reconcile(rt, agent, expected=request_id)
     if published:
-        visit.sync_agent(rt, agent)
+        visit.sync_agent(rt, agent, wait=visit.VISIT_WAIT_SECONDS)
     return published
 
 

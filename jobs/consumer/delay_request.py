@@ -219,7 +219,8 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object,
             _send(rt, agent, step.requests)
             _commit_wake(rt, agent, step.touched)
     if published:
-        visit.sync_agent(rt, agent)  # D14: the wake follows the alarm at once
+        # D14: the wake follows the alarm at once
+        visit.sync_agent(rt, agent, wait=visit.VISIT_WAIT_SECONDS)
     if step.overdue:
         return _error("delay_expiry_recovery_pending",
                       "an overdue delay's alarm could not be published yet; try again",

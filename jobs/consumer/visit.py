@@ -27,12 +27,12 @@ from tidings.jobs.channels import (
     scan,
 )
 from tidings.jobs.consumer import committed, delay_alarm, delay_state, delivery, own_acts, wake_mask
-from tidings.jobs.consumer.coherent import observe
+from tidings.jobs.consumer._bare_read import bare_read
 from tidings.jobs.consumer.read import Observation, fingerprint
 from tidings.jobs.consumer.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN, Entry
 from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
-from tidings.store import rates, replies
+from tidings.store import locks, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -52,6 +52,15 @@ class SyncOutcome(TypedDict, total=False):
     blocked: list[str]
     oversized: list[str]
     wake_id: str
+    busy: bool
+
+
+#: The lock scope that keeps one agent's visits from overlapping (C27), across the
+#: processes of its host too (:func:`tidings.store.locks.attempt`).
+VISIT_SCOPE = "agent-visit"
+#: How long a visit that must follow an act (D14: the wake after an alarm) waits for
+#: one of the same agent that is running (s).
+VISIT_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -156,21 +165,35 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: Allowlist,
 
 
 @answering("sync_agent")
-def sync_agent(rt: Runtime, agent: AgentRecord, known: Known | None = None) -> SyncOutcome:
+def sync_agent(rt: Runtime, agent: AgentRecord, known: Known | None = None,
+               wait: float = 0.0) -> SyncOutcome:
     """C27 for one agent; ``known``: its Redis state a batch read beforehand
     (:func:`prefetch`), else it is read here. An unexpected failure answers
     ``internal_error`` (C52).
 
+    One agent's visits never overlap (C27), in this process or another of its host:
+    while one runs, another waits up to ``wait`` seconds, then answers ``busy``.
+
     ``retry: True`` asks for a visit at the next tick even if nothing changes on disk:
-    an unstable read, a signal that could not be stamped, or a commit that lost its
-    compare-and-set.
+    an unstable read, a signal that could not be stamped, a commit that lost its
+    compare-and-set, or a visit that found the agent busy.
     """
+    with locks.attempt(agent.root, VISIT_SCOPE, wait) as held:
+        if not held:
+            return {"status": "ok", "agent_id": agent.agent_id, "flushes": [], "woke": False,
+                    "retry": True, "busy": True}
+        return _visit(rt, agent, known)
+
+
+def _visit(rt: Runtime, agent: AgentRecord, known: Known | None) -> SyncOutcome:
     # C53: the act generation is taken before anything is read (a batch read it earlier)
     generation = known.generation if known else own_acts.generation(rt, agent)
     state = registry_state(rt, agent)
     allow = Allowlist(state.hook_channels)
     result: SyncOutcome = {"status": "ok", "agent_id": agent.agent_id,
                       "flushes": enqueue_stranded(rt, agent, known), "woke": False}
+    # D9 once per visit: the read below is the bare one (C22), composed here after the
+    # reconcile as the coherent read composes it, so an overdue alarm is published once.
     delay_alarm.reconcile(rt, agent)
     sets = known.sets if known else None
     # Read once, before the files: the compare-and-set below (C26, C53) then refuses a
@@ -179,7 +202,7 @@ def sync_agent(rt: Runtime, agent: AgentRecord, known: Known | None = None) -> S
     if _unchanged(rt, agent, allow, seen):
         found = scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
-    obs = observe(rt, agent)
+    obs = bare_read(rt, agent, allow)
     if not obs.stable:
         return {**result, "stable": False, "retry": True}
     found = scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)

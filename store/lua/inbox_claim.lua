@@ -5,10 +5,17 @@
 --       5 pre-turn memory status, 6 its checkpoint version ("" = none)
 -- Oldest first by seq; a non-observing turn skips memory items (they stay selectable).
 -- Records the claimed ids and the memory status on the turn. Returns {"lost"} when the
--- turn no longer holds the slot (recovered meanwhile), else {"ok", id...}.
+-- turn no longer holds the slot (recovered meanwhile), else {"ok", id...}. A turn claims
+-- once: a re-sent claim (the client's retry after a lost reply) answers the ids recorded.
 local tid = ARGV[1]
 if redis.call("GET", KEYS[9]) ~= tid or redis.call("HGET", KEYS[10], tid .. ":state") ~= "open" then
   return {"lost"}
+end
+local recorded = redis.call("HGET", KEYS[10], tid .. ":claimed")
+if recorded then
+  local reply = {"ok"}
+  for id in string.gmatch(recorded, "%S+") do reply[#reply + 1] = id end
+  return reply
 end
 local limit = tonumber(ARGV[4])
 local observing = ARGV[3] == "1"

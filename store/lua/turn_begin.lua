@@ -3,8 +3,12 @@
 -- ARGV: 1 turn_id, 2 kind, 3 now in ms, 4 lease expiry in ms, 5 turn records kept,
 --       6 turn attributes, space-separated (for trimming old records)
 -- Returns {"busy", turn_id} while an open turn holds its lease, {"expired", turn_id}
--- when it must first be recovered (nothing written in both cases), else {"ok"}.
+-- when it must first be recovered (nothing written in both cases), else {"ok"}. The
+-- turn that holds the slot asking again (a re-sent begin) is answered {"ok"}.
 local current = redis.call("GET", KEYS[1])
+if current and current == ARGV[1] and redis.call("HGET", KEYS[2], current .. ":state") == "open" then
+  return {"ok"}
+end
 if current and redis.call("HGET", KEYS[2], current .. ":state") == "open" then
   local lease = tonumber(redis.call("HGET", KEYS[2], current .. ":lease_ms") or "0")
   if lease > tonumber(ARGV[3]) then

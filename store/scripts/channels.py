@@ -22,15 +22,18 @@ class Pushed:
 
 def push(
     scripts: Scripts, agent_id: str, channel: str, *, record_json: str, flag_ttl: int,
-    dedup_key: str | None, event_id: str, dedup_seconds: int,
+    dedup_key: str | None, event_id: str, dedup_seconds: int, token: str, receipt_seconds: int,
 ) -> Pushed:
-    """C13: push one record onto the channel's buffer, deduplicated on ``dedup_key``."""
+    """C13: push one record onto the channel's buffer, deduplicated on ``dedup_key``.
+    ``token`` names this call: a re-sent push (the client's retry after a lost reply)
+    within ``receipt_seconds`` answers as the first run did and writes nothing."""
     k = AgentKeys(agent_id)
     reply = parts("buffer_push", scripts(
         "buffer_push",
         [k.buffer(channel), k.flush_flag(channel), k.sequence(channel),
-         k.dedup(channel, dedup_key or ""), k.buffered_channels],
-        [record_json, flag_ttl, "1" if dedup_key else "0", event_id, dedup_seconds, channel],
+         k.dedup(channel, dedup_key or ""), k.buffered_channels, k.push_receipt(token)],
+        [record_json, flag_ttl, "1" if dedup_key else "0", event_id, dedup_seconds, channel,
+         receipt_seconds],
     ))
     if reply[0] == "duplicate" and len(reply) == 2:
         return Pushed(True, first_event_id=reply[1])

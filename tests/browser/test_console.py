@@ -1,6 +1,7 @@
 """Issue 16 acceptance 1 and 2: the web console in headless Chromium against a real
 ``tidings up`` (the default store, in a state directory of the test's own) and two
-``tidings web`` processes (read-only and with ``--allow-actions``), on free ports."""
+``tidings web`` processes (read-only and with ``--allow-actions``), on free ports.
+Issue 34 acceptance 4: the console read at 800, 1400 and 1900 px wide."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tests.support.browser import chrome, screenshot_dir
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import free_port
+from tests.unit.test_web import _dead_letter as dead_letter
 from tidings.engine.storefile import find_url
 from tidings.store.rates import FLUSH_SECONDS
 
@@ -37,6 +39,7 @@ HOSTILE = "<script>window.__pwned = 1; alert('pwned')</script>"
 
 class Stack:
     def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
         self.host = f"web-{uuid.uuid4().hex[:8]}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "LINGTAI_"))}
         state = tmp / "state"
@@ -109,6 +112,21 @@ def no_alert(browser: Any) -> bool:
     except NoAlertPresentException:
         return True
     return False
+
+
+def confirm(browser: Any, button: str) -> Any:
+    """Click the first ``button`` (an action) and answer its confirmation: the alert."""
+
+    def click() -> bool:  # a live update may replace the button between find and click
+        try:
+            browser.find_element(By.CSS_SELECTOR, button).click()
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+        return True
+
+    wait_until(click, timeout=5, what=f"{button} clicked")
+    return wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
+                      what="the confirmation")
 
 
 def test_overview_shows_the_hosts_queue(stack: Stack, browser: Any) -> None:
@@ -201,18 +219,121 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
     browser.get(stack.login)  # sets the session cookie
     browser.get(stack.web_actions + page)
 
-    def click() -> bool:  # a live update may replace the button between find and click
-        try:
-            browser.find_element(By.CSS_SELECTOR, f'[data-event="{event_id}"] form button').click()
-        except (StaleElementReferenceException, NoSuchElementException):
-            return False
-        return True
-
-    wait_until(click, timeout=5, what="the ignore button clicked")
-    alert = wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
-                       what="the confirmation")
-    alert.accept()
+    confirm(browser, f'[data-event="{event_id}"] form button').accept()
     wait_until(lambda: '"status": "ok"' in text_of(browser, "#result").replace("\n", " ")
                or "ok" in text_of(browser, "h1"), timeout=5, what="the action's result")
     states = {i["event_id"]: i["state"] for i in stack.agent.inbox()}
     assert states[event_id] == "ignored"
+
+
+#: Widths the console must read at (issue 34 acceptance 4), in CSS pixels.
+WIDTHS = (800, 1400, 1900)
+#: Inbox summaries as a ticketing bridge writes them: long, with long words.
+SUMMARIES = (
+    "Refund request from ACME Corporation for invoice 2026-0412: the customer reports that "
+    "the annual subscription was charged twice in November",
+    "Incident postmortem scheduled: intermittent authentication failures on the "
+    "reconciliation service after Tuesday's deployment",
+)
+
+#: In one script (a live update may replace the page's nodes between two calls): the
+#: words under ``arguments[0]`` that the layout put on more than one line (a word broken
+#: mid-word), the table's right edge and the viewport's width, and where each button
+#: ``arguments[1]`` is once scrolled to, and whether it is the topmost element at its
+#: centre (not covered by another panel).
+LAYOUT = """
+const [table, buttons] = arguments;
+const root = document.querySelector(table);
+const broken = [];
+for (const cell of root.querySelectorAll("th, td")) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement.checkVisibility()) continue;  // a closed <details>
+    for (const m of node.textContent.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects())
+        .filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (tops.size > 1) broken.push(m[0]);
+    }
+  }
+}
+const width = document.documentElement.clientWidth;
+const places = Array.from(root.querySelectorAll(buttons)).map((b) => {
+  b.scrollIntoView({block: "center", inline: "nearest"});
+  const r = b.getBoundingClientRect();
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  return {inside: r.left >= 0 && r.right <= width && r.top >= 0
+                  && r.bottom <= window.innerHeight && r.width > 0,
+          topmost: hit === b || b.contains(hit), left: r.left, right: r.right};
+});
+return {broken: broken, right: root.getBoundingClientRect().right, width: width,
+        buttons: places};
+"""
+
+
+def readable(browser: Any, table: str, width: int, button: str = "button") -> Any:
+    """Assert no word of ``table`` is broken and the table fits the viewport."""
+    layout = browser.execute_script(LAYOUT, table, button)
+    assert layout["broken"] == [], (width, table, layout["broken"])
+    assert layout["right"] <= layout["width"], (width, table, layout)
+    return layout
+
+
+def readable_and_clickable(browser: Any, table: str, button: str, width: int) -> int:
+    """:func:`readable`, and every ``button`` is inside the viewport, uncovered, and
+    clicks (its confirmation dismissed)."""
+    layout = readable(browser, table, width, button)
+    assert layout["buttons"], (width, table)
+    for place in layout["buttons"]:
+        assert place["inside"] and place["topmost"], (width, place)
+
+    # clickable is enough: nothing is ignored or re-enqueued here
+    confirm(browser, f"{table} {button}").dismiss()
+    return len(layout["buttons"])
+
+
+def test_the_console_reads_at_800_1400_and_1900_px(stack: Stack, browser: Any) -> None:
+    workdir = stack.tmp / "billing-agent"
+    workdir.mkdir()
+    agent = stack.hub.agent(workdir, host=stack.host)  # a digest id: the name leads
+    for summary in SUMMARIES:
+        assert agent.admit("ticket", summary)["status"] == "ok"
+    turn = agent.prepare_turn("bridge")  # claims them: the "claimed by" column is filled
+    assert not isinstance(turn, dict), turn
+    agent.admit("support-escalation", "Customer asks to escalate: ticket reopened 3 times")
+    dead_letter(stack.hub, f"tidings.host.{stack.host}", int(time.time() * 1000))
+    browser.get(stack.login)
+    shots = screenshot_dir()
+    try:
+        for width in WIDTHS:
+            browser.set_window_size(width, 1000)
+            assert browser.execute_script("return window.innerWidth;") == width
+            browser.get(f"{stack.web_actions}/agents/{agent.agent_id}")
+            wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#inbox button")) == 3,
+                       timeout=5, what="three inbox items with their ignore buttons")
+            browser.save_screenshot(str(shots / f"agent-{width}.png"))
+            assert browser.find_element(By.TAG_NAME, "h1").text.startswith("billing-agent")
+            assert readable_and_clickable(browser, "#inbox", "form button", width) == 3
+
+            browser.get(f"{stack.web_actions}/dead")
+            browser.save_screenshot(str(shots / f"dead-{width}.png"))
+            assert readable_and_clickable(browser, "#dead", "form button", width) == 1
+
+            browser.get(f"{stack.web_actions}/")
+            store = text_of(browser, "#store")
+            assert re.search(r"(valkey|redis) \d+\.\d+", store), store
+            assert "AOF on · fsync everysec" in store, store
+            browser.save_screenshot(str(shots / f"overview-{width}.png"))
+            for table in ("#hosts", "#queues"):
+                readable(browser, table, width)
+
+            browser.get(f"{stack.web_actions}/agents?q=billing")
+            first = text_of(browser, "#agents tbody tr td").splitlines()
+            assert first[0] == "billing-agent" and agent.agent_id in first[-1], first
+            browser.save_screenshot(str(shots / f"agents-{width}.png"))
+            readable(browser, "#agents", width)
+    finally:
+        browser.set_window_size(1400, 1000)
+        agent.finish_turn(turn.turn_id)

@@ -63,7 +63,11 @@ class World:
         #: Clients of a control store of its own (a cluster's broker), else ``None``.
         self.new_control = new_control
         self.clock = StepClock()
-        self.settings = Settings(host=f"contract-{uuid.uuid4().hex[:8]}", redis_url=None)
+        # The world decides when the agent is visited (its tick), so that a scenario can
+        # count the wakes a tick gives; prompt visits racing the tick are the subject of
+        # tests/unit/test_prompt_races.py and tests/e2e/test_prompt_wake.py (issue 33).
+        self.settings = Settings(host=f"contract-{uuid.uuid4().hex[:8]}", redis_url=None,
+                                 prompt_visits=False)
         self.workdir = tmp_path / "workdir"
         self.workdir.mkdir()
         self.hub = self.open_hub()

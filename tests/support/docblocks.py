@@ -16,7 +16,8 @@ comments before a block change that:
   required);
 - ``<!-- run: background -->``: the block is a long-running command (``tidings up``); it is
   started, its first line on stdout is awaited, and it is stopped (SIGTERM) when the
-  last document ends; the same block in a later document finds it running.
+  last document ends; the same block in a later document finds it running (or starts it
+  again if a ``tidings stop`` ended it).
 
 Any other fence language (``text``, ``json``, ``toml``...) is not code to run. The names
 of shells and Python that are not ``sh``/``python`` are refused, so that no block that
@@ -208,7 +209,10 @@ class Machine:
 
     def _run(self, block: Block) -> None:
         if block.mode == "background":
-            if block.source not in self.background:
+            running = self.background.get(block.source)
+            if running is None or running[1].poll() is not None:
+                if running is not None and running[1].stdout is not None:
+                    running[1].stdout.close()  # a `tidings stop` ended it: start it again
                 self._start(block)
         elif block.language == "sh":
             self._shell(block)

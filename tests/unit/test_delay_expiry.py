@@ -261,7 +261,7 @@ class TestRacesAndCrashes:
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         synced: list[str] = []
-        monkeypatch.setattr(visit, "sync_agent", lambda rt_, a: synced.append(a.agent_id))
+        monkeypatch.setattr(visit, "sync_agent", lambda rt_, a, **_: synced.append(a.agent_id))
         due(agent, clock)
         assert expire(rt, agent, REQUEST_ID) is True
         published = (agent.root / ALARM).stat()
@@ -413,7 +413,7 @@ def test_d14_expire_runs_the_sync_step_only_when_it_published(
     rt: Runtime, agent: AgentRecord, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[str] = []
-    monkeypatch.setattr(visit, "sync_agent", lambda rt_, a: synced.append(a.agent_id))
+    monkeypatch.setattr(visit, "sync_agent", lambda rt_, a, **_: synced.append(a.agent_id))
     put_state(agent, active_state(clock.now()))
     assert expire(rt, agent, REQUEST_ID) is False
     assert synced == []

@@ -352,7 +352,8 @@ class TestWake:
         synced: list[str] = []
         real = visit.sync_agent
         monkeypatch.setattr(visit, "sync_agent",
-                            lambda rt_, agent_: synced.append(agent_.agent_id) or real(rt_, agent_))
+                            lambda rt_, agent_, **kw: synced.append(agent_.agent_id)
+                            or real(rt_, agent_, **kw))
         request_delay(rt, agent, "email", 10)
         assert synced == []
         clock.advance(11)

@@ -57,7 +57,7 @@ FRONT_DOORS: dict[str, list[str]] = {
         "observe_worktree", "render_memory_entry", "result", "split_owned",
     ],
     "tick": [
-        "HostSync", "sync_host",
+        "HostSync", "PromptVisits", "prompt_visit", "start_prompt_visits", "sync_host",
     ],
     "turns": [
         "Begun", "PreparedTurn", "SideEffectMarked", "Startup", "TurnError", "TurnMemory",

@@ -180,14 +180,14 @@ class TestTickIsolation:
         make_agent(rt, tmp_path / "bad", "bad")
         (good.root / ".notification").mkdir()
         (good.root / ".notification" / "email.json").write_text('{"header": "mail"}')
-        real = visit.observe
+        real = visit.bare_read
 
-        def poisoned(rt_: Runtime, a: AgentRecord) -> Any:
+        def poisoned(rt_: Runtime, a: AgentRecord, allow: Any = None) -> Any:
             if a.agent_id == "bad":
                 raise RecursionError("maximum recursion depth exceeded")
-            return real(rt_, a)
+            return real(rt_, a, allow)
 
-        monkeypatch.setattr(visit, "observe", poisoned)
+        monkeypatch.setattr(visit, "bare_read", poisoned)
         (tmp_path / "bad" / ".notification").mkdir()
         (tmp_path / "bad" / ".notification" / "email.json").write_text("{}")
         with caplog.at_level(logging.ERROR, logger="tidings"):

@@ -138,16 +138,16 @@ class TestTickStopsOnAnOwnAct:
     ) -> None:
         write_direct(agent, "email.json", {"header": "mail"})
         settle(rt, agent)
-        real = visit.observe
+        real = visit.bare_read
 
-        def act_between(rt_: Runtime, a: AgentRecord) -> Any:
-            obs = real(rt_, a)  # the tick has read; now the agent acts
+        def act_between(rt_: Runtime, a: AgentRecord, allow: Any = None) -> Any:
+            obs = real(rt_, a, allow)  # the tick has read; now the agent acts
             with own_acts.own_act(rt_, a):
                 pass
             return obs
 
         write_direct(agent, "email.json", {"header": "changed"})
-        monkeypatch.setattr(visit, "observe", act_between)
+        monkeypatch.setattr(visit, "bare_read", act_between)
         assert visit.sync_agent(rt, agent)["woke"] is False
         monkeypatch.undo()
         assert visit.sync_agent(rt, agent)["woke"] is True  # a real change wakes next tick

@@ -87,7 +87,7 @@ def test_a_real_password_parses() -> None:
 def test_every_command_exits_2_with_one_line(command: list[str], listener: Listener,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     url = urls(listener.port)[0]
-    assert cli.main([*command, "--redis-url", url, "--json"]) == 2
+    assert cli.main([*command, "--redis-url", url]) == 2  # stdout is no terminal: JSON
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
     assert "placeholder password" in line and "deploy/redis.conf" in line

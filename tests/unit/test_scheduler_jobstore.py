@@ -134,7 +134,8 @@ class TestEncoding:
         job = make_job(store, body, 1_790_000_000.0)
         store.add_job(job)
         with pytest.raises(ConflictingIdError):
-            store.add_job(job)
+            store.add_job(make_job(store, body, 1_790_000_005.0))
+        store.add_job(job)  # the very job again: a re-sent add (issue 30), answered stored
         store.update_job(job)
         assert [j.id for j in store.get_all_jobs()] == [RID]
         assert store.get_next_run_time() == datetime.fromtimestamp(1_790_000_000.0, UTC)

@@ -205,7 +205,7 @@ class TestC27SyncTick:
     def test_unstable_read_signals_nothing(self, rt: Runtime, agent: AgentRecord,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
         write_direct(agent, "mcp.x.json", "{}")
-        monkeypatch.setattr(visit, "observe", lambda *a: Observation(False, [], [], {}))
+        monkeypatch.setattr(visit, "bare_read", lambda *a: Observation(False, [], [], {}))
         assert visit.sync_agent(rt, agent)["stable"] is False
         assert stream_len(rt, agent) == 0
 
@@ -223,6 +223,18 @@ class TestC27SyncTick:
         result = visit.sync_agent(rt, agent)
         assert result["flushes"] == ["mcp.x"] and reconciled
         assert (agent.root / ".notification" / "mcp.x.json").exists()
+
+    def test_d9_the_reconcile_runs_once_per_visit(self, rt: Runtime, agent: AgentRecord,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+        """Issue 31: a visit that reads the files reconciles the delay (D9) once, not
+        once itself and again inside the coherent read."""
+        write_direct(agent, "mcp.x.json", '{"header": "new"}')  # changed: a full read
+        reconciled: list[str] = []
+        real = delay_alarm.reconcile
+        monkeypatch.setattr(delay_alarm, "reconcile", lambda rt_, a, expected=None: (
+            reconciled.append(a.agent_id) or real(rt_, a, expected)))
+        assert visit.sync_agent(rt, agent)["woke"] is True
+        assert reconciled == [agent.agent_id]
 
     def test_daemon_below_threshold_or_delayed_does_not_wake(
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch

@@ -154,12 +154,14 @@ def test_actions_need_allow_actions_a_form_key_and_are_logged(
     assert logged and logged[0].fields["event_id"] == event_id  # type: ignore[attr-defined]
 
 
-def _dead_letter(hub: Hub, queue: str) -> str:
+def _dead_letter(hub: Hub, queue: str, died_ms: int = 1_790_000_000_000) -> str:
+    """A dead letter on ``queue`` (a real broker purges one older than its TTL: give
+    ``died_ms`` there)."""
     message = Message(queue_name=queue, actor_name="flush_channel", args=("a1", "system"),
                       kwargs={}, options={"redis_message_id": "m-1", "retries": 20,
                                           "traceback": "Traceback...\nRuntimeError: boom"})
     hub.registry.add_host(queue.rpartition(".")[2])  # queues are known by their host (issue 25)
-    hub.redis.zadd(f"tidings:{queue}.XQ", {"m-1": 1_790_000_000_000})
+    hub.redis.zadd(f"tidings:{queue}.XQ", {"m-1": died_ms})
     hub.redis.hset(f"tidings:{queue}.XQ.msgs", "m-1", message.encode())
     return "m-1"
 

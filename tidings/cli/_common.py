@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -39,6 +39,36 @@ _COMMON_DEFAULTS: dict[str, str | bool | None] = {
     "inline": False,
 }
 
+#: The shared option groups (interfaces.md CLI). Each command takes those that mean something
+#: to it, after its name or before it: the store's URLs, the agent's workdir, JSON
+#: output, flushing in this process.
+STORE, WORKDIR, JSON, INLINE = "store", "workdir", "json", "inline"
+#: Every group, in the order help lists them.
+GROUPS = (STORE, WORKDIR, JSON, INLINE)
+
+#: Each group's options: (flags, add_argument keywords).
+GROUP_OPTIONS: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]] = {
+    STORE: [
+        (("--redis-url",), {"metavar": "URL", "help": "Redis URL (default: TIDINGS_REDIS_URL, "
+                            "else the default store that `tidings up` serves from "
+                            "TIDINGS_STATE_DIR)"}),
+        (("--broker-url",), {"metavar": "URL", "help": "control Redis: broker, results, "
+                             "presence (default: TIDINGS_BROKER_URL, else the --redis-url "
+                             "store; required with a Redis Cluster)"}),
+    ],
+    WORKDIR: [(("--workdir",), {"metavar": "DIR",
+                                "help": "the agent's workdir (default: current directory)"})],
+    JSON: [(("--json",), {"action": "store_true",
+                          "help": "print JSON (default when stdout is not a terminal)"})],
+    INLINE: [(("--inline",), {"action": "store_true",
+                              "help": "run the agent's flushes (of what this command "
+                                      "publishes) in this process: no worker needed"})],
+}
+#: The destinations each group's options fill, and the flag of each.
+GROUP_DESTS = {STORE: ("redis_url", "broker_url"), WORKDIR: ("workdir",), JSON: ("json",),
+               INLINE: ("inline",)}
+FLAGS = {dest: f"--{dest.replace('_', '-')}" for dests in GROUP_DESTS.values() for dest in dests}
+
 #: What a JSON option's help says about ``-`` and ``@PATH`` (interfaces.md, More CLI rules).
 JSON_SOURCES = "JSON text, '-' for standard input or '@PATH' for a file"
 
@@ -63,25 +93,63 @@ def lazy(target: str) -> Handler:
     return run
 
 
-def common_options(*, workdir: bool = True) -> argparse.ArgumentParser:
-    """Options valid before and after the subcommand (SUPPRESS keeps either from
-    overwriting the other)."""
+class CommandParser(argparse.ArgumentParser):
+    """A parser whose ``--help`` starts with its one-line description, then its usage."""
+
+    def format_help(self) -> str:
+        formatter = self._get_formatter()
+        formatter.add_text(self.description)
+        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        for group in self._action_groups:
+            formatter.start_section(group.title)
+            formatter.add_text(group.description)
+            formatter.add_arguments(group._group_actions)
+            formatter.end_section()
+        formatter.add_text(self.epilog)
+        return formatter.format_help()
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Says an option's default where it has one that its help does not already give."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        default = action.default
+        shown = default not in (None, False, argparse.SUPPRESS) and default != []
+        if text and action.option_strings and shown and "(default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def common_options(*groups: str) -> argparse.ArgumentParser:
+    """The shared options of ``groups`` (all by default), valid before and after the
+    subcommand (SUPPRESS keeps either from overwriting the other)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--redis-url", default=argparse.SUPPRESS, metavar="URL",
-                        help="Redis URL (default: TIDINGS_REDIS_URL, else the default store "
-                             "that `tidings up` serves from TIDINGS_STATE_DIR)")
-    common.add_argument("--broker-url", default=argparse.SUPPRESS, metavar="URL",
-                        help="control Redis: broker, results, presence (default: "
-                             "TIDINGS_BROKER_URL, else the --redis-url store; required with "
-                             "a Redis Cluster)")
-    if workdir:
-        common.add_argument("--workdir", default=argparse.SUPPRESS,
-                            help="agent workdir (default: current directory)")
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print JSON (default when stdout is not a terminal)")
-    common.add_argument("--inline", action="store_true", default=argparse.SUPPRESS,
-                        help="run flushes in this process (no worker needed)")
+    for group in groups or GROUPS:
+        for flags, kwargs in GROUP_OPTIONS[group]:
+            common.add_argument(*flags, default=argparse.SUPPRESS, **kwargs)
     return common
+
+
+def command(subparsers: Subparsers, name: str, summary: str, *groups: str,
+            epilog: str | None = None, aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """A subcommand: ``summary`` is the one line that starts its ``--help`` and lists it in
+    its parent's; ``groups`` are the shared options that mean something to it (the only
+    ones it takes, before or after its name)."""
+    parser = subparsers.add_parser(
+        name, help=summary, description=summary, epilog=epilog, aliases=list(aliases),
+        parents=[common_options(*groups)] if groups else [], formatter_class=HelpFormatter,
+    )
+    parser.set_defaults(accepts=frozenset(d for g in groups for d in GROUP_DESTS[g]),
+                        command_name=parser.prog)
+    return parser
+
+
+def refused_options(args: argparse.Namespace) -> list[str]:
+    """Shared options given (before the subcommand) that the subcommand does not take."""
+    accepts: frozenset[str] = getattr(args, "accepts", frozenset())
+    return [FLAGS[dest] for group in GROUPS for dest in GROUP_DESTS[group]
+            if hasattr(args, dest) and dest not in accepts]
 
 
 def option(args: argparse.Namespace, name: str) -> Any:

@@ -24,9 +24,13 @@ def say(payload: Mapping[str, object]) -> None:
     sys.stdout.flush()
 
 
-def ready(payload: Mapping[str, object]) -> None:
-    """The ready line, and ``READY=1`` to systemd (``Type=notify``)."""
-    say(payload)
+def ready(payload: Mapping[str, object], text: str | None = None) -> None:
+    """The ready line (``text`` for people, else ``payload`` as JSON), and ``READY=1``
+    to systemd (``Type=notify``)."""
+    if text is None:
+        say(payload)
+    else:
+        print(text, flush=True)
     notify("READY=1")
 
 

@@ -6,35 +6,39 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import UsageError, emit, open_hub, option
+from tidings.cli._common import JSON, STORE, WORKDIR, UsageError, command, emit, open_hub, option
 
 if TYPE_CHECKING:
     from tidings._hub import Hub
     from tidings.cli._common import Subparsers
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    a = subparsers.add_parser("agents", parents=[common], help="the agent registry")
-    sub = a.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
+def register(subparsers: Subparsers) -> None:
+    a = command(subparsers, "agents", "register, list, remove or move agents")
+    sub = a.add_subparsers(dest="agents_command", metavar="ACTION", required=True,
+                           title="actions")
 
-    add = sub.add_parser("add", parents=[common], help="register an agent")
-    add.add_argument("--memory-repo", help="the agent's memory git repository")
-    add.add_argument("--agent-id", help="the agent's id (default: a digest of the workdir)")
+    add = command(sub, "add", "register an agent: its workdir, host and memory repository",
+                  STORE, WORKDIR, JSON)
+    add.add_argument("--memory-repo", metavar="REPO", help="the agent's memory git repository")
+    add.add_argument("--agent-id", metavar="ID",
+                     help="the agent's id (default: a digest of the workdir)")
     add.add_argument("--host", help="the host that serves the agent (default: TIDINGS_HOST)")
     add.set_defaults(handler=add_agent)
 
-    ls = sub.add_parser("list", parents=[common], help="list registered agents")
+    ls = command(sub, "list", "list registered agents", STORE, JSON)
     ls.set_defaults(handler=list_agents)
 
-    rm = sub.add_parser("remove", parents=[common], help="forget an agent")
-    rm.add_argument("--agent-id", help="the agent to forget (or give --workdir)")
+    rm = command(sub, "remove", "forget an agent (by --agent-id or --workdir)", STORE, WORKDIR,
+                 JSON)
+    rm.add_argument("--agent-id", metavar="ID", help="the agent to forget (or give --workdir)")
     rm.set_defaults(handler=remove_agent)
 
-    mv = sub.add_parser("move", parents=[common],
-                        help="serve an agent from another host (safe with messages in flight)")
-    mv.add_argument("--agent-id", help="the agent to move (or give --workdir)")
+    mv = command(sub, "move", "serve an agent from another host (safe with messages in flight)",
+                 STORE, WORKDIR, JSON)
+    mv.add_argument("--agent-id", metavar="ID", help="the agent to move (or give --workdir)")
     mv.add_argument("--host", required=True, help="the agent's new host (its TIDINGS_HOST)")
-    mv.add_argument("--settle-seconds", type=float, default=30.0,
+    mv.add_argument("--settle-seconds", type=float, default=30.0, metavar="SECONDS",
                     help="how long to wait for the old host's running jobs of the agent")
     mv.set_defaults(handler=move_agent)
 

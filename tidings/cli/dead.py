@@ -8,18 +8,18 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import emit, open_hub
+from tidings.cli._common import JSON, STORE, command, emit, open_hub
 
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    d = subparsers.add_parser("dead", parents=[common],
-                              help="list dead letters; `dead requeue ID` enqueues one again")
-    sub = d.add_subparsers(dest="dead_command", metavar="ACTION")
+def register(subparsers: Subparsers) -> None:
+    d = command(subparsers, "dead", "list dead letters; `dead requeue ID` enqueues one again",
+                STORE, JSON)
+    sub = d.add_subparsers(dest="dead_command", metavar="ACTION", title="actions")
     d.set_defaults(handler=list_dead)
-    r = sub.add_parser("requeue", parents=[common], help="enqueue a dead letter again")
+    r = command(sub, "requeue", "enqueue a dead letter again", STORE, JSON)
     r.add_argument("message_id", help="the dead letter's id (from `tidings dead`)")
     r.set_defaults(handler=requeue_dead)
 

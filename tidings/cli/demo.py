@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from tidings.cli._common import command
+
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    d = subparsers.add_parser("demo", parents=[common], help="a narrated tour of every capability")
+def register(subparsers: Subparsers) -> None:
+    d = command(subparsers, "demo", "a narrated tour of every capability, on an in-memory store",
+                epilog="It touches neither your state directory nor any Redis.")
     d.set_defaults(handler=demo)
 
 

@@ -9,35 +9,51 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import JSON_SOURCES, UsageError, emit, open_agent, open_hub, parse_json
+from tidings.cli._common import (
+    INLINE,
+    JSON,
+    JSON_SOURCES,
+    STORE,
+    WORKDIR,
+    UsageError,
+    command,
+    emit,
+    open_agent,
+    open_hub,
+    parse_json,
+)
 from tidings.store import jsonread
 
 if TYPE_CHECKING:
     from tidings.cli._common import Handler, Subparsers
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    h = subparsers.add_parser("hooks", parents=[common], help="the hook channel registry")
-    sub = h.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
-    ls = sub.add_parser("list", parents=[common], help="list registered hooks")
+def register(subparsers: Subparsers) -> None:
+    # A tool action's read may publish an overdue delay's alarm (D9): --inline flushes it.
+    agent = (STORE, WORKDIR, JSON, INLINE)
+    h = command(subparsers, "hooks", "list, add, edit or drop the agent's hook channels")
+    sub = h.add_subparsers(dest="hooks_command", metavar="ACTION", required=True,
+                           title="actions")
+    ls = command(sub, "list", "list the agent's hooks", *agent)
     ls.set_defaults(handler=_action("list"))
-    add = sub.add_parser("add", parents=[common], help="register a hook (manifest JSON)")
+    add = command(sub, "add", "register a hook from its manifest", *agent)
     add.add_argument("--input", required=True,
                      help=f"the manifest, a JSON object ({JSON_SOURCES})")
     add.set_defaults(handler=_action("add"))
-    edit = sub.add_parser("edit", parents=[common], help="change fields of a hook")
+    edit = command(sub, "edit", "change fields of a hook", *agent)
     edit.add_argument("name", help="the hook's name")
     edit.add_argument("--input", required=True,
                       help=f"fields to change, a JSON object ({JSON_SOURCES})")
     edit.set_defaults(handler=_action("edit"))
-    drop = sub.add_parser("drop", parents=[common], help="revoke a hook's channel")
+    drop = command(sub, "drop", "revoke a hook's channel", *agent)
     drop.add_argument("name", help="the hook's name")
     drop.set_defaults(handler=_action("drop"))
 
-    s = subparsers.add_parser("settings", parents=[common], help="show notification settings")
+    s = command(subparsers, "settings", "show the agent's notification settings", *agent)
     s.set_defaults(handler=_action("settings"))
 
-    d = subparsers.add_parser("delay", parents=[common], help="delay one channel (0 cancels)")
+    d = command(subparsers, "delay", "hold one channel's notifications back for SECONDS",
+                *agent, epilog="0 cancels the live delay (delay.md).")
     d.add_argument("channel", help="the channel to delay")
     d.add_argument("seconds", help="whole seconds; 0 cancels the live delay")
     d.set_defaults(handler=_action("delay"))

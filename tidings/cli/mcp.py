@@ -13,7 +13,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import EXIT_ERROR, EXIT_USAGE, UsageError, option, settings
+from tidings.cli._common import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    INLINE,
+    STORE,
+    WORKDIR,
+    UsageError,
+    command,
+    option,
+    settings,
+)
 
 if TYPE_CHECKING:
     from tidings._hub import Hub
@@ -24,15 +34,16 @@ if TYPE_CHECKING:
 DEFAULT_HTTP_PORT = 8765
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    m = subparsers.add_parser("mcp", parents=[common],
-                              help="serve one registered agent over MCP (extra tidings[mcp])")
+def register(subparsers: Subparsers) -> None:
+    m = command(subparsers, "mcp", "serve one registered agent over MCP", STORE, WORKDIR, INLINE,
+                epilog="Needs the extra tidings[mcp]. Stdout carries the protocol; every "
+                       "message of this command goes to stderr.")
     m.add_argument("--agent-id", help="the agent to serve (default: the --workdir's agent)")
     m.add_argument("--transport", choices=("stdio", "http"), default="stdio",
-                   help="stdio (default), or streamable HTTP on loopback (bearer token: "
+                   help="stdio, or streamable HTTP on loopback (bearer token: "
                         "TIDINGS_MCP_TOKEN, else one kept in the state directory's mcp-token)")
     m.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT,
-                   help=f"port of --transport http (default {DEFAULT_HTTP_PORT})")
+                   help="port of --transport http")
     m.set_defaults(handler=run)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import emit, open_agent, open_hub
+from tidings.cli._common import JSON, STORE, WORKDIR, command, emit, open_agent, open_hub
 
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
@@ -16,19 +16,21 @@ STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignor
 DEFAULT_PAGE = 30
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    o = subparsers.add_parser("observe", parents=[common],
-                              help="observe the memory repository now")
+def register(subparsers: Subparsers) -> None:
+    agent = (STORE, WORKDIR, JSON)
+    o = command(subparsers, "observe", "observe the agent's memory repository now", *agent)
     o.add_argument("--reason", default="manual", help="the observation's trigger name")
     o.set_defaults(handler=observe)
 
-    i = subparsers.add_parser("inbox", parents=[common], help="the inbox projection")
+    i = command(subparsers, "inbox", "list the agent's inbox items; `inbox ignore ID` ignores one",
+                *agent)
     i.add_argument("--state", choices=STATES, help="only items in this state")
-    i.add_argument("--limit", type=int, default=DEFAULT_PAGE, help="items per page")
-    i.add_argument("--before", help="start after this event id")
+    i.add_argument("--limit", type=int, default=DEFAULT_PAGE, metavar="N", help="items per page")
+    i.add_argument("--before", metavar="EVENT_ID", help="start after this event id")
     i.set_defaults(handler=list_inbox)
-    actions = i.add_subparsers(dest="inbox_command", metavar="ACTION")
-    ignore = actions.add_parser("ignore", parents=[common], help="ignore one item")
+    actions = i.add_subparsers(dest="inbox_command", metavar="ACTION", title="actions")
+    ignore = command(actions, "ignore", "ignore one inbox item: the agent will not see it again",
+                     *agent)
     ignore.add_argument("event_id", help="the item's event id")
     ignore.set_defaults(handler=ignore_item)
 

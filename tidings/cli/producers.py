@@ -5,7 +5,19 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import JSON_SOURCES, UsageError, emit, open_agent, open_hub, parse_json
+from tidings.cli._common import (
+    INLINE,
+    JSON,
+    JSON_SOURCES,
+    STORE,
+    WORKDIR,
+    UsageError,
+    command,
+    emit,
+    open_agent,
+    open_hub,
+    parse_json,
+)
 
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
@@ -14,22 +26,26 @@ if TYPE_CHECKING:
 PRIORITIES = ("low", "normal", "high")
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    p = subparsers.add_parser("publish", parents=[common], help="publish to a channel")
+def register(subparsers: Subparsers) -> None:
+    p = command(subparsers, "publish", "publish an event, or a whole envelope, to a channel",
+                STORE, WORKDIR, JSON, INLINE)
     p.add_argument("channel", help="the channel's name")
     body = p.add_mutually_exclusive_group(required=True)
     body.add_argument("--envelope", help=f"the whole envelope, a JSON object ({JSON_SOURCES})")
     body.add_argument("--event", help=f"one event to append, a JSON object ({JSON_SOURCES})")
-    p.add_argument("--priority", choices=PRIORITIES, help="the event's priority")
+    p.add_argument("--priority", choices=PRIORITIES,
+                   help="the event's priority (default: normal)")
     p.add_argument("--idempotency-key",
                    help="a key that makes a repeated publish of this event a no-op")
     p.add_argument("--wait", action="store_true", help="return once the record is in the file")
     p.set_defaults(handler=publish)
 
-    d = subparsers.add_parser("daemon-event", parents=[common], help="publish a daemon run event")
+    d = command(subparsers, "daemon-event", "publish an event of a daemon run", STORE, WORKDIR,
+                JSON, INLINE)
     d.add_argument("daemon_id", help="the daemon run's id")
     d.add_argument("--event", required=True, help=f"the event, a JSON object ({JSON_SOURCES})")
-    d.add_argument("--priority", choices=PRIORITIES, help="the event's priority")
+    d.add_argument("--priority", choices=PRIORITIES,
+                   help="the event's priority (default: normal)")
     d.add_argument("--wait", action="store_true", help="return once the record is in the file")
     d.set_defaults(handler=daemon_event)
 

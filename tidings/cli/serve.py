@@ -13,9 +13,10 @@ from tidings import _logging
 from tidings._embedded import NOT_DURABLE_WARNING
 from tidings._hub import Hub, connect
 from tidings._metrics import serve_metrics
-from tidings.cli._common import UsageError, option, settings
+from tidings.cli._common import UsageError, option, settings, wants_json
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.cli.pool import run_pool
+from tidings.cli.ready_line import UpReady, scheduler_changes, up_line
 from tidings.engine.discover import store_url
 from tidings.engine.ephemeral import EphemeralStore
 from tidings.engine.supervisor import DefaultStore, StoreUnavailable
@@ -77,13 +78,19 @@ def up(args: argparse.Namespace) -> int:
         agents = [hub.agent(w).record.public for w in workdirs]
         hub.start_worker(threads=args.threads)
         exporter = serve_metrics(s, hub.redis, hub.control)
-        ready({"status": "ready", "role": "up", "url": redact(s.redis_url or ""),
-               "embedded": isinstance(store, EphemeralStore),
-               "durable": not isinstance(store, EphemeralStore), "host": s.host,
-               "state_dir": str(store.paths.root) if store is not None else None,
-               "engine": store.record()["engine"] if store is not None else None,
-               "agents": agents, "metrics_port": exporter.port if exporter else None})
-        hub.start_scheduler(on_event=say)
+        served = isinstance(store, DefaultStore)
+        payload: UpReady = {
+            "status": "ready", "role": "up", "url": redact(s.redis_url or ""),
+            "embedded": isinstance(store, EphemeralStore),
+            "durable": not isinstance(store, EphemeralStore), "host": s.host,
+            "state_dir": str(store.paths.root) if store is not None else None,
+            "engine": store.record()["engine"] if store is not None else None,
+            "fsync": s.store_fsync if served else None,
+            "agents": agents, "metrics_port": exporter.port if exporter else None}
+        # A person at a terminal gets one line; pipes and --json the JSON (interfaces.md CLI).
+        as_json = wants_json(args)
+        ready(payload, text=None if as_json else up_line(payload))
+        hub.start_scheduler(on_event=say if as_json else scheduler_changes())
         if isinstance(store, DefaultStore):
             watch = EngineWatch(store, s.store_hang_seconds)
         failure = run_until_stopped(stop, watch.check if watch is not None else _no_problem)

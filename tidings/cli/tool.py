@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import JSON_SOURCES, emit, open_agent, open_hub, parse_json
+from tidings.cli._common import (
+    INLINE,
+    JSON,
+    JSON_SOURCES,
+    STORE,
+    WORKDIR,
+    command,
+    emit,
+    open_agent,
+    open_hub,
+    parse_json,
+)
 
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
@@ -16,19 +27,21 @@ ACTIONS = ("check", "dismiss_channel", "dismiss_event", "dismiss_ref", "add", "l
            "drop", "delay", "settings", "manual")
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
+def register(subparsers: Subparsers) -> None:
     listing = ", ".join(ACTIONS)
-    n = subparsers.add_parser(
-        "notification", parents=[common], help="run one action of the notification tool",
-        description="Run one action of the agent-facing notification tool and print its "
-                    f"result unchanged (check: the bare placeholder). Actions: {listing}.",
+    n = command(
+        subparsers, "notification", "run one action of the agent's notification tool",
+        STORE, WORKDIR, JSON, INLINE,
+        epilog="Prints the tool's result unchanged (check: the bare placeholder; "
+               f"`tidings check` stamps it). Actions: {listing}.",
     )
     n.add_argument("action", metavar="ACTION", help=f"one of: {listing}")
     n.add_argument("--input", help=f"the action's input, a JSON object ({JSON_SOURCES})")
     n.set_defaults(handler=notification)
 
-    c = subparsers.add_parser("check", parents=[common],
-                              help="notification check, stamped with the capped payload")
+    c = command(subparsers, "check", "what the agent's notification check shows, stamped",
+                STORE, WORKDIR, JSON, INLINE,
+                epilog="The capped attention payload, as the model receives it (C24).")
     c.set_defaults(handler=check)
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import EXIT_USAGE, open_hub
+from tidings.cli._common import EXIT_USAGE, STORE, command, open_hub
 
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
@@ -16,11 +16,9 @@ if TYPE_CHECKING:
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8377
 
 
-def register(subparsers: Subparsers, common: argparse.ArgumentParser) -> None:
-    w = subparsers.add_parser(
-        "web", parents=[common],
-        help="a live web console (read-only unless --allow-actions; extra tidings[web])",
-    )
+def register(subparsers: Subparsers) -> None:
+    w = command(subparsers, "web", "serve the live web console (read-only unless --allow-actions)",
+                STORE, epilog="Needs the extra tidings[web]. Prints one JSON line once ready.")
     w.add_argument("--host", default=DEFAULT_HOST,
                    help="address to listen on (non-loopback needs TIDINGS_WEB_TOKEN)")
     w.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (0: any free port)")

@@ -84,7 +84,9 @@ def host_restart(tour: Tour) -> None:
                 raise AssertionError("a first turn")
             agent.finish_turn(turn)
     tour.say("startup() recorded a baseline of the memory repository and a turn ran; then "
-             "the host stopped (SIGTERM: worker and scheduler, then the engine's SHUTDOWN).")
+             "the host stopped (as Ctrl-C does: worker and scheduler, then the engine's "
+             "SHUTDOWN):")
+    tour.does(cli="tidings stop")
     (memory / "notes" / "plan.md").write_text("1. finish the report\n2. call the client\n")
     tour.say("While no host runs, someone edits [bold]notes/plan.md[/]; then "
              "[bold]tidings up[/] starts again and the orchestrator calls [bold]startup()[/]:")

@@ -2,8 +2,8 @@
 
 A few Redis round trips per render: the host set and every host's index (agent id ->
 workdir, one pipeline), then for each agent of the page its record, pending inbox count,
-newest wake entry and blocked channels. A search matches agent ids; ``host:NAME`` matches
-a host's index and a text with a ``/`` (part of a workdir) the indexed workdirs.
+newest wake entry and blocked channels. A search matches agent ids and the indexed
+workdirs (the console names an agent by its workdir); ``host:NAME`` matches a host's index.
 Live delays come from the delay state files of the page's agents.
 """
 
@@ -82,11 +82,9 @@ def matching_ids(redis: Redis, needle: str, control: Redis | None = None) -> lis
         host = needle.removeprefix(HOST_PREFIX)
         found = {i for name, entries in listed.items() if name.casefold() == host
                  for i in entries}
-    elif "/" in needle:
-        found = {i for entries in listed.values() for i, workdir in entries.items()
-                 if needle in workdir.casefold()}
     else:
-        found = {i for entries in listed.values() for i in entries if needle in i.casefold()}
+        found = {i for entries in listed.values() for i, workdir in entries.items()
+                 if needle in i.casefold() or needle in workdir.casefold()}
     return sorted(found)
 
 

@@ -14,6 +14,7 @@ from typing import TypedDict
 
 from redis import Redis
 
+from tidings.inspection.store_facts import StoreFacts, read_facts
 from tidings.store import keys, rates
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.registry import AgentRegistry
@@ -41,6 +42,8 @@ class Overview(TypedDict):
     agents: int
     rates: dict[str, list[float]]
     dead: int
+    #: The state store's engine and durability.
+    store: StoreFacts
 
 
 def _json(raw: object) -> dict[str, object] | None:
@@ -60,9 +63,11 @@ class Summary:
 
     redis: Redis
     control: Redis
+    #: What the state store was served as, where tidings serves it (store_facts.py).
+    store_label: str | None = None
 
     def read(self, now: float) -> Overview:
-        """Hosts (workers, leader, last tick), queues, agent count and rates."""
+        """Hosts (workers, leader, last tick), queues, agent count, rates and the store."""
         workers = worker_counts(self.control.hgetall(keys.WORKERS), now)
         hosts = sorted(set(AgentRegistry(self.redis, self.control).hosts()) | set(workers))
         queues = sorted({q for h in hosts for q in (host_queue(h), scheduler_queue(h))})
@@ -89,4 +94,5 @@ class Summary:
         series = rates.series(self.control, now)
         return {"at": utc_stamp(now), "hosts": host_rows, "queues": figures,
                 "agents": sum(int(n) for n in counts), "rates": series,
-                "dead": sum(q["dead"] for q in figures)}
+                "dead": sum(q["dead"] for q in figures),
+                "store": read_facts(self.redis, self.store_label)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TypedDict
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -13,11 +14,15 @@ from starlette.responses import HTMLResponse
 
 from tidings._hub import Hub
 from tidings.inspection.overview import Overview, Summary
+from tidings.inspection.store_facts import served_label
 from tidings.store.jsonfmt import utc_stamp
 from tidings.store.rates import BUCKET_SECONDS, WINDOW_SECONDS
 from tidings.web.auth import Guard
 from tidings.web.charts import Sparkline, sparkline
 from tidings.web.poller import LiveSummary, Poller
+
+#: Characters of a long id (a turn's uuid) shown in a table; the whole id is its title.
+SHORT_ID = 8
 
 
 def pretty(value: object) -> str:
@@ -25,11 +30,25 @@ def pretty(value: object) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
+def workdir_name(workdir: object, fallback: object = "") -> str:
+    """An agent as people know it: its workdir's last component (else ``fallback``)."""
+    name = PurePosixPath(str(workdir or "")).name
+    return name or str(fallback)
+
+
+def short_id(value: object, keep: int = SHORT_ID) -> str:
+    """The first ``keep`` characters of a long id, as a short hash is shown."""
+    text = str(value)
+    return text if len(text) <= keep + 1 else text[:keep] + "…"
+
+
 def templates() -> Environment:
     env = Environment(loader=PackageLoader("tidings.web", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["pretty"] = pretty
     env.filters["stamp"] = utc_stamp
+    env.filters["workdir_name"] = workdir_name
+    env.filters["short_id"] = short_id
     return env
 
 
@@ -66,7 +85,8 @@ class Console:
     @classmethod
     def over(cls, hub: Hub, *, allow_actions: bool, guard: Guard) -> Console:
         env = templates()
-        summary = Summary(hub.redis, hub.control)
+        summary = Summary(hub.redis, hub.control,
+                          served_label(hub.url, hub.settings.state_dir))
 
         def read_summary() -> LiveSummary:
             figures = summary.read(hub.clock.now())

@@ -8,18 +8,25 @@ newest wake entry, inbox counts, checkpoint version, blocked set, and for agent 
 the channel files' fingerprint and delay state) in one pipeline, and tells a page when
 one of its agents changed, so the page fetches its own fresh fragment. Fifty open
 pages therefore cost one status read per second, not fifty.
+
+A wake signal is news the page should show at once (channels.md C27: a producer's
+write wakes an idle agent in tens of milliseconds): beside the timer, a listener
+blocks on the watched agents' wake streams and tells a page the moment one of its
+agents is woken.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
 import anyio.to_thread
 
+from tidings.inspection import wakes
 from tidings.inspection.signatures import Signature, signatures
 from tidings.jobs.runtime import Runtime
 
@@ -29,6 +36,11 @@ INTERVAL_SECONDS = 1.0
 QUEUE_SIZE = 16
 #: The most agents one page may watch.
 MAX_WATCHED = 100
+#: Longest blocking read of the watched agents' wake streams (ms): a page that starts or
+#: stops watching is taken into account after at most this long.
+WAKE_BLOCK_MS = 500
+#: Pause between two reads where they cannot block (a cluster), and after a failed one (s).
+WAKE_POLL_SECONDS = 0.05
 
 
 class LiveSummary(TypedDict):
@@ -76,7 +88,10 @@ class Poller:
         self.subscribers: set[Subscriber] = set()
         self.status_reads = 0
         self._task: asyncio.Task[None] | None = None
+        self._wake_task: asyncio.Task[None] | None = None
         self._seen: dict[str, Signature] = {}
+        #: The newest wake id the listener told pages of, per agent.
+        self._announced: dict[str, str] = {}
         self.latest: LiveSummary | ReadFailed | None = None
 
     def subscribe(self, agents: Iterable[str] = (), deep: bool = False) -> Subscriber:
@@ -84,8 +99,11 @@ class Poller:
         self.subscribers.add(sub)
         if self.latest is not None:
             sub.offer("summary", self.latest)
+        loop = asyncio.get_running_loop()
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._task = loop.create_task(self._run())
+        if self._wake_task is None or self._wake_task.done():
+            self._wake_task = loop.create_task(self._listen())
         return sub
 
     def unsubscribe(self, sub: Subscriber) -> None:
@@ -108,7 +126,8 @@ class Poller:
                 summary = ReadFailed(error=f"{type(exc).__name__}: {exc}"[:300])
                 signs = {}
             changed = {a for a, sign in signs.items()
-                       if a in self._seen and self._seen[a] != sign}
+                       if a in self._seen and self._seen[a] != sign
+                       and not self._told(a, self._seen[a], sign)}
             self._seen = signs
             self.latest = summary
             for sub in subs:
@@ -119,4 +138,43 @@ class Poller:
                     sub.offer("agents", hit)
             await asyncio.sleep(self.interval)
         self._seen = {}
+        self._announced = {}
         self.latest = None
+
+    def _told(self, agent_id: str, before: Signature, now: Signature) -> bool:
+        """Whether the only change is a wake signal the listener already told of (its id
+        is in the newest entry's repr, the signature's first part)."""
+        told = self._announced.get(agent_id)
+        return (told is not None and before[0][1:] == now[0][1:] and before[1] == now[1]
+                and told in now[0][0])
+
+    def _wait_for_wakes(self, after: dict[str, str]) -> dict[str, str]:
+        """The watched agents woken since ``after``, blocking a while for one."""
+        missing = [a for a, seen in after.items() if not seen]
+        if missing:
+            after.update(wakes.newest_ids(self.rt.redis, missing))
+        found = wakes.woken_after(self.rt.redis, after, WAKE_BLOCK_MS)
+        if not found and not wakes.blocks(self.rt.redis):
+            time.sleep(WAKE_POLL_SECONDS)
+        return found
+
+    async def _listen(self) -> None:
+        """Tell each page at once when one of its agents gets a wake signal."""
+        after: dict[str, str] = {}
+        while self.subscribers:
+            watched = {a for s in self.subscribers for a in s.agents}
+            if not watched:
+                await asyncio.sleep(WAKE_POLL_SECONDS)
+                continue
+            after = {a: after.get(a, "") for a in watched}
+            try:
+                woken = await anyio.to_thread.run_sync(self._wait_for_wakes, after)
+            except Exception:  # Redis away: the timer's read tells the pages
+                await asyncio.sleep(WAKE_POLL_SECONDS)
+                continue
+            after.update(woken)
+            self._announced.update(woken)
+            for sub in list(self.subscribers):
+                hit = sorted(sub.agents & woken.keys())
+                if hit:
+                    sub.offer("agents", hit)

@@ -80,4 +80,10 @@
     if (target && typeof data.html === "string") target.innerHTML = data.html;
   });
   source.addEventListener("agents", function () { refreshPart(); });
+  // A page left for another must let go of its stream: a browser keeps a few connections
+  // per host, and pages it caches for "back" would hold theirs until the next ones stall.
+  window.addEventListener("pagehide", function () { source.close(); });
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) window.location.reload();
+  });
 })();

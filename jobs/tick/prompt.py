@@ -1,0 +1,185 @@
+"""Prompt visits (channels.md C27): a change starts its agent's visit within the debounce.
+
+A filesystem watcher's report and a flush this host's worker committed *poke* an
+agent; its visit starts :attr:`PromptVisits.debounce` seconds after the first poke
+(``TIDINGS_VISIT_DEBOUNCE_MS``), so the changes that arrive meanwhile — a burst of
+writes, the flush and the watcher reporting that flush — make one visit. A poke
+while the agent's visit runs asks for one more visit after it, a debounce later: one
+agent's visits never overlap in this process, and a burst costs at most one visit
+per debounce window. A visit that finds the agent busy elsewhere (another process
+visits it) is tried again a debounce later, a bounded number of times; the
+periodic tick stays the backstop for whatever a prompt visit misses.
+
+Plain threads, as in the scheduler: a few of them run visits, so that one slow
+agent does not hold back the wake of another. A thread takes every agent due at that
+moment (up to :data:`BATCH_LIMIT`), so that their Redis reads go out in one pipeline
+as the tick's do.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable
+from functools import partial
+
+from tidings.jobs import log, metrics
+from tidings.jobs.consumer import prefetch, sync_agent
+from tidings.jobs.runtime import Runtime
+from tidings.jobs.tick.host import next_visit
+from tidings.store import keys
+from tidings.store.registry import AgentRegistry
+
+#: Threads that run prompt visits in one process.
+VISIT_THREADS = 2
+#: Attempts of a visit that keeps finding its agent busy in another process (about two
+#: seconds at the default debounce) before the tick is left to it.
+BUSY_ATTEMPTS = 200
+#: The most agents one thread takes at once.
+BATCH_LIMIT = 20
+#: How long :meth:`PromptVisits.close` waits for a running visit (s).
+CLOSE_TIMEOUT_SECONDS = 10.0
+
+#: Visits of some agents, one after another: ``visit(agent_ids)`` → the ids of those
+#: found busy (visited elsewhere at that moment: try again).
+Visit = Callable[[list[str]], Collection[str]]
+
+
+class PromptVisits:
+    """The prompt visits of one process; thread-safe. ``debounce`` in seconds."""
+
+    def __init__(self, visit: Visit, debounce: float, *, threads: int = VISIT_THREADS,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.debounce = debounce
+        self._visit, self._monotonic = visit, monotonic
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._due: dict[str, float] = {}  # pending agent -> when its visit starts
+        self._running: set[str] = set()
+        self._again: set[str] = set()  # poked while its visit ran
+        self._busy: dict[str, int] = {}
+        self._closed = False
+        #: Visits started and pokes received (figures for bench/wake.py and tests).
+        self.visits = 0
+        self.pokes = 0
+        self._threads = [threading.Thread(target=self._serve, name=f"tidings-visit-{n}",
+                                          daemon=True) for n in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def poke(self, agent_ids: Iterable[str]) -> None:
+        """These agents changed: visit each within the debounce (coalesced)."""
+        with self._cond:
+            for agent_id in agent_ids:
+                self.pokes += 1
+                if agent_id in self._running:
+                    self._again.add(agent_id)
+                elif agent_id not in self._due:
+                    self._plan(agent_id)
+            self._cond.notify()
+
+    def pending(self) -> int:
+        """Agents whose visit waits or runs."""
+        with self._cond:
+            return len(self._due) + len(self._running)
+
+    def close(self) -> None:
+        """Stop: pending visits are dropped (the tick is the backstop), running ones end."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(CLOSE_TIMEOUT_SECONDS)
+
+    # -- inside (the caller holds the condition) ----------------------------------------
+
+    def _plan(self, agent_id: str) -> None:
+        when = self._monotonic() + self.debounce
+        self._due[agent_id] = when
+        heapq.heappush(self._heap, (when, next(self._seq), agent_id))
+
+    def _next(self) -> list[str]:
+        """Wait for due agents and take them (``[]`` once closed)."""
+        while not self._closed:
+            if not self._heap:
+                self._cond.wait()
+                continue
+            wait = self._heap[0][0] - self._monotonic()
+            if wait > 0:
+                self._cond.wait(wait)
+                continue
+            taken: list[str] = []
+            now = self._monotonic()
+            while self._heap and self._heap[0][0] <= now and len(taken) < BATCH_LIMIT:
+                _, _, agent_id = heapq.heappop(self._heap)
+                del self._due[agent_id]
+                self._running.add(agent_id)
+                taken.append(agent_id)
+            self.visits += len(taken)
+            if self._heap:
+                self._cond.notify()  # more are due: another thread takes them
+            return taken
+        return []
+
+    def _serve(self) -> None:
+        while True:
+            with self._cond:
+                taken = self._next()
+            if not taken:
+                return
+            busy: Collection[str] = ()
+            try:
+                busy = self._visit(taken)
+            except Exception as exc:  # a visit answers its failures; this is a last guard
+                log.event("notification_prompt_visit_failed", agent_ids=taken[:10],
+                          error=type(exc).__name__, detail=str(exc)[:200], exc_info=exc)
+            with self._cond:
+                for agent_id in taken:
+                    self._finished(agent_id, agent_id in busy)
+
+    def _finished(self, agent_id: str, busy: bool) -> None:
+        self._running.discard(agent_id)
+        tries = self._busy.get(agent_id, 0) + 1 if busy else 0
+        again = agent_id in self._again or 0 < tries < BUSY_ATTEMPTS
+        self._again.discard(agent_id)
+        if tries and again:
+            self._busy[agent_id] = tries
+        else:
+            self._busy.pop(agent_id, None)
+        if again and not self._closed and agent_id not in self._due:
+            self._plan(agent_id)
+            self._cond.notify()
+
+
+def prompt_visit(rt: Runtime, agent_ids: list[str]) -> set[str]:
+    """A prompt visit of each of ``agent_ids`` that lives here (C27); returns those being
+    visited elsewhere. What one needs next (a retry, a delay's deadline) goes to the
+    host's *due* set, which the tick reads."""
+    registry = AgentRegistry(rt.redis, rt.control)
+    agents = [a for a in (registry.get(i) for i in agent_ids) if a is not None
+              and a.host == rt.settings.host and os.path.isdir(a.workdir)]
+    busy: set[str] = set()
+    due: dict[str, float] = {}
+    known = prefetch(rt, agents)  # the tick's one-round-trip reads
+    for agent in agents:
+        outcome = sync_agent(rt, agent, known[agent.agent_id])  # never raises
+        if outcome.get("busy"):
+            busy.add(agent.agent_id)
+        when = next_visit(rt, outcome, agent)
+        if when is not None:
+            due[agent.agent_id] = when
+    metrics.synced("prompt", len(agents))
+    if due:
+        rt.redis.zadd(keys.sync_due(rt.settings.host), due)
+    return busy
+
+
+def start_prompt_visits(rt: Runtime) -> PromptVisits | None:
+    """This process's prompt visits, or ``None`` when ``TIDINGS_PROMPT_VISITS`` is off."""
+    if not rt.settings.prompt_visits:
+        return None
+    return PromptVisits(partial(prompt_visit, rt), rt.settings.visit_debounce_ms / 1000)
