@@ -32,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _redis import percentile
 
+from tidings.workers.routing import host_queue
+
 AGENTS = 50
 PRODUCERS = 8
 #: Worker threads of ``tidings up``.
@@ -49,6 +51,7 @@ DRAIN_SECONDS = 300.0
 #: Goal: RSS after the baseline minute within this fraction of it.
 GOAL_RSS_BAND = 0.10
 SYNC_INTERVAL = 60.0
+HOST = "bench-soak"
 
 
 def rss_mb(pid: int) -> float:
@@ -135,6 +138,17 @@ class Producers:
             thread.join(60)
 
 
+def sample(minute: int, up: Up, hub: Any, acked: int) -> dict[str, Any]:
+    """RSS of both processes, and what is still to do: the engine's dataset (buffered
+    events live there until flushed) and the flush messages waiting on the host queue.
+    A backlog that grows means the machine cannot keep up with the rate, which grows
+    both processes without any leak."""
+    engine = hub.redis.info("memory")
+    return {"minute": minute, "up_mb": rss_mb(up.proc.pid), "engine_mb": rss_mb(up.engine_pid),
+            "engine_dataset_mb": round(int(engine["used_memory"]) / 2**20, 1),
+            "queued": int(hub.redis.hlen(f"tidings:{host_queue(HOST)}.msgs")), "acked": acked}
+
+
 def delivered(workdirs: list[Path]) -> dict[tuple[int, str], list[str]]:
     """Every event id in every soak channel file, per (agent index, channel)."""
     found: dict[tuple[int, str], list[str]] = {}
@@ -163,10 +177,10 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tidings-soak-") as tmp:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")}
-        env.update(TIDINGS_HOST="bench-soak", TIDINGS_STATE_DIR=str(root / "state"),
+        env.update(TIDINGS_HOST=HOST, TIDINGS_STATE_DIR=str(root / "state"),
                    TIDINGS_SYNC_INTERVAL=str(SYNC_INTERVAL), PYTHONUNBUFFERED="1")
         up = Up(env)
-        settings = tidings.Settings(host="bench-soak", state_dir=root / "state",
+        settings = tidings.Settings(host=HOST, state_dir=root / "state",
                                     sync_interval=SYNC_INTERVAL)
         try:
             with tidings.connect(settings=settings) as hub:
@@ -176,16 +190,13 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
                 for workdir in workdirs:
                     workdir.mkdir()
                     agents.append(hub.agent(workdir, max_events=caps))
-                samples = [{"minute": 0, "up_mb": rss_mb(up.proc.pid),
-                            "engine_mb": rss_mb(up.engine_pid), "acked": 0}]
+                samples = [sample(0, up, hub, 0)]
                 started = time.monotonic()
                 producers = Producers(agents, rate)
                 producers.start()
                 for minute in range(1, int(minutes) + 1):
                     time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
-                    samples.append({"minute": minute, "up_mb": rss_mb(up.proc.pid),
-                                    "engine_mb": rss_mb(up.engine_pid),
-                                    "acked": len(producers.acked)})
+                    samples.append(sample(minute, up, hub, len(producers.acked)))
                     print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
                 producers.join()
                 elapsed = time.monotonic() - started
