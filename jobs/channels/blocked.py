@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from tidings.jobs import log
 from tidings.jobs.channels import blocked_overflow, names, system_events
 from tidings.jobs.channels.allowlisting import Allowlist
+from tidings.jobs.channels.payload_files import NOTIFICATION_DIR
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.files import MAX_READ_BYTES, directory
@@ -20,7 +21,6 @@ from tidings.store.keys import AgentKeys
 from tidings.store.listing import Listing, derived
 from tidings.store.models import AgentRecord
 
-NOTIFICATION_DIR = ".notification"
 #: C28: stems of files that are never flagged.
 UNFLAGGED_STEMS = frozenset({"hooks", "large_result_acks", names.DAEMON})
 
