@@ -92,8 +92,9 @@ class Up:
 class Producers:
     """PRODUCERS threads publishing round-robin over the agents at ``rate`` in total."""
 
-    def __init__(self, agents: list[Any], rate: float) -> None:
+    def __init__(self, agents: list[Any], rate: float, channels: int) -> None:
         self.agents = agents
+        self.channels = channels
         self.interval = PRODUCERS / rate
         self.stop = threading.Event()
         self.acked: list[tuple[int, str, str]] = []  # (agent index, channel, event id)
@@ -112,7 +113,7 @@ class Producers:
                 time.sleep(next_at - now)
             next_at = max(next_at + self.interval, time.perf_counter() - 1.0)
             index = n % len(self.agents)
-            channel = f"mcp.soak{(n // len(self.agents)) % CHANNELS}"
+            channel = f"mcp.soak{(n // len(self.agents)) % self.channels}"
             sent = time.perf_counter()
             try:
                 result = self.agents[index].publish_event(channel, {"n": n})
@@ -171,7 +172,7 @@ def tally(acked: list[tuple[int, str, str]], workdirs: list[Path]) -> dict[str, 
             "duplicated": total - len(present), "in_files": total}
 
 
-def soak(minutes: float, rate: float) -> dict[str, Any]:
+def soak(minutes: float, rate: float, channels: int) -> dict[str, Any]:
     import tidings
 
     with tempfile.TemporaryDirectory(prefix="tidings-soak-") as tmp:
@@ -185,14 +186,14 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
         try:
             with tidings.connect(settings=settings) as hub:
                 workdirs = [root / f"agent{n}" for n in range(AGENTS)]
-                caps = {f"mcp.soak{c}": RETAINED for c in range(CHANNELS)}
+                caps = {f"mcp.soak{c}": RETAINED for c in range(channels)}
                 agents = []
                 for workdir in workdirs:
                     workdir.mkdir()
                     agents.append(hub.agent(workdir, max_events=caps))
                 samples = [sample(0, up, hub, 0)]
                 started = time.monotonic()
-                producers = Producers(agents, rate)
+                producers = Producers(agents, rate, channels)
                 producers.start()
                 for minute in range(1, int(minutes) + 1):
                     time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
@@ -214,7 +215,7 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
     up_ratio = round(last["up_mb"] / base["up_mb"], 3)
     engine_ratio = round(last["engine_mb"] / base["engine_mb"], 3)
     return {
-        "bench": "soak", "agents": AGENTS, "channels_per_agent": CHANNELS,
+        "bench": "soak", "agents": AGENTS, "channels_per_agent": channels,
         "producers": PRODUCERS, "threads": THREADS,
         "minutes": minutes, "rate_goal": rate,
         "rate": round(counts["acked"] / elapsed, 1),
@@ -236,8 +237,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=RATE, help="publishes per second")
+    parser.add_argument("--channels", type=int, default=CHANNELS, help="channels per agent")
     args = parser.parse_args()
-    print(json.dumps(soak(args.minutes, args.rate)))
+    print(json.dumps(soak(args.minutes, args.rate, args.channels)))
 
 
 if __name__ == "__main__":
