@@ -159,8 +159,8 @@ def prompt_visit(rt: Runtime, agent_ids: list[str]) -> set[str]:
     """A prompt visit of each of ``agent_ids`` that lives here (C27); returns those being
     visited elsewhere. What one needs next (a retry, a delay's deadline) goes to the
     host's *due* set, which the tick reads."""
-    registry = AgentRegistry(rt.redis, rt.control)
-    agents = [a for a in (registry.get(i) for i in agent_ids) if a is not None
+    records = AgentRegistry(rt.redis, rt.control).get_many(agent_ids)  # one round trip
+    agents = [a for a in records if a is not None
               and a.host == rt.settings.host and os.path.isdir(a.workdir)]
     busy: set[str] = set()
     due: dict[str, float] = {}
