@@ -47,6 +47,8 @@ LOAD_THREADS = 4
 class _Recording:
     """Flushes are run by the benchmark itself, when it measures them."""
 
+    deferred = False
+
     def __init__(self) -> None:
         self.flushes: list[tuple[str, str]] = []
 

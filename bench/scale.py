@@ -313,6 +313,8 @@ def registry_part(trips: RoundTrips, agents: int, hosts: int) -> dict[str, Any]:
 # -- throughput ----------------------------------------------------------------------------
 
 class _Recording:
+    deferred = False
+
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
         pass
 

@@ -66,6 +66,7 @@ FLOOD_ROUNDS = 30
 
 class _Inline:
     runtime: Runtime
+    deferred = False
 
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
         flush_channel(self.runtime, agent, channel)

@@ -7,18 +7,17 @@ which never logs.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, TypeGuard
+from typing import TypeGuard
 
 from tidings.jobs import log
 from tidings.store.files import safe_read
-from tidings.store.jsonread import too_deep
+from tidings.store.jsonread import Parsed, parse
 
 DELAY_CAP_ENV = "LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS"
 #: D2: the cap when the variable is unset or invalid.
@@ -87,21 +86,6 @@ def max_chars(root: Path | None, *, log_invalid: bool = True) -> int:
     return _clamp(system_value) if system_value is not None else DEFAULT_MAX_CHARS
 
 
-class _Invalid(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    keys = [k for k, _ in pairs]
-    if len(keys) != len(set(keys)):
-        raise _Invalid("duplicate key")
-    return dict(pairs)
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise _Invalid(f"non-finite literal {name}")
-
-
 def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -128,16 +112,12 @@ SYSTEM_V2_FIELDS: dict[str, Callable[[object], bool]] = {
 def system_v2_max_chars(root: Path) -> int | None:
     """B2: ``notification_max_chars`` of a wholly valid ``settings/system.json``."""
     outcome = safe_read(root, SYSTEM_SETTINGS_FILE)
-    if not outcome.ok or too_deep(outcome.data):  # C47
+    if not outcome.ok:
         return None
-    try:
-        doc = json.loads(
-            outcome.data.decode("utf-8"),
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_reject_constant,
-        )
-    except (_Invalid, UnicodeDecodeError, ValueError, RecursionError):
+    parsed = parse(outcome.data, unique_keys=True)  # C47's depth, no NaN, no repeated key
+    if not isinstance(parsed, Parsed):
         return None
+    doc = parsed.value
     if not isinstance(doc, dict) or "schema_version" not in doc:
         return None
     for key, value in doc.items():

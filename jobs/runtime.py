@@ -24,6 +24,11 @@ from tidings.store.settings import Settings
 class Dispatcher(Protocol):
     """Follow-up work a job may start."""
 
+    #: Whether follow-up jobs run later elsewhere (on a worker) rather than before the call
+    #: returns: a publish whose flush was only enqueued skips reading whether its record is
+    #: in the file yet (one round trip less, issue 25).
+    deferred: bool
+
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
         """Run or enqueue ``flush_channel`` on the agent's host."""
 

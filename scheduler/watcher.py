@@ -37,6 +37,7 @@ from pathlib import Path
 from inotify_simple import Event, INotify, flags
 
 from tidings.jobs import log, metrics
+from tidings.jobs.channels import NOTIFICATION_DIR
 
 #: Events that may change what a tick reads.
 CHANGE_MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.CLOSE_WRITE | flags.ATTRIB
@@ -45,7 +46,7 @@ CHANGE_MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.CLOSE_WRITE | 
 #: Events that say a watched directory itself is gone or moved.
 SELF_GONE = flags.DELETE_SELF | flags.MOVE_SELF
 #: Names inside a workdir that a tick reads.
-WORKDIR_NAMES = frozenset({".notification", "notification.json"})
+WORKDIR_NAMES = frozenset({NOTIFICATION_DIR, "notification.json"})
 #: Names inside ``.notification/`` that no visit reads: the lock directory, which a
 #: visit itself creates (its own lock, C27) — it must not report itself as a change.
 UNREAD_NAMES = frozenset({".locks"})
@@ -149,7 +150,7 @@ class Watcher:
         try:
             if root.is_dir():
                 self._add(agent_id, root, WORKDIR)
-                notify = root / ".notification"
+                notify = root / NOTIFICATION_DIR
                 if notify.is_dir():
                     self._add(agent_id, notify, NOTIFY)
                     if (notify / "daemon").is_dir():
@@ -253,7 +254,7 @@ class Watcher:
         if event.mask & SELF_GONE or role == PARENT:
             return True
         if role == WORKDIR:
-            return bool(event.name == ".notification")
+            return bool(event.name == NOTIFICATION_DIR)
         return role == NOTIFY and event.name == "daemon"
 
 

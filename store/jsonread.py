@@ -83,10 +83,20 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate key in a JSON object")
+    return dict(pairs)
+
+
 def parse(
-    data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None
+    data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None,
+    unique_keys: bool = False,
 ) -> Parsed | Malformed:
-    """The JSON value of ``data`` (UTF-8), or why it is malformed. Never raises."""
+    """The JSON value of ``data`` (UTF-8), or why it is malformed. Never raises.
+
+    ``unique_keys``: an object that repeats a key is malformed (``invalid_json``), for
+    documents whose every field is validated (a repeat would hide the first value)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     if max_bytes is not None and len(raw) > max_bytes:
         return Malformed("too_large", f"{len(raw)} bytes; the limit is {max_bytes}")
@@ -97,7 +107,8 @@ def parse(
     except UnicodeDecodeError as exc:
         return Malformed("not_utf8", f"not valid UTF-8: {exc}"[:300])
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant,
+                           object_pairs_hook=_unique_keys if unique_keys else None)
     except (ValueError, RecursionError) as exc:
         return Malformed("invalid_json", f"{type(exc).__name__}: {exc}"[:300])
     if _SURROGATE_ESCAPE.search(raw):

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 RACY_SECONDS = 1.0
 #: Directories whose listing is kept (least recently used go first).
 MAX_LISTINGS = 20_000
+#: Listings a reader remembers what it derived from (its ``lru_cache`` size: one per agent
+#: directory, the allowed channel names of a read, the flaggable stems of a warnings scan).
+LISTING_MEMO_SIZE = 16_384
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,8 +32,7 @@ def send(broker: Broker, actor_name: str, queue: str, *args: object) -> Message[
 class BrokerDispatcher:
     """Enqueues follow-up jobs on the agent's host queue."""
 
-    #: Jobs run later on a worker: a publish that just enqueued its flush need not read
-    #: whether the record is in the file yet (one round trip less, issue 25).
+    #: Jobs run later on a worker (:attr:`tidings.jobs.runtime.Dispatcher.deferred`).
     deferred = True
 
     def __init__(self, broker: Broker) -> None:

@@ -15,7 +15,7 @@ from tidings.jobs.channels.allowlisting import (
     registry_state,
 )
 from tidings.jobs.channels.applied import pushed_through, wait_applied
-from tidings.jobs.channels.blocked import NOTIFICATION_DIR, KnownSets, scan
+from tidings.jobs.channels.blocked import KnownSets, scan
 from tidings.jobs.channels.daemon_control import DaemonControlError, read_control
 from tidings.jobs.channels.daemon_dismissal import clear_all, remove_events
 from tidings.jobs.channels.daemon_report import refresh
@@ -34,7 +34,13 @@ from tidings.jobs.channels.names import (
     name_error,
     not_allowlisted_message,
 )
-from tidings.jobs.channels.payload_files import FileStat, FpEntry, channel_file_stat, parse_payload
+from tidings.jobs.channels.payload_files import (
+    NOTIFICATION_DIR,
+    FileStat,
+    FpEntry,
+    channel_file_stat,
+    parse_payload,
+)
 from tidings.jobs.channels.producer import publish_event
 from tidings.jobs.channels.publishing import check_channel, publish
 from tidings.jobs.channels.settings_view import show

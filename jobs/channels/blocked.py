@@ -14,16 +14,14 @@ from functools import lru_cache
 from tidings.jobs import log
 from tidings.jobs.channels import blocked_overflow, names, system_events
 from tidings.jobs.channels.allowlisting import Allowlist
+from tidings.jobs.channels.payload_files import NOTIFICATION_DIR
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.files import MAX_READ_BYTES, directory
 from tidings.store.keys import AgentKeys
-from tidings.store.listing import Listing
+from tidings.store.listing import LISTING_MEMO_SIZE, Listing
 from tidings.store.models import AgentRecord
 
-NOTIFICATION_DIR = ".notification"
-#: Listings whose flaggable stems are remembered (one per agent directory).
-LISTING_MEMO_SIZE = 16_384
 #: C28: stems of files that are never flagged.
 UNFLAGGED_STEMS = frozenset({"hooks", "large_result_acks", names.DAEMON})
 

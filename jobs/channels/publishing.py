@@ -175,9 +175,8 @@ def _settle(
     seq, flag_set = pushed.seq, pushed.flag_set
     if flag_set:
         rt.dispatch.flush_channel(agent, channel)
-    # Only an inline dispatch (or a wait) can have flushed by now; skip the read otherwise
-    # (a dispatcher that enqueues for a worker says so with ``deferred``).
-    ran_here = flag_set and not getattr(rt.dispatch, "deferred", False)
+    # Only an inline dispatch (or a wait) can have flushed by now; skip the read otherwise.
+    ran_here = flag_set and not rt.dispatch.deferred
     flushed = (ran_here or wait) and applied_through(rt, agent, channel) >= seq
     if wait and not flushed:
         flushed = _wait_applied(rt, agent, channel, seq)

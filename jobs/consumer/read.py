@@ -28,13 +28,11 @@ from tidings.jobs.channels import (
 )
 from tidings.store.files import MAX_READ_BYTES, DirView, Entry, directory, stat_key
 from tidings.store.jsonfmt import sha256_hex
-from tidings.store.listing import Listing
+from tidings.store.listing import LISTING_MEMO_SIZE, Listing
 from tidings.store.models import AgentRecord
 
 #: Cached content hashes kept per process.
 HASH_CACHE_SIZE = 65_536
-#: Listings whose allowed channel names are remembered (one per agent directory).
-LISTING_MEMO_SIZE = 16_384
 
 __all__ = [
     "NOTIFICATION_DIR", "FpEntry", "Observation", "chosen", "failed_read", "fingerprint",

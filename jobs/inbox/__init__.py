@@ -1,4 +1,5 @@
-"""The durable inbox (memory-inbox.md M1-M11, M40-M54): admission, items and the inbox text."""
+"""The durable inbox (memory-inbox.md M1-M11, M40-M54): admission, items, their one state
+table and the inbox text. Outside this package, import only the names below."""
 
 from tidings.jobs.inbox.admission import (
     MAX_OPEN,
@@ -19,6 +20,7 @@ from tidings.jobs.inbox.items import (
     projection,
     read_items,
 )
+from tidings.jobs.inbox.states import STATES, STORED, TRANSITIONS, Transition, projected
 from tidings.jobs.inbox.text import render_inbox_text
 
 __all__ = [
@@ -26,14 +28,19 @@ __all__ = [
     "MAX_OPEN",
     "MAX_TERMINAL",
     "MEMORY_SOURCE_KIND",
+    "STATES",
+    "STORED",
+    "TRANSITIONS",
     "Admitted",
     "Ignored",
     "InboxError",
     "Item",
     "PublicItem",
+    "Transition",
     "admit",
     "check_query",
     "ignore",
+    "projected",
     "projection",
     "read_items",
     "recover",

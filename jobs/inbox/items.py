@@ -12,6 +12,7 @@ from typing import NotRequired, TypedDict, TypeGuard
 
 from tidings.jobs import log
 from tidings.jobs.ids import is_event_id
+from tidings.jobs.inbox.states import STATES, projected
 from tidings.jobs.inbox.text import projection_summary
 from tidings.jobs.runtime import Runtime
 from tidings.store import replies
@@ -22,15 +23,6 @@ from tidings.store.jsonread import MAX_DEPTH, loads_or
 #: M7: the default and largest projection page.
 DEFAULT_PAGE, MAX_PAGE = 30, 100
 
-#: M5: admission state -> projection state (``handled`` with ``ignored_at`` is ``ignored``).
-PROJECTION_STATES = {
-    "pending": "pending",
-    "running": "processing",
-    "retryable": "deferred",
-    "needs-repair": "needs-repair",
-    "handled": "handled",
-}
-STATES = ("pending", "processing", "deferred", "needs-repair", "handled", "ignored")
 
 #: Listing ids read per round trip while filtering by state.
 _SCAN_BATCH = 200
@@ -82,10 +74,7 @@ class _Record(TypedDict):
 
 
 def projection_state(admission: dict[str, str | None]) -> str:
-    state = admission.get("state") or "pending"
-    if state == "handled" and admission.get("ignored_at"):
-        return "ignored"
-    return PROJECTION_STATES.get(state, state)
+    return projected(admission.get("state"), admission.get("ignored_at"))
 
 
 def read_items(rt: Runtime, agent_id: str, ids: Sequence[str]) -> list[Item]:

@@ -17,7 +17,7 @@ import pytest
 from tests.support.processes import ProcessGroup, add_agent, run_cli
 from tests.support.redis_server import RedisServer, free_port
 from tidings import cli
-from tidings.jobs.consumer.delivery import check_placeholder
+from tidings.jobs.consumer import check_placeholder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 

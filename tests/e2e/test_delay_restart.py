@@ -23,8 +23,7 @@ from tests.support.delay import ALARM, STATE
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
-from tidings.jobs.consumer import coherent
-from tidings.jobs.consumer.delay import request_delay
+from tidings.jobs.consumer import observe, request_delay
 from tidings.jobs.runtime import Runtime
 from tidings.store import keys
 from tidings.store.clock import SystemClock
@@ -172,7 +171,7 @@ def test_d19_no_scheduler_at_deadline_next_read_or_tick_publishes(
     wait_past(max(deadline_of(by_read), deadline_of(by_tick)) + 0.3)
     assert not (by_read.root / ALARM).exists() and not (by_tick.root / ALARM).exists()
 
-    obs = coherent.observe(side.rt, by_read)
+    obs = observe(side.rt, by_read)
     assert {"email", "delay-alarm"} <= set(obs.payloads), "alarm and target in one read"
     published_once(side, by_read, ids["by-read"])
 

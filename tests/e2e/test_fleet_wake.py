@@ -24,9 +24,8 @@ import pytest
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
-from tidings.jobs.channels.allowlisting import Allowlist
-from tidings.jobs.consumer import wake_mask
-from tidings.jobs.consumer.read import fingerprint
+from tidings.jobs.channels import Allowlist
+from tidings.jobs.consumer import fingerprint, wake_mask
 from tidings.store.jsonfmt import compact
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord

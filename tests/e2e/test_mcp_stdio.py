@@ -24,7 +24,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 import tidings
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
-from tidings.jobs.consumer.delivery import STAMP_INSTRUCTION, check_placeholder
+from tidings.jobs.consumer import check_placeholder
+from tidings.jobs.consumer.delivery import STAMP_INSTRUCTION
 
 pytestmark = [pytest.mark.redis_server, pytest.mark.e2e]
 

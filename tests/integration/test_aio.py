@@ -15,7 +15,7 @@ import pytest
 import tidings
 import tidings.aio
 from tests.support.redis_server import RedisServer
-from tidings.jobs.consumer.visit import sync_agent
+from tidings.jobs.consumer import sync_agent
 
 WAITERS = 300
 ADDED_THREADS = 16

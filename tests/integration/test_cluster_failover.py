@@ -24,7 +24,7 @@ import tidings
 from tests.support.polling import wait_until
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
-from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.channels import flush_channel
 from tidings.store.keys import AgentKeys
 from tidings.store.settings import Settings
 

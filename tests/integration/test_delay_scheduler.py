@@ -20,7 +20,7 @@ import tidings
 from tests.support.delay import ALARM, STATE, capture, events
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
-from tidings.jobs.consumer.delay import request_delay
+from tidings.jobs.consumer import request_delay
 from tidings.scheduler.lease import LeaseSettings
 from tidings.scheduler.service import SchedulerService
 from tidings.store import keys

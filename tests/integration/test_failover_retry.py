@@ -18,7 +18,7 @@ from tests.support.dispatch import InlineJobs
 from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer, free_port
 from tidings.jobs.channels.publishing import append_event
-from tidings.jobs.memory.memory_admission import observe_memory
+from tidings.jobs.memory import observe_memory
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import SystemClock
 from tidings.store.connection import FailoverRetry, client_for, ping

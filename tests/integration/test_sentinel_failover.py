@@ -25,8 +25,8 @@ import tidings
 from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tests.support.sentinel import SentinelSet, sentinel_set
-from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.inbox.admission import MEMORY_SOURCE_KIND
+from tidings.jobs.channels import flush_channel
+from tidings.jobs.inbox import MEMORY_SOURCE_KIND
 from tidings.jobs.memory import Snapshot, decode_checkpoint
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.keys import AgentKeys

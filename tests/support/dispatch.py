@@ -14,6 +14,9 @@ class InlineJobs:
     """Runs follow-up jobs inline, one at a time (a re-enqueue waits its turn instead of
     recursing), and records what it was asked to send elsewhere."""
 
+    #: Follow-up jobs run before the call returns.
+    deferred = False
+
     def __init__(self) -> None:
         self.runtime: Runtime | None = None
         self.alarm_requests: list[tuple[str, dict[str, Any]]] = []

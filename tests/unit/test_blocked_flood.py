@@ -12,10 +12,9 @@ import json
 from typing import Any
 
 from tests.support.dispatch import InlineJobs
+from tidings.jobs.channels import add, blocked_overflow, flush_channel
 from tidings.jobs.channels import blocked as blocked_warnings
-from tidings.jobs.channels import blocked_overflow, hooks
-from tidings.jobs.channels.flush import flush_channel
-from tidings.jobs.consumer import delivery, visit
+from tidings.jobs.consumer import stamp, sync_agent
 from tidings.jobs.runtime import Runtime
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -36,7 +35,7 @@ def tick(rt: Runtime, agent: AgentRecord) -> dict[str, Any]:
     assert isinstance(jobs, InlineJobs)
     jobs.run_flushes = False
     try:
-        result = visit.sync_agent(rt, agent)
+        result = sync_agent(rt, agent)
     finally:
         jobs.run_flushes = True
     flush_channel(rt, agent, "system")
@@ -104,7 +103,7 @@ def test_set_stays_bounded_and_registration_makes_room(rt: Runtime, agent: Agent
     k = AgentKeys(agent.agent_id)
     warned = sorted(m.decode() for m in rt.redis.smembers(k.blocked))
     assert len(warned) == blocked_overflow.MAX_WARNED_BLOCKED
-    assert hooks.add(rt, agent, {"name": "h", "channel": warned[0], "source": "s",
+    assert add(rt, agent, {"name": "h", "channel": warned[0], "source": "s",
                                  "description": "d", "how_to_modify": "m",
                                  "how_to_cancel": "c"})["status"] == "ok"
     again = tick(rt, agent)
@@ -119,7 +118,7 @@ def test_a_few_rogue_files_never_announce_an_overflow(rt: Runtime, agent: AgentR
     plant(agent, 3)
     assert len(tick(rt, agent)["blocked"]) == 3
     assert blocked_overflow.OVERFLOW_REF not in warnings_published(rt, agent)
-    delivery.stamp(rt, agent, {"status": "ok"})
+    stamp(rt, agent, {"status": "ok"})
     assert rt.redis.get(AgentKeys(agent.agent_id).blocked_overflow) is None
 
 

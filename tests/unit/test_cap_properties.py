@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from tests.support.spills import attention_spiller, persistent_spiller
 from tidings.jobs.cap import attention as cap_attention
+from tidings.jobs.cap import measure
 from tidings.jobs.cap import persistent as cap_persistent
-from tidings.jobs.cap.ruler import canonical_text, measure, measure_persistent
+from tidings.jobs.cap.ruler import canonical_text, measure_persistent
 from tidings.jobs.cap.spill import Spill, SpillRequest
 
 PROPERTY_SETTINGS = settings(

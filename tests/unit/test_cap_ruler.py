@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from tidings.jobs.cap import measure
 from tidings.jobs.cap import ruler as cap_ruler
-from tidings.jobs.cap.ruler import canonical_text, content_bytes, measure, measure_persistent
+from tidings.jobs.cap.ruler import canonical_text, content_bytes, measure_persistent
 
 
 class TestRuler:

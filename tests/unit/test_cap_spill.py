@@ -18,10 +18,8 @@ from tests.support.spills import (
     persistent_spiller,
     spill_files,
 )
-from tidings.jobs.cap import lanes as cap_lanes
+from tidings.jobs.cap import cap_lane, cap_persistent, spill, spill_persistent
 from tidings.jobs.cap import ruler as cap_ruler
-from tidings.jobs.cap import spill, spill_persistent
-from tidings.jobs.cap.attention import cap_lane
 from tidings.jobs.cap.persistent import cap_block
 from tidings.jobs.runtime import Runtime
 from tidings.store import files
@@ -296,13 +294,13 @@ class TestPersistentSpill:
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         assert isinstance(rt.clock, FakeClock)
-        first = cap_lanes.cap_persistent(rt, agent, big_block())
+        first = cap_persistent(rt, agent, big_block())
         rt.clock.advance(5)
-        again = cap_lanes.cap_persistent(rt, agent, big_block())
+        again = cap_persistent(rt, agent, big_block())
         assert first == again
         assert spill_files(agent.root) == [Path(first["overflow"]["path"]).name]
         rt.clock.advance(5)
-        other = cap_lanes.cap_persistent(rt, agent, big_block("z"))
+        other = cap_persistent(rt, agent, big_block("z"))
         assert other["overflow"]["path"] != first["overflow"]["path"]
 
 

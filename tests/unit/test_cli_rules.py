@@ -16,7 +16,7 @@ from tidings import _tool as notification_tool
 from tidings import cli
 from tidings.cli import memory, tool
 from tidings.cli._common import UsageError, parse_json
-from tidings.jobs.inbox.items import STATES
+from tidings.jobs.inbox import STATES
 
 
 def walk(parser: argparse.ArgumentParser, path: str = "tidings"):  # type: ignore[no-untyped-def]

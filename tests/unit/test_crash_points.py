@@ -11,11 +11,10 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox.items import projection
+from tidings.jobs.inbox import admit, projection
 from tidings.jobs.memory import ObserveResult, memory_admission
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
+from tidings.jobs.turns import finish_turn, mark_side_effect
 from tidings.jobs.turns import prepare as turn_prepare
 from tidings.store import faults
 from tidings.store.clock import FakeClock
@@ -126,7 +125,7 @@ def test_crash_after_the_claim(
     turn = turn_prepare.prepare_turn(rt, magent)
     [item] = turn["inbox"]
     if marked:
-        turn_finish.mark_side_effect(rt, magent, turn["turn_id"])
+        mark_side_effect(rt, magent, turn["turn_id"])
     recovered = turn_prepare.startup(rt, magent)["recovered"]
     key = "needs_repair" if marked else "retryable"
     assert recovered[key] == [item["event_id"]]
@@ -140,12 +139,12 @@ def test_crash_in_finish_after_the_reconcile(
 ) -> None:
     """Crash point "in finish_turn, after the reconcile, before the marks": items stay
     running and recover; own changes stay absorbed."""
-    mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
+    mail = admit(rt, magent.agent_id, "mail", "hello")["event_id"]
     turn = turn_prepare.prepare_turn(rt, magent)
     repo.write("notes/plan.md", "own edit\n")
     kill_at(monkeypatch, "finish.after_reconcile")
     with pytest.raises(Killed):
-        turn_finish.finish_turn(rt, magent, turn["turn_id"])
+        finish_turn(rt, magent, turn["turn_id"])
     monkeypatch.undo()
     assert [i["state"] for i in projection(rt, magent.agent_id)] == ["processing"]
     started = turn_prepare.startup(rt, magent)
@@ -159,13 +158,13 @@ def test_crash_finish_never_called(
 ) -> None:
     """Crash point "finish_turn never called": after the lease the next prepare_turn
     recovers; a late finish gets turn_expired and writes nothing."""
-    mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
+    mail = admit(rt, magent.agent_id, "mail", "hello")["event_id"]
     lost = turn_prepare.prepare_turn(rt, magent)
     clock.advance(rt.settings.turn_lease_seconds + 0.001)
     fresh = turn_prepare.prepare_turn(rt, magent)
     assert [i["event_id"] for i in fresh["inbox"]] == [mail]
     keys = {k: rt.redis.dump(k) for k in rt.redis.keys("*")}
-    assert turn_finish.finish_turn(rt, magent, lost["turn_id"])["reason"] == "turn_expired"
+    assert finish_turn(rt, magent, lost["turn_id"])["reason"] == "turn_expired"
     assert {k: rt.redis.dump(k) for k in rt.redis.keys("*")} == keys
 
 
@@ -173,7 +172,7 @@ def test_crash_during_startup_recovery(
     rt: Runtime, magent: AgentRecord, repo: MemoryRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Crash point "during start-up recovery": rerunning completes it; nothing duplicated."""
-    mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hello")["event_id"]
+    mail = admit(rt, magent.agent_id, "mail", "hello")["event_id"]
     turn_prepare.prepare_turn(rt, magent)
     repo.write("MEMORY.md", "edited while down\n")
 
@@ -205,6 +204,6 @@ def test_crash_pre_turn_unstable_then_finish(
     assert turn["memory"]["status"] == "unstable"
     monkeypatch.undo()
     repo.write("MEMORY.md", "edited during the turn\n")
-    assert turn_finish.finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == "skipped"
+    assert finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == "skipped"
     assert checkpoint(rt, magent) == before
     assert memory_admission.observe_memory(rt, magent)["status"] == "changed"

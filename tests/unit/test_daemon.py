@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from tidings.jobs.channels import daemon_dismissal, daemon_runs, producer, publishing
+from tidings.jobs.channels import (
+    daemon_dismissal,
+    daemon_runs,
+    publish_event,
+    publishing,
+    read_control,
+)
 from tidings.jobs.channels.daemon_control import (
     CONTROL_FILE,
     BatchState,
@@ -17,10 +23,9 @@ from tidings.jobs.channels.daemon_control import (
     Control,
     Pending,
     event_key,
-    read_control,
     write_control,
 )
-from tidings.jobs.consumer import coherent, delivery, dismiss
+from tidings.jobs.consumer import check_placeholder, dismiss_channel, dismiss_ref, observe, stamp
 from tidings.jobs.runtime import Runtime
 from tidings.store.jsonfmt import sha256_hex
 from tidings.store.models import AgentRecord
@@ -46,7 +51,7 @@ def set_threshold(agent: AgentRecord, value: Any) -> None:
 
 
 def deliver(rt: Runtime, agent: AgentRecord) -> None:
-    delivery.stamp(rt, agent, delivery.check_placeholder())
+    stamp(rt, agent, check_placeholder())
 
 
 class TestC30MiniFiles:
@@ -93,9 +98,9 @@ class TestC30MiniFiles:
         assert read_control(agent.root) == control
 
     def test_publish_event_on_daemon_routes_here(self, rt: Runtime, agent: AgentRecord) -> None:
-        assert producer.publish_event(rt, agent, "daemon", {"text": "x"})["reason"] == (
+        assert publish_event(rt, agent, "daemon", {"text": "x"})["reason"] == (
             "missing_daemon_id")
-        routed = producer.publish_event(rt, agent, "daemon", {"daemon_id": "r", "text": "x"})
+        routed = publish_event(rt, agent, "daemon", {"daemon_id": "r", "text": "x"})
         assert routed["status"] == "ok" and mini(agent, "r")["data"]["events"][0]["text"] == "x"
 
     def test_alarm_latches_once_count_passes_threshold(
@@ -172,13 +177,13 @@ class TestC31Control:
             raise OSError(5, "I/O error")
 
         monkeypatch.setattr(daemon_dismissal, "remove_file", failing)
-        result = dismiss.dismiss_channel(rt, agent, "daemon")
+        result = dismiss_channel(rt, agent, "daemon")
         assert result == {"status": "ok", "channel": "daemon", "cleared": True, "forced": False}
         control = read_control(agent.root)
         assert control.epoch == 1 and control.batch_state == BatchState()
         assert sorted(control.cleared) == ["a.json", "b.json"]  # files stayed, entries apply
         assert view(agent).payload is None
-        assert "daemon" not in coherent.observe(rt, agent).payloads
+        assert "daemon" not in observe(rt, agent).payloads
         monkeypatch.undo()
         publish(rt, agent, "a", text="3")  # the next append finishes its own file
         assert [e["text"] for e in mini(agent, "a")["data"]["events"]] == ["3"]
@@ -189,7 +194,7 @@ class TestC31Control:
         publish(rt, agent, "a", event_id="a2")
         publish(rt, agent, "b", event_id="b1", ref_id="r")
         deliver(rt, agent)
-        result = dismiss.dismiss_ref(rt, agent, "r", channel="daemon")
+        result = dismiss_ref(rt, agent, "r", channel="daemon")
         assert result == {"status": "ok", "channel": "daemon", "cleared": True, "removed": 2,
                           "remaining": 1, "forced": False, "ref_id": "r"}
         assert [e["event_id"] for e in mini(agent, "a")["data"]["events"]] == ["a2"]
@@ -221,7 +226,7 @@ class TestC32Aggregate:
             u += f"mini/{name}".encode() + b"\0" + str(len(body)).encode() + b"\0" + body
         assert v.fp_entry == ("daemon.json", len(u), hashlib.sha256(u).hexdigest())
         assert ["daemon.json", len(u), hashlib.sha256(u).hexdigest()] in (
-            coherent.observe(rt, agent).raw_fp)
+            observe(rt, agent).raw_fp)
 
     def test_no_mini_files_no_channel(self, rt: Runtime, agent: AgentRecord) -> None:
         assert view(agent).payload is None and view(agent).fp_entry is None
@@ -232,9 +237,9 @@ class TestC32Aggregate:
         (agent.root / CONTROL_FILE).write_text('{"version": 1, "epoch": -3}')
         assert publish(rt, agent, "r", text="y")["reason"] == "daemon_control_error"
         deliver(rt, agent)
-        assert dismiss.dismiss_channel(rt, agent, "daemon", force=True)["reason"] == (
+        assert dismiss_channel(rt, agent, "daemon", force=True)["reason"] == (
             "daemon_control_error")
-        payloads = coherent.observe(rt, agent).payloads
+        payloads = observe(rt, agent).payloads
         assert payloads["daemon"] == daemon_runs.CONTROL_ERROR_PAYLOAD
         assert payloads["soul"]["header"] == "still here"
 
@@ -276,7 +281,7 @@ class TestC34Report:
         self, rt: Runtime, agent: AgentRecord, tmp_path: Path
     ) -> None:
         publish(rt, agent, "r", text="x")
-        dismiss.dismiss_channel(rt, agent, "daemon", force=True)
+        dismiss_channel(rt, agent, "daemon", force=True)
         report = json.loads((agent.root / ".notification" / "daemon.json").read_bytes())
         assert report["stats"]["run_count"] == 0 and report["runs"] == []
         foreign = b'{"mine": true}'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.delay import capture, events
-from tidings.jobs.consumer.delay import request_delay
+from tidings.jobs.consumer import request_delay
 from tidings.jobs.limits import DELAY_CAP_ENV, delay_cap
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord

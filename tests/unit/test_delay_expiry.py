@@ -24,8 +24,8 @@ from tests.support.delay import (
     write_channel,
 )
 from tidings.jobs import tick
-from tidings.jobs.consumer import coherent, delay_alarm, visit
-from tidings.jobs.consumer.delay import expire, reconcile, request_delay
+from tidings.jobs.consumer import delay_alarm, expire, observe, request_delay, visit
+from tidings.jobs.consumer.delay import reconcile
 from tidings.jobs.consumer.delay_alarm import alarm_bytes, changed
 from tidings.jobs.runtime import Runtime
 from tidings.store import faults, locks
@@ -61,7 +61,7 @@ class TestWhereReconcileRuns:
         write_channel(agent, "email", {"header": "mail"})
         request_delay(rt, agent, "email", 10)
         clock.advance(10)
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert obs.stable
         assert {"email", "delay-alarm"} <= set(obs.payloads)
         assert obs.payloads["delay-alarm"]["header"] == "Notification delay ended: email"
@@ -404,7 +404,7 @@ def test_d13_next_alarm_replaces_the_last(rt: Runtime, agent: AgentRecord,
 
 def test_d13_delay_alarm_cannot_be_published_by_producers(rt: Runtime,
                                                           agent: AgentRecord) -> None:
-    from tidings.jobs.channels.publishing import publish
+    from tidings.jobs.channels import publish
 
     assert publish(rt, agent, "delay-alarm", {"header": "x"})["reason"] == "reserved_channel"
 
@@ -427,5 +427,5 @@ def test_d19_a_crash_never_hides_a_channel(rt: Runtime, agent: AgentRecord,
     """An ``expiring`` state (crash mid-protocol) is not live: the target shows."""
     write_channel(agent, "email", {"header": "mail"})
     put_state(agent, active_state(clock.now(), status="expiring", completion={}))
-    assert "email" in coherent.observe(rt, agent).payloads
+    assert "email" in observe(rt, agent).payloads
 

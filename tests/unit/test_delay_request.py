@@ -24,8 +24,7 @@ from tests.support.delay import (
     write_channel,
 )
 from tests.support.dispatch import InlineJobs
-from tidings.jobs.consumer import coherent, delay_alarm, delay_request, visit
-from tidings.jobs.consumer.delay import request_delay
+from tidings.jobs.consumer import delay_alarm, delay_request, observe, request_delay, visit
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import FakeClock
 from tidings.store.files import atomic_write
@@ -327,7 +326,7 @@ class TestWake:
         request_delay(rt, agent, "email", 30)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))
         assert [entry[0] for entry in wake] == ["system.json"]
-        assert wake == coherent.observe(rt, agent).masked_fp
+        assert wake == observe(rt, agent).masked_fp
         assert visit.sync_agent(rt, agent)["woke"] is False
         request_delay(rt, agent, "email", 0)
         wake = json.loads(rt.redis.get(AgentKeys(agent.agent_id).wake_fp))

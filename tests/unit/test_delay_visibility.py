@@ -19,12 +19,19 @@ from tests.support.delay import (
     put_state,
     write_channel,
 )
-from tidings.jobs.channels.allowlisting import allowlist
+from tidings.jobs.channels import allowlist
 from tidings.jobs.channels.daemon_runs import DaemonView
 from tidings.jobs.consumer import _bare_read as bare
-from tidings.jobs.consumer import coherent, delay_state, delivery
+from tidings.jobs.consumer import (
+    check_placeholder,
+    delay_state,
+    observe,
+    render,
+    request_delay,
+    stamp,
+)
 from tidings.jobs.consumer import read as reading
-from tidings.jobs.consumer.delay import live_target, request_delay
+from tidings.jobs.consumer.delay import live_target
 from tidings.jobs.consumer.delay_state import stats
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import FakeClock
@@ -47,24 +54,24 @@ class TestConsumerFilter:
         write_channel(agent, "email", {"header": "mail 1"})
         write_channel(agent, "system", {"header": "sys"})
         request_delay(rt, agent, "email", 60)
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert obs.stable and obs.delayed == "email"
         assert set(obs.payloads) == {"system"}
         assert [e[0] for e in obs.raw_fp] == ["system.json"]
         assert [e[0] for e in obs.masked_fp] == ["system.json"]
-        stamped = delivery.stamp(rt, agent, delivery.check_placeholder())
+        stamped = stamp(rt, agent, check_placeholder())
         assert set(stamped["_meta"]["agent_meta"]["notifications"]["attention"]) == {"system"}
-        assert set(delivery.render(rt, agent)["attention"]) == {"system"}
+        assert set(render(rt, agent)["attention"]) == {"system"}
 
     def test_d1_target_file_keeps_receiving_updates(self, rt: Runtime,
                                                     agent: AgentRecord) -> None:
-        from tidings.jobs.channels.publishing import publish
+        from tidings.jobs.channels import publish
 
         request_delay(rt, agent, "email", 60)
         assert publish(rt, agent, "email", {"header": "mail 2"})["status"] == "ok"
         on_disk = json.loads((agent.root / ".notification/email.json").read_bytes())
         assert on_disk["header"] == "mail 2"
-        assert "email" not in coherent.observe(rt, agent).payloads
+        assert "email" not in observe(rt, agent).payloads
 
     def test_d1_other_channels_and_hook_channels_keep_showing(
         self, rt: Runtime, agent: AgentRecord
@@ -75,7 +82,7 @@ class TestConsumerFilter:
         write_channel(agent, "watch", {"header": "hook"})
         write_channel(agent, "email", {"header": "mail"})
         request_delay(rt, agent, "email", 60)
-        assert set(coherent.observe(rt, agent).payloads) == {"watch"}
+        assert set(observe(rt, agent).payloads) == {"watch"}
 
     def test_d1_daemon_target_stays_readable_only_wake_is_masked(
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
@@ -88,7 +95,7 @@ class TestConsumerFilter:
         write_channel(agent, "system", {"header": "sys"})
         request_delay(rt, agent, "daemon", 60)
         assert live(rt, agent) == "daemon"
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert obs.payloads["daemon"] == payload
         assert ["daemon.json", 42, "ab" * 32] in obs.raw_fp
         assert obs.masked_fp == [["daemon.json", 0, "daemon:delayed=1"],
@@ -110,9 +117,9 @@ class TestConsumerFilter:
         write_channel(agent, "email", {"header": "mail"})
         request_delay(rt, agent, "email", 10)
         clock.advance(9.9)
-        assert "email" not in coherent.observe(rt, agent).payloads
+        assert "email" not in observe(rt, agent).payloads
         clock.advance(0.2)
-        assert {"email", "delay-alarm"} <= set(coherent.observe(rt, agent).payloads)
+        assert {"email", "delay-alarm"} <= set(observe(rt, agent).payloads)
 
 
 def _mutations(now: float) -> list[tuple[str, Any]]:
@@ -176,7 +183,7 @@ class TestLiveness:
         write_channel(agent, "email", {"header": "mail"})
         put_state(agent, state)
         for _ in range(3):
-            assert "email" in coherent.observe(rt, agent).payloads, name
+            assert "email" in observe(rt, agent).payloads, name
         assert live(rt, agent) is None
         assert len(events(caplog, INVALID)) == 1, name
 
@@ -189,7 +196,7 @@ class TestLiveness:
         write_channel(agent, "email", {"header": "mail"})
         put_state(agent, raw)
         for _ in range(2):
-            assert "email" in coherent.observe(rt, agent).payloads
+            assert "email" in observe(rt, agent).payloads
         assert len(events(caplog, INVALID)) == 1, name
 
     def test_d8_oversized_and_irregular_state_fail_open(

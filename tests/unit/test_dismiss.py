@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tidings.jobs.channels import hooks, publishing
-from tidings.jobs.consumer import committed, delivery, dismiss, visit
+from tidings.jobs.channels import add, publishing
+from tidings.jobs.consumer import check_placeholder, committed, dismiss, stamp, sync_agent
 from tidings.jobs.runtime import Runtime
 from tidings.store import keys
 from tidings.store.models import AgentRecord
@@ -19,7 +19,7 @@ from tidings.store.models import AgentRecord
 
 def deliver(rt: Runtime, agent: AgentRecord) -> None:
     """What the agent sees next: a stamped result commits the delivered version."""
-    delivery.stamp(rt, agent, delivery.check_placeholder())
+    stamp(rt, agent, check_placeholder())
 
 
 def path(agent: AgentRecord, channel: str) -> Path:
@@ -156,14 +156,14 @@ class TestC36Results:
         assert dismiss.dismiss_channel(rt, agent, "soul")["cleared"] is True
         delivered = committed.read(rt, agent).delivered
         assert [e[0] for e in delivered] == ["system.json"]
-        assert visit.sync_agent(rt, agent)["woke"] is False
+        assert sync_agent(rt, agent)["woke"] is False
 
     def test_concurrent_change_elsewhere_still_wakes(self, rt: Runtime, agent: AgentRecord) -> None:
         publishing.publish(rt, agent, "soul", {"header": "s"})
         deliver(rt, agent)
         publishing.publish(rt, agent, "mcp.x", {"header": "news"})  # not yet seen by the agent
         dismiss.dismiss_channel(rt, agent, "soul")
-        assert visit.sync_agent(rt, agent)["woke"] is True
+        assert sync_agent(rt, agent)["woke"] is True
 
 
 def test_c9_dismissal_changes_only_the_mirror_file(rt: Runtime, agent: AgentRecord) -> None:
@@ -190,7 +190,7 @@ def test_c37_guards_hub_wide_last_wins_and_hooks_install_none(
     rt.redis.hset(keys.DISMISS_GUARDS, "email", "first()")
     rt.redis.hset(keys.DISMISS_GUARDS, "email", "second()")
     assert dismiss.guard_for(rt, "email") == "second()"
-    hooks.add(rt, agent, {"name": "h", "channel": "deploys", "source": "s", "description": "d",
+    add(rt, agent, {"name": "h", "channel": "deploys", "source": "s", "description": "d",
                           "how_to_modify": "m", "how_to_cancel": "c"})
     assert dismiss.guard_for(rt, "deploys") is None
     publishing.publish(rt, agent, "deploys", {"header": "x"})

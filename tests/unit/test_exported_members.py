@@ -47,9 +47,10 @@ FRONT_DOORS: dict[str, list[str]] = {
         "wake_deadline",
     ],
     "inbox": [
-        "DEFAULT_PAGE", "MAX_OPEN", "MAX_TERMINAL", "MEMORY_SOURCE_KIND", "Admitted", "Ignored",
-        "InboxError", "Item", "PublicItem", "admit", "check_query", "ignore", "projection",
-        "read_items", "recover", "render_inbox_text",
+        "DEFAULT_PAGE", "MAX_OPEN", "MAX_TERMINAL", "MEMORY_SOURCE_KIND", "STATES", "STORED",
+        "TRANSITIONS", "Admitted", "Ignored", "InboxError", "Item", "PublicItem", "Transition",
+        "admit", "check_query", "ignore", "projected", "projection", "read_items", "recover",
+        "render_inbox_text",
     ],
     "memory": [
         "DEFAULT_STANDING_FILES", "RECORDED", "CheckpointState", "Comparison",

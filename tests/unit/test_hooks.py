@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.jobs.channels import allowlisting, hooks, publishing
-from tidings.jobs.consumer import coherent
+from tidings.jobs.consumer import observe
 from tidings.jobs.runtime import Runtime
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -250,7 +250,7 @@ class TestC41LoadFailureAndFreshness:
             assert allowlisting.allowlist(rt, agent).allows("deploys")
         assert any(getattr(r, "event", "") == "notification_hook_registry_error"
                    for r in caplog.records)
-        reading_ok = coherent.observe(rt, agent)
+        reading_ok = observe(rt, agent)
         assert reading_ok.stable
 
     def test_never_loaded_and_corrupt_allows_no_hook(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -270,5 +270,5 @@ def test_acceptance2_hook_of_one_agent_never_allows_for_another(
     assert refused["reason"] == "invalid_channel"
     (two.root / ".notification").mkdir(exist_ok=True)
     (two.root / ".notification" / "deploys.json").write_text("{}")
-    assert "deploys" not in coherent.observe(rt, two).payloads
-    assert "deploys" in coherent.observe(rt, one).payloads
+    assert "deploys" not in observe(rt, two).payloads
+    assert "deploys" in observe(rt, one).payloads

@@ -17,27 +17,31 @@ import pytest
 from tests.conftest import make_agent
 from tidings.cli import main as cli_main
 from tidings.jobs import tick
+from tidings.jobs.cap import cap_lane, spill
 from tidings.jobs.cap import ruler as cap_ruler
-from tidings.jobs.cap import spill
-from tidings.jobs.cap.attention import cap_lane
 from tidings.jobs.channels import (
+    alarm_threshold,
     allowlisting,
-    daemon_runs,
-    daemon_view,
     hooks,
-    producer,
+    publish_daemon_event,
+    publish_event,
     publishing,
+    read_daemon,
 )
 from tidings.jobs.consumer import (
-    coherent,
-    delay_request,
-    delay_state,
-    delivery,
-    dismiss,
-    visit,
+    STATE_FILE,
+    check_placeholder,
+    dismiss_channel,
+    dismiss_event,
+    observe,
+    read_state,
+    render,
+    request_delay,
+    stamp,
+    sync_agent,
     wake_stream,
 )
-from tidings.jobs.inbox import admission as inbox_admission
+from tidings.jobs.inbox import admit
 from tidings.jobs.runtime import Runtime
 from tidings.store import jsonread, locks
 from tidings.store.models import AgentRecord
@@ -115,23 +119,23 @@ class TestItem1DeepFiles:
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         plant(agent, ".notification/mcp.x.json", DEEP)
-        assert coherent.observe(rt, agent).payloads == {}
-        assert delivery.render(rt, agent) == {}
-        assert delivery.stamp(rt, agent, delivery.check_placeholder())
-        visit.sync_agent(rt, agent)
+        assert observe(rt, agent).payloads == {}
+        assert render(rt, agent) == {}
+        assert stamp(rt, agent, check_placeholder())
+        sync_agent(rt, agent)
         plant(agent, ".notification/email.json", '{"header": "new mail"}')
-        assert visit.sync_agent(rt, agent)["woke"] is True
+        assert sync_agent(rt, agent)["woke"] is True
         entry = drain(rt, agent)[-1]
         attention = entry["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
         assert list(attention) == ["email"]
-        ok = delay_request.request_delay(rt, agent, "email", 30)
+        ok = request_delay(rt, agent, "email", 30)
         assert ok["status"] == "ok"
 
     def test_flush_into_a_deep_mirror_starts_it_empty(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         plant(agent, ".notification/mcp.x.json", DEEP_OBJECT)
-        result = producer.publish_event(rt, agent, "mcp.x", {"n": 1})
+        result = publish_event(rt, agent, "mcp.x", {"n": 1})
         assert result["status"] == "ok" and result["flushed"] is True
         assert [e["n"] for e in mirror(agent, "mcp.x")["data"]["events"]] == [1]
 
@@ -140,38 +144,38 @@ class TestItem1DeepFiles:
     ) -> None:
         plant(agent, ".notification/hooks.json", DEEP)
         allowlisting.invalidate(agent)
-        assert producer.publish_event(rt, agent, "system", {"n": 1})["status"] == "ok"
+        assert publish_event(rt, agent, "system", {"n": 1})["status"] == "ok"
         listed = hooks.list_hooks(rt, agent)
         assert listed["reason"] == "hook_registry_load_failed"
         assert "deeper than 64" in listed["message"]
         assert hooks.add(rt, agent, MANIFEST)["reason"] == "hook_registry_load_failed"
-        assert visit.sync_agent(rt, agent)["status"] == "ok"
+        assert sync_agent(rt, agent)["status"] == "ok"
 
     def test_deep_delay_state_is_no_delay(self, rt: Runtime, agent: AgentRecord) -> None:
-        plant(agent, delay_state.STATE_FILE, DEEP)
-        assert delay_state.read_state(agent.root).kind == "malformed"
-        assert visit.sync_agent(rt, agent)["status"] == "ok"
-        assert delay_request.request_delay(rt, agent, "email", 30)["status"] == "ok"
+        plant(agent, STATE_FILE, DEEP)
+        assert read_state(agent.root).kind == "malformed"
+        assert sync_agent(rt, agent)["status"] == "ok"
+        assert request_delay(rt, agent, "email", 30)["status"] == "ok"
 
     def test_deep_daemon_mini_file_and_notification_json(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         plant(agent, ".notification/daemon/r1.json", DEEP)
         plant(agent, "notification.json", DEEP)
-        assert daemon_view.alarm_threshold(agent.root) is None
-        assert daemon_view.read_daemon(agent.root).payload is None
-        result = daemon_runs.publish_daemon_event(rt, agent, "r2", {"n": 1})
+        assert alarm_threshold(agent.root) is None
+        assert read_daemon(agent.root).payload is None
+        result = publish_daemon_event(rt, agent, "r2", {"n": 1})
         assert result["status"] == "ok"
-        events = coherent.observe(rt, agent).payloads["daemon"]["data"]["events"]
+        events = observe(rt, agent).payloads["daemon"]["data"]["events"]
         assert [e["n"] for e in events] == [1]
-        assert visit.sync_agent(rt, agent)["woke"] is True
+        assert sync_agent(rt, agent)["woke"] is True
 
     def test_deep_control_record_is_a_control_error(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         plant(agent, ".notification/daemon/.tombstone", DEEP)
-        assert daemon_view.read_daemon(agent.root).error is not None
-        result = daemon_runs.publish_daemon_event(rt, agent, "r1", {"n": 1})
+        assert read_daemon(agent.root).error is not None
+        result = publish_daemon_event(rt, agent, "r1", {"n": 1})
         assert result["reason"] == "daemon_control_error"
 
 
@@ -179,30 +183,30 @@ class TestItem2LoneSurrogate:
     """Item 2: half an emoji in a producer's file reads as U+FFFD and stays deliverable."""
 
     def test_wake_flush_and_dismiss(self, rt: Runtime, agent: AgentRecord) -> None:
-        visit.sync_agent(rt, agent)
+        sync_agent(rt, agent)
         plant(agent, ".notification/email.json", b'{"header": "hi \\ud83d", "data": {}}')
-        assert visit.sync_agent(rt, agent)["woke"] is True
+        assert sync_agent(rt, agent)["woke"] is True
         entry = drain(rt, agent)[-1]
         attention = entry["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
         assert attention["email"]["header"] == "hi \ufffd"
         plant(agent, ".notification/system.json",
               b'{"data": {"events": [{"event_id": "e1", "body": "\\udc00"},'
               b' {"event_id": "e2"}]}}')
-        assert producer.publish_event(rt, agent, "system", {"event_id": "e3"})["flushed"]
+        assert publish_event(rt, agent, "system", {"event_id": "e3"})["flushed"]
         events = mirror(agent, "system")["data"]["events"]
         assert [e["event_id"] for e in events] == ["e1", "e2", "e3"]
         assert events[0]["body"] == "\ufffd"
-        done = dismiss.dismiss_event(rt, agent, "e1", force=True)
+        done = dismiss_event(rt, agent, "e1", force=True)
         assert done["status"] == "ok" and done["removed"] == 1
         (agent.root / ".notification" / "system.json").read_bytes().decode("utf-8")
 
     def test_c48_call_input_that_is_not_unicode(self, rt: Runtime, agent: AgentRecord) -> None:
-        result = producer.publish_event(rt, agent, "system", {"body": "\ud83d"})
+        result = publish_event(rt, agent, "system", {"body": "\ud83d"})
         assert result == {"status": "error", "reason": "invalid_event",
                           "message": "not valid Unicode"}
         env = publishing.publish(rt, agent, "soul", {"header": "\udc00"})
         assert env["reason"] == "invalid_envelope" and env["message"] == "not valid Unicode"
-        key = producer.publish_event(rt, agent, "system", {}, idempotency_key="\ud800")
+        key = publish_event(rt, agent, "system", {}, idempotency_key="\ud800")
         assert key["reason"] == "invalid_idempotency_key"
 
 
@@ -211,7 +215,7 @@ class TestItem3NameLength:
 
     def test_over_long_channel_is_invalid(self, rt: Runtime, agent: AgentRecord) -> None:
         for length in (210, 251, 5000):
-            result = producer.publish_event(rt, agent, "mcp." + "a" * length, {"n": 1})
+            result = publish_event(rt, agent, "mcp." + "a" * length, {"n": 1})
             assert result["reason"] == "invalid_channel"
             assert result["message"] == "channel must be at most 200 characters"
 
@@ -227,7 +231,7 @@ class TestItem3NameLength:
 
         monkeypatch.setattr(os, "open", spy)
         channel = "mcp." + "a" * 196
-        result = producer.publish_event(rt, agent, channel, {"n": 1})
+        result = publish_event(rt, agent, channel, {"n": 1})
         assert result["status"] == "ok" and result["flushed"] is True
         monkeypatch.undo()
         assert mirror(agent, channel)["data"]["events"][0]["n"] == 1
@@ -239,13 +243,13 @@ class TestItem3NameLength:
     ) -> None:
         plant(agent, ".notification/" + "b" * 201 + ".json", "{}")
         plant(agent, ".notification/mcp." + "c" * 197 + ".json", "{}")
-        result = visit.sync_agent(rt, agent)
+        result = sync_agent(rt, agent)
         assert result["status"] == "ok" and not result.get("blocked")
-        assert coherent.observe(rt, agent).payloads == {}
+        assert observe(rt, agent).payloads == {}
         assert not (agent.root / ".notification" / "system.json").exists()
 
     def test_daemon_id_and_hook_name_length(self, rt: Runtime, agent: AgentRecord) -> None:
-        run = daemon_runs.publish_daemon_event(rt, agent, "r" * 201, {"n": 1})
+        run = publish_daemon_event(rt, agent, "r" * 201, {"n": 1})
         assert run["message"] == "daemon_id must be at most 200 characters"
         added = hooks.add(rt, agent, {**MANIFEST, "name": "n" * 201})
         assert added["reason"] == "invalid_manifest"
@@ -283,7 +287,7 @@ class TestItem5NullEventId:
     """Item 5, C11: a null ``event_id`` counts as absent."""
 
     def test_null_event_id_gets_one(self, rt: Runtime, agent: AgentRecord) -> None:
-        result = producer.publish_event(rt, agent, "system", {"event_id": None})
+        result = publish_event(rt, agent, "system", {"event_id": None})
         assert result["status"] == "ok" and result["event_id"].startswith("evt_")
         assert mirror(agent, "system")["data"]["events"][0]["event_id"] == result["event_id"]
 
@@ -293,22 +297,22 @@ class TestItem6DeepCallInput:
 
     def test_deep_event_and_envelope(self, rt: Runtime, agent: AgentRecord) -> None:
         deep = {"x": nested(3000)}
-        event = producer.publish_event(rt, agent, "system", deep)
+        event = publish_event(rt, agent, "system", deep)
         assert event["reason"] == "invalid_event" and "levels" in event["message"]
         envelope = publishing.publish(rt, agent, "soul", {"data": nested(3000)})
         assert envelope["reason"] == "invalid_envelope" and "64 levels" in envelope["message"]
-        run = daemon_runs.publish_daemon_event(rt, agent, "r1", deep)
+        run = publish_daemon_event(rt, agent, "r1", deep)
         assert run["reason"] == "invalid_event"
-        admitted = inbox_admission.admit(rt, agent.agent_id, "mail", "s", {"p": nested(3000)})
+        admitted = admit(rt, agent.agent_id, "mail", "s", {"p": nested(3000)})
         assert admitted["reason"] == "invalid_payload"
         assert not (agent.root / ".notification").exists()
 
     def test_event_as_deep_as_its_mirror_allows(self, rt: Runtime, agent: AgentRecord) -> None:
         """Departure, noted: an event is stored three levels down, so 61 is its limit."""
-        ok = producer.publish_event(rt, agent, "mcp.d", {"x": nested(60)})
+        ok = publish_event(rt, agent, "mcp.d", {"x": nested(60)})
         assert ok["status"] == "ok"
-        assert coherent.observe(rt, agent).payloads["mcp.d"]["data"]["events"][0]["x"]
-        refused = producer.publish_event(rt, agent, "mcp.d", {"x": nested(61)})
+        assert observe(rt, agent).payloads["mcp.d"]["data"]["events"][0]["x"]
+        refused = publish_event(rt, agent, "mcp.d", {"x": nested(61)})
         assert refused["reason"] == "invalid_event" and "61 levels" in refused["message"]
 
     def test_deep_cli_event_is_a_usage_error_not_a_traceback(
@@ -333,10 +337,10 @@ class TestItem7Locks:
         (agent.root / ".notification").mkdir()
         (agent.root / locks.LOCK_DIR).symlink_to(elsewhere)
         assert hooks.add(rt, agent, MANIFEST)["reason"] == "hook_registry_write_failed"
-        assert producer.publish_event(rt, agent, "system", {})["status"] == "ok"
-        assert delay_request.request_delay(rt, agent, "email", 5)["reason"] == (
+        assert publish_event(rt, agent, "system", {})["status"] == "ok"
+        assert request_delay(rt, agent, "email", 5)["reason"] == (
             "delay_state_write_failed")
-        assert dismiss.dismiss_channel(rt, agent, "soul", force=True)["reason"] == "clear_failed"
+        assert dismiss_channel(rt, agent, "soul", force=True)["reason"] == "clear_failed"
         assert list(elsewhere.iterdir()) == []
 
     def test_lock_file_is_a_directory(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -356,7 +360,7 @@ class TestItem8SourceKind:
 
     def test_trailing_newline(self, rt: Runtime, agent: AgentRecord) -> None:
         for kind in ("memory-change\n", "mail\n", "mail\nx"):
-            result = inbox_admission.admit(rt, agent.agent_id, kind, "spoof")
+            result = admit(rt, agent.agent_id, kind, "spoof")
             assert result["reason"] == "invalid_source_kind"
 
 
@@ -400,7 +404,7 @@ class TestItem11SpecialFiles:
         body = next(e["body"] for e in mirror(agent, "system")["data"]["events"]
                     if e["ref_id"] == "unsafe_channel:email")
         assert what in body and "symlink" not in body
-        assert coherent.observe(rt, agent).payloads.keys() == {"system"}
+        assert observe(rt, agent).payloads.keys() == {"system"}
 
 
 class TestSmallHoles:
@@ -408,9 +412,9 @@ class TestSmallHoles:
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setenv("LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS", str(10**18))
-        result = delay_request.request_delay(rt, agent, "email", 10**17)
+        result = request_delay(rt, agent, "email", 10**17)
         assert result["reason"] == "invalid_delay" and "9999" in result["message"]
-        assert delay_request.request_delay(rt, agent, "email", 10**9)["status"] == "ok"
+        assert request_delay(rt, agent, "email", 10**9)["status"] == "ok"
 
     def test_other_agent_is_unaffected(self, rt: Runtime, tmp_path: Path) -> None:
         poisoned = make_agent(rt, tmp_path / "p", "p1")

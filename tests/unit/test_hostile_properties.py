@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import tidings
 from tidings._agent import Agent
-from tidings.jobs.consumer import coherent, visit
+from tidings.jobs.consumer import observe, sync_agent
 
 #: Examples per property: the short profile keeps ``make test`` lean.
 PROFILES = {"short": 12, "long": 400}
@@ -173,8 +173,8 @@ READERS: list[tuple[str, Callable[[Agent], Any]]] = [
     ("snapshot", lambda a: a.snapshot()),
     ("render", lambda a: a.render()),
     ("stamp", lambda a: a.stamp({"ok": 1})),
-    ("tick", lambda a: visit.sync_agent(a.runtime, a.record)),
-    ("observe", lambda a: coherent.observe(a.runtime, a.record).payloads),
+    ("tick", lambda a: sync_agent(a.runtime, a.record)),
+    ("observe", lambda a: observe(a.runtime, a.record).payloads),
     ("publish_event", lambda a: a.publish_event("email", {"n": 1})),
     ("publish_event_system", lambda a: a.publish_event("system", {"n": 2}, priority="high")),
     ("publish_mcp", lambda a: a.publish("mcp.x", {"header": "h", "data": {}})),
@@ -195,7 +195,7 @@ READERS: list[tuple[str, Callable[[Agent], Any]]] = [
     ("settings", lambda a: a.notification("settings")),
     ("drop", lambda a: a.notification("drop", {"name": "h"})),
     ("render_again", lambda a: a.render()),
-    ("tick_again", lambda a: visit.sync_agent(a.runtime, a.record)),
+    ("tick_again", lambda a: sync_agent(a.runtime, a.record)),
     ("wait_for_wake", lambda a: a.wait_for_wake(0)),
 ]
 
@@ -287,7 +287,7 @@ def test_every_public_call_with_hostile_arguments(
             ("stamp", lambda: agent.stamp(value if isinstance(value, dict) else {"v": value},
                                           persistent=value if isinstance(value, dict) else None)),
             ("cap_persistent", lambda: agent.cap_persistent(value)),
-            ("tick", lambda: visit.sync_agent(agent.runtime, agent.record)),
+            ("tick", lambda: sync_agent(agent.runtime, agent.record)),
         ]
         for name, call in calls:
             try:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from tidings.jobs.consumer import wake_stream
+from tidings.jobs.consumer import wait_for_wake
 from tidings.jobs.ids import is_event_id, new_uuid7
 from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox.items import projection, read_items
+from tidings.jobs.inbox import projection, read_items
 from tidings.jobs.runtime import Runtime
 from tidings.store.clock import FakeClock
 from tidings.store.errors import TidingsError
@@ -149,7 +149,7 @@ class TestAdmit:
     ) -> None:
         """M4/C26: the orchestrator's wait_for_wake returns the inbox wake entry."""
         eid = inbox_admission.admit(rt, agent.agent_id, "mail", "urgent", wake=True)["event_id"]
-        signal = wake_stream.wait_for_wake(rt, agent, 1)
+        signal = wait_for_wake(rt, agent, 1)
         assert signal is not None
         assert (signal["kind"], signal["event_id"]) == ("inbox", eid)
 

@@ -217,7 +217,7 @@ class TestSettingsShow:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
         raw: str | None,
     ) -> None:
-        from tidings.jobs.channels.settings_view import show
+        from tidings.jobs.channels import show
         from tidings.store.models import AgentRecord
 
         caplog.set_level(logging.WARNING, logger="tidings")

@@ -14,13 +14,11 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox.items import projection
+from tidings.jobs.inbox import admit, projection
 from tidings.jobs.memory import lock as observe_lock
 from tidings.jobs.memory import memory_admission
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turn_prepare
+from tidings.jobs.turns import finish_turn, prepare_turn, startup
 from tidings.store.clock import SystemClock
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord
@@ -62,7 +60,7 @@ class TestTriggers:
     ) -> None:
         """M10/M12: start-up writes the baseline; a manual observation admits the change
         with the reason as trigger; results carry the M12 keys."""
-        started = turn_prepare.startup(rt, magent)["memory"]
+        started = startup(rt, magent)["memory"]
         assert set(started) == M12_KEYS and started["status"] == "baseline"
         assert started["trigger"] == "startup" and started["checkpoint_version"] == 1
         repo.write("notes/plan.md", "changed\n")
@@ -75,7 +73,7 @@ class TestTriggers:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M10/M4: a change plus its observation never wakes or starts a turn."""
-        turn_prepare.startup(rt, magent)
+        startup(rt, magent)
         repo.write("MEMORY.md", "edited\n")
         k = InboxKeys(magent.agent_id)
         assert rt.redis.exists(k.turn_slot, k.wake_stream) == 0
@@ -87,9 +85,9 @@ class TestTriggers:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M10/M43: the pre_turn observation's event is claimed by the same turn."""
-        turn_prepare.startup(rt, magent)
+        startup(rt, magent)
         repo.write("MEMORY.md", "edited\n")
-        turn = turn_prepare.prepare_turn(rt, magent)
+        turn = prepare_turn(rt, magent)
         assert turn["memory"]["status"] == "changed" and turn["memory"]["trigger"] == "pre_turn"
         [item] = turn["inbox"]
         assert item["event_id"] == turn["memory"]["event_id"]
@@ -105,16 +103,16 @@ class TestTriggers:
     ) -> None:
         """M11: no observation, memory items stay pending, other items are claimed, and
         (M50) the finish does not touch the checkpoint."""
-        turn_prepare.startup(rt, magent)
+        startup(rt, magent)
         repo.write("MEMORY.md", "one\n")
         mem = observe(rt, magent)["event_id"]
-        mail = inbox_admission.admit(rt, magent.agent_id, "mail", "hi")["event_id"]
+        mail = admit(rt, magent.agent_id, "mail", "hi")["event_id"]
         repo.write("MEMORY.md", "two\n")
         before = checkpoint(rt, magent)
-        turn = turn_prepare.prepare_turn(rt, magent, kind)
+        turn = prepare_turn(rt, magent, kind)
         assert turn["memory"]["status"] == "skipped"
         assert [i["event_id"] for i in turn["inbox"]] == [mail]
-        done = turn_finish.finish_turn(rt, magent, turn["turn_id"])
+        done = finish_turn(rt, magent, turn["turn_id"])
         assert done["memory"]["status"] == "skipped"
         assert checkpoint(rt, magent) == before
         assert {i["event_id"]: i["state"] for i in memory_items(rt, magent)} == {mem: "pending"}
@@ -131,7 +129,7 @@ class TestNeverFails:
         monkeypatch.setattr(memory_admission, "observe_worktree", boom)
         assert observe(rt, magent) == {**observe(rt, magent), "status": "error",
                                        "reason": "observation_failed"}
-        turn = turn_prepare.prepare_turn(rt, magent)
+        turn = prepare_turn(rt, magent)
         assert turn["status"] == "ok" and turn["memory"]["status"] == "error"
 
     @pytest.mark.parametrize("case", ["not_configured", "missing", "not_a_repository"])
@@ -144,7 +142,7 @@ class TestNeverFails:
         agent = make_agent(rt, tmp_path / "wd", memory_repo=target)
         result = observe(rt, agent)
         assert result["status"] == "unavailable" and result["reason"] == case
-        turn = turn_prepare.prepare_turn(rt, agent)
+        turn = prepare_turn(rt, agent)
         assert turn["status"] == "ok" and turn["memory"]["reason"] == case
         assert checkpoint(rt, agent) == {} and memory_items(rt, agent) == []
 
@@ -191,7 +189,7 @@ class TestAdmissionScript:
 
     def test_m40_m8_inbox_full_writes_nothing(self, rt: Runtime, agent: AgentRecord) -> None:
         """M40/M8: the open-item bound refuses the event and keeps the old checkpoint."""
-        inbox_admission.admit(rt, agent.agent_id, "mail", "x")
+        admit(rt, agent.agent_id, "mail", "x")
         assert admit_script(rt, agent, "", event=True, fields={"p": "1"}, bound=1) == [
             b"inbox_full"]
         assert checkpoint(rt, agent) == {}
@@ -278,10 +276,10 @@ class TestReconcile:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M48: owned absent → the checkpoint advances without an event."""
-        turn_prepare.startup(rt, magent)
-        turn = turn_prepare.prepare_turn(rt, magent)
+        startup(rt, magent)
+        turn = prepare_turn(rt, magent)
         repo.write("notes/plan.md", "the agent's own edit\n")
-        done = turn_finish.finish_turn(rt, magent, turn["turn_id"])
+        done = finish_turn(rt, magent, turn["turn_id"])
         assert done["memory"]["status"] == "absorbed"
         assert done["memory"]["trigger"] == "finish_turn"
         assert memory_items(rt, magent) == []
@@ -292,12 +290,12 @@ class TestReconcile:
     ) -> None:
         """M48/M49: with owned, the agent's edit is absorbed and an external edit made
         during the turn becomes one new pending event (trigger finish_turn)."""
-        turn_prepare.startup(rt, magent)
-        turn = turn_prepare.prepare_turn(rt, magent)
+        startup(rt, magent)
+        turn = prepare_turn(rt, magent)
         repo.write("notes/plan.md", "own\n")
         repo.write("MEMORY.md", "external\n")
         own_id = str(repo.repo.create_blob(b"own\n"))
-        done = turn_finish.finish_turn(rt, magent, turn["turn_id"],
+        done = finish_turn(rt, magent, turn["turn_id"],
                                        owned={"paths": {"notes/plan.md": own_id}, "commits": []})
         assert done["memory"]["status"] == "changed"
         [item] = memory_items(rt, magent)
@@ -311,12 +309,12 @@ class TestReconcile:
         self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo
     ) -> None:
         """M48: an unavailable reconcile leaves the checkpoint; nothing is lost."""
-        turn_prepare.startup(rt, magent)
-        turn = turn_prepare.prepare_turn(rt, magent)
+        startup(rt, magent)
+        turn = prepare_turn(rt, magent)
         before = checkpoint(rt, magent)
         moved = repo.path.with_name("moved")
         repo.path.rename(moved)
-        done = turn_finish.finish_turn(rt, magent, turn["turn_id"])
+        done = finish_turn(rt, magent, turn["turn_id"])
         assert done["memory"]["status"] == "unavailable"
         assert checkpoint(rt, magent) == before
         moved.rename(repo.path)
@@ -326,15 +324,15 @@ class TestReconcile:
     ) -> None:
         """M50: pre-turn unavailable → the finish must not touch the checkpoint; the
         agent's changes are reported by the next recorded observation."""
-        turn_prepare.startup(rt, magent)
+        startup(rt, magent)
         before = checkpoint(rt, magent)
         hidden = repo.path.with_name("hidden")
         repo.path.rename(hidden)
-        turn = turn_prepare.prepare_turn(rt, magent)
+        turn = prepare_turn(rt, magent)
         assert turn["memory"]["status"] == "unavailable"
         hidden.rename(repo.path)
         repo.write("MEMORY.md", "made during the turn\n")
-        done = turn_finish.finish_turn(rt, magent, turn["turn_id"])
+        done = finish_turn(rt, magent, turn["turn_id"])
         assert done["memory"]["status"] == "skipped"
         assert checkpoint(rt, magent) == before
         assert observe(rt, magent)["status"] == "changed"
@@ -351,7 +349,7 @@ class TestLock:
         result = observe(rt, magent)
         assert result["status"] == "error" and result["reason"] == "observation_busy"
         assert rt.clock.monotonic() - started >= observe_lock.WAIT_SECONDS
-        assert turn_prepare.prepare_turn(rt, magent)["memory"]["reason"] == "observation_busy"
+        assert prepare_turn(rt, magent)["memory"]["reason"] == "observation_busy"
 
     def test_m52_release_by_token_and_renewal(self, rt: Runtime, agent: AgentRecord) -> None:
         """M52: the lease is renewed every third while held; release only frees the
@@ -390,7 +388,7 @@ def test_m13_missing_repository_later_reappears(
     rt: Runtime, magent: AgentRecord, repo: MemoryRepo
 ) -> None:
     """M13: a removed repository is unavailable (reason missing), not an error."""
-    turn_prepare.startup(rt, magent)
+    startup(rt, magent)
     shutil.rmtree(repo.path)
     result = observe(rt, magent)
     assert result["status"] == "unavailable" and result["reason"] == "missing"
@@ -406,10 +404,10 @@ def test_m54_no_git_subprocess_in_the_observation_path(
         raise AssertionError(f"a process was started: {args!r}")
 
     monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
-    turn_prepare.startup(rt, magent)
+    startup(rt, magent)
     repo.write("MEMORY.md", "edited\n")
-    turn = turn_prepare.prepare_turn(rt, magent)
+    turn = prepare_turn(rt, magent)
     assert turn["memory"]["status"] == "changed"
     repo.write("notes/plan.md", "own\n")
-    assert turn_finish.finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == (
+    assert finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == (
         "absorbed")

@@ -16,7 +16,7 @@ import tidings
 from tests.conftest import make_agent
 from tests.support.gitrepo import GitRepo
 from tidings._hub import Hub
-from tidings.jobs.memory import memory_admission
+from tidings.jobs.memory import observe_memory
 from tidings.jobs.runtime import Runtime
 from tidings.store.errors import TidingsError
 from tidings.store.inbox_keys import InboxKeys
@@ -41,10 +41,10 @@ def test_non_utf8_branch_is_observed_escaped_and_the_checkpoint_advances(
     repo.write("notes.md", "n\n")
     repo.commit("start")
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.path)
-    assert memory_admission.observe_memory(rt, agent, "startup")["status"] == "baseline"
+    assert observe_memory(rt, agent, "startup")["status"] == "baseline"
 
     repo.git("checkout", "-q", "-b", BRANCH)
-    created = memory_admission.observe_memory(rt, agent, "manual")
+    created = observe_memory(rt, agent, "manual")
     assert created["status"] == "changed" and created["checkpoint_version"] == 2
     moved = event(rt, created)
     assert moved["payload"]["to_branch"] == "br\\xe9"
@@ -52,17 +52,17 @@ def test_non_utf8_branch_is_observed_escaped_and_the_checkpoint_advances(
     assert "main at " in moved["summary"] and "br\\xe9 at " in moved["summary"]
 
     repo.write("notes.md", "edited on the branch\n")
-    edited = memory_admission.observe_memory(rt, agent, "manual")
+    edited = observe_memory(rt, agent, "manual")
     assert edited["status"] == "changed" and edited["checkpoint_version"] == 3
     payload = event(rt, edited)["payload"]
     assert payload["category"] == "changes" and not payload["branch_moved"]
     assert payload["changes"]["worktree"] == [
         {"path": "notes.md", "change": "modified", "area": "worktree"}]
-    again = memory_admission.observe_memory(rt, agent, "manual")
+    again = observe_memory(rt, agent, "manual")
     assert (again["status"], again["event_id"]) == ("unchanged", None)  # decoded, no reobserve
 
     repo.git("checkout", "-q", "main")
-    back = memory_admission.observe_memory(rt, agent, "manual")
+    back = observe_memory(rt, agent, "manual")
     assert back["status"] == "changed" and back["checkpoint_version"] > 3
     assert event(rt, back)["payload"]["from_branch"] == "br\\xe9"
 
@@ -75,9 +75,9 @@ def test_branch_names_compare_as_raw_bytes(rt: Runtime, tmp_path: Path) -> None:
     repo.commit("start")
     repo.git("checkout", "-q", "-b", b"x\xe9")
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.path)
-    assert memory_admission.observe_memory(rt, agent, "startup")["status"] == "baseline"
+    assert observe_memory(rt, agent, "startup")["status"] == "baseline"
     repo.git("checkout", "-q", "-b", b"x\xe8")
-    switched = memory_admission.observe_memory(rt, agent, "manual")
+    switched = observe_memory(rt, agent, "manual")
     assert switched["status"] == "changed"
     payload = event(rt, switched)["payload"]
     assert (payload["from_branch"], payload["to_branch"]) == ("x\\xe9", "x\\xe8")

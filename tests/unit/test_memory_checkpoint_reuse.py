@@ -13,8 +13,7 @@ from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
 from tidings.jobs.memory import checkpoint as memory_checkpoint
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turn_prepare
+from tidings.jobs.turns import finish_turn, prepare_turn, startup
 
 
 def test_turns_decode_no_checkpoint_they_wrote(
@@ -22,7 +21,7 @@ def test_turns_decode_no_checkpoint_they_wrote(
 ) -> None:
     repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "m\n"})
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.root)
-    assert turn_prepare.startup(rt, agent)["memory"]["status"] == "baseline"
+    assert startup(rt, agent)["memory"]["status"] == "baseline"
     decoded: list[int] = []
     original = memory_checkpoint._decode
 
@@ -32,11 +31,11 @@ def test_turns_decode_no_checkpoint_they_wrote(
 
     monkeypatch.setattr(memory_checkpoint, "_decode", counting)
     repo.write("notes.md", "new\n")
-    turn = turn_prepare.prepare_turn(rt, agent)
+    turn = prepare_turn(rt, agent)
     assert turn["memory"]["status"] == "changed"
     repo.write("MEMORY.md", "the agent's own edit\n")
-    done = turn_finish.finish_turn(rt, agent, turn["turn_id"])
+    done = finish_turn(rt, agent, turn["turn_id"])
     assert done["memory"]["status"] == "absorbed"
     assert decoded == []
-    again = turn_prepare.prepare_turn(rt, agent)
+    again = prepare_turn(rt, agent)
     assert again["memory"]["status"] in ("unchanged", "changed") and decoded == []

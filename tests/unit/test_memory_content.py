@@ -13,12 +13,13 @@ from tests.support.gitrepo import GitRepo
 from tidings.jobs.memory import (
     DEFAULT_STANDING_FILES,
     Comparison,
+    Snapshot,
     compare,
     event_content,
     render_memory_entry,
 )
 from tidings.jobs.memory.changes import Change
-from tidings.jobs.memory.model import HeadState, Identity, Snapshot, Unreadable
+from tidings.jobs.memory.model import HeadState, Identity, Unreadable
 from tidings.jobs.memory.summary import PERSONA_SENTENCE, SUMMARY_BYTES, TRUNCATION_MARK
 
 PAYLOAD_KEYS = {

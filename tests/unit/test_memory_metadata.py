@@ -21,9 +21,7 @@ import pytest
 
 from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
-from tidings.jobs.memory import indexfile, watchdog
-from tidings.jobs.memory.model import ObserveResult
-from tidings.jobs.memory.observation import observe_worktree
+from tidings.jobs.memory import ObserveResult, indexfile, observe_worktree, watchdog
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The child's whole budget: every case answers in well under a second.

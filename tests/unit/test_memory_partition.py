@@ -14,9 +14,8 @@ import pygit2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tidings.jobs.memory import git_status, partition, privateindex
+from tidings.jobs.memory import git_status, observe_worktree, partition, privateindex
 from tidings.jobs.memory.head import head_state
-from tidings.jobs.memory.observation import observe_worktree
 
 SIGNATURE = pygit2.Signature("tester", "tester@example.invalid", 1_700_000_000, 0)
 #: Awkward path components: globs, pathspec magic, undecodable bytes, spaces.

@@ -23,11 +23,12 @@ from tidings._turn import Turn
 from tidings.jobs.memory import (
     DEFAULT_STANDING_FILES,
     Comparison,
+    Snapshot,
     event_content,
     render_memory_entry,
 )
 from tidings.jobs.memory.changes import AREAS, Change
-from tidings.jobs.memory.model import HeadState, Identity, Snapshot
+from tidings.jobs.memory.model import HeadState, Identity
 from tidings.jobs.memory.summary import PERSONA_SENTENCE, SUMMARY_BYTES, TRUNCATION_MARK
 
 #: Examples per property; ``TIDINGS_HYPOTHESIS_PROFILE=long`` runs many more.

@@ -13,11 +13,9 @@ import pytest
 
 from tests.conftest import make_agent
 from tests.support.memory_repo import MemoryRepo
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox.items import projection
+from tidings.jobs.inbox import admit, projection
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turn_prepare
+from tidings.jobs.turns import finish_turn, prepare_turn, startup
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord
 
@@ -33,15 +31,15 @@ def repo(tmp_path: Path) -> MemoryRepo:
 @pytest.fixture
 def magent(rt: Runtime, tmp_path: Path, repo: MemoryRepo) -> AgentRecord:
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.root)
-    assert turn_prepare.startup(rt, agent)["memory"]["status"] == "baseline"
+    assert startup(rt, agent)["memory"]["status"] == "baseline"
     return agent
 
 
 def next_turn(rt: Runtime, agent: AgentRecord, kind: str = "ordinary") -> Result:
     """Prepare and finish one turn (ok, nothing owned); return the prepared turn."""
-    turn = turn_prepare.prepare_turn(rt, agent, kind)
+    turn = prepare_turn(rt, agent, kind)
     assert turn["status"] == "ok", turn
-    assert turn_finish.finish_turn(rt, agent, turn["turn_id"])["status"] == "ok"
+    assert finish_turn(rt, agent, turn["turn_id"])["status"] == "ok"
     return turn
 
 
@@ -117,7 +115,7 @@ def test_acceptance_2_each_external_change_is_one_event_at_the_next_turn(
         repo.write("notes/plan.md", "to be reset\n")
         repo.commit("will be reset")
     agent = make_agent(rt, tmp_path / "workdir", memory_repo=repo.root)
-    turn_prepare.startup(rt, agent)
+    startup(rt, agent)
     change, expected = CASES[case]
     change(repo)
     assert no_wake(rt, agent) and rt.redis.exists(InboxKeys(agent.agent_id).turn_slot) == 0
@@ -142,13 +140,13 @@ def test_acceptance_2_unchanged_tree_and_own_changes_give_no_event(
     """An unchanged tree gives nothing; the agent's own edit and commit during a turn are
     absorbed at finish and never come back as an event."""
     assert memory_items(next_turn(rt, magent)) == []
-    turn = turn_prepare.prepare_turn(rt, magent)
+    turn = prepare_turn(rt, magent)
     repo.write("notes/plan.md", "the agent's own note\n")
     own = repo.commit("agent commit")
     repo.write("MEMORY.md", "the agent's own memory\n")
     owned = {"paths": {"MEMORY.md": str(pygit2.hash(b"the agent's own memory\n"))},
              "commits": [own]}
-    done = turn_finish.finish_turn(rt, magent, turn["turn_id"], owned=owned)
+    done = finish_turn(rt, magent, turn["turn_id"], owned=owned)
     assert done["memory"]["status"] == "absorbed"
     assert memory_items(next_turn(rt, magent)) == []
     assert projection(rt, magent.agent_id) == []
@@ -173,13 +171,13 @@ def test_acceptance_6_owned_leaves_only_the_external_edit(
 ) -> None:
     """M49: with owned, an external edit made during the turn becomes a new event at the
     next turn; the agent's reported own edit (and own deletion) does not."""
-    turn = turn_prepare.prepare_turn(rt, magent)
+    turn = prepare_turn(rt, magent)
     repo.write("notes/plan.md", "own\n")
     repo.remove("notes/old.md")
     repo.write("MEMORY.md", "external, during the turn\n")
     owned = {"paths": {"notes/plan.md": str(pygit2.hash(b"own\n")), "notes/old.md": None},
              "commits": []}
-    done = turn_finish.finish_turn(rt, magent, turn["turn_id"], owned=owned)
+    done = finish_turn(rt, magent, turn["turn_id"], owned=owned)
     assert done["memory"]["status"] == "changed"
     nxt = next_turn(rt, magent)
     [item] = memory_items(nxt)
@@ -193,9 +191,9 @@ class TestOddities:
     """Acceptance 7: repository oddities never fail a turn."""
 
     def proceeds(self, rt: Runtime, agent: AgentRecord) -> Result:
-        turn = turn_prepare.prepare_turn(rt, agent)
+        turn = prepare_turn(rt, agent)
         assert turn["status"] == "ok", turn
-        done = turn_finish.finish_turn(rt, agent, turn["turn_id"])
+        done = finish_turn(rt, agent, turn["turn_id"])
         assert done["status"] == "ok", done
         return turn
 
@@ -213,7 +211,7 @@ class TestOddities:
         """M16: a repository without commits is observed; its first file is an event."""
         empty = MemoryRepo(tmp_path / "empty")
         agent = make_agent(rt, tmp_path / "wd", memory_repo=empty.root)
-        assert turn_prepare.startup(rt, agent)["memory"]["status"] == "baseline"
+        assert startup(rt, agent)["memory"]["status"] == "baseline"
         empty.write("first.md", "x\n")
         [item] = memory_items(self.proceeds(rt, agent))
         assert item["payload"]["to_unborn"] is True
@@ -282,10 +280,10 @@ def test_m45_several_memory_events_coalesce_into_one_entry(
     """M45: claimed memory events render as ONE entry naming every event id, before the
     other items, with the memory closing line."""
     repo.write("notes/plan.md", "one\n")
-    first = turn_prepare.startup(rt, magent)["memory"]["event_id"]
+    first = startup(rt, magent)["memory"]["event_id"]
     repo.write("todo.md", "two\n")
-    second = turn_prepare.startup(rt, magent)["memory"]["event_id"]
-    mail = inbox_admission.admit(rt, magent.agent_id, "mail", "a letter")["event_id"]
+    second = startup(rt, magent)["memory"]["event_id"]
+    mail = admit(rt, magent.agent_id, "mail", "a letter")["event_id"]
     turn = next_turn(rt, magent)
     text = turn["inbox_text"]
     lines = text.split("\n")

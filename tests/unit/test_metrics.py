@@ -16,16 +16,14 @@ from tests.support.delay import active_state, put_state
 from tests.support.dispatch import InlineJobs
 from tests.support.memory_repo import MemoryRepo
 from tests.support.spills import attention_spiller
-from tidings.jobs.cap.attention import cap_lane
-from tidings.jobs.channels import publishing
-from tidings.jobs.channels.flush import flush_channel
+from tidings.jobs.cap import cap_lane
+from tidings.jobs.channels import flush_channel, publishing
 from tidings.jobs.consumer import delay_alarm
-from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.memory import memory_admission
+from tidings.jobs.inbox import admit, ignore
+from tidings.jobs.memory import observe_memory
 from tidings.jobs.metrics import registry
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
-from tidings.jobs.turns import prepare as turn_prepare
+from tidings.jobs.turns import finish_turn, prepare_turn
 from tidings.store.clock import FakeClock
 from tidings.store.models import AgentRecord
 
@@ -91,15 +89,15 @@ def test_observations_by_reason_and_outcome_and_items_by_state(
     baseline = sample("tidings_observations_total", reason="startup", outcome="baseline")
     timed = sample("tidings_observation_duration_seconds_count", reason="manual")
 
-    assert memory_admission.observe_memory(rt, agent, "startup")["status"] == "baseline"
+    assert observe_memory(rt, agent, "startup")["status"] == "baseline"
     repo.write("MEMORY.md", "two\n")
-    assert memory_admission.observe_memory(rt, agent, "some reason")["status"] == "changed"
-    kept = inbox_admission.admit(rt, agent.agent_id, "app.mail", "mail")["event_id"]
-    dropped = inbox_admission.admit(rt, agent.agent_id, "app.mail", "spam")["event_id"]
-    turn = turn_prepare.prepare_turn(rt, agent, "ordinary")
-    assert turn_finish.finish_turn(rt, agent, turn["turn_id"], ok=False,
+    assert observe_memory(rt, agent, "some reason")["status"] == "changed"
+    kept = admit(rt, agent.agent_id, "app.mail", "mail")["event_id"]
+    dropped = admit(rt, agent.agent_id, "app.mail", "spam")["event_id"]
+    turn = prepare_turn(rt, agent, "ordinary")
+    assert finish_turn(rt, agent, turn["turn_id"], ok=False,
                                    ignored=[dropped])["retryable"]
-    assert kept and inbox_admission.ignore(rt, agent.agent_id, kept)["changed"] is True
+    assert kept and ignore(rt, agent.agent_id, kept)["changed"] is True
 
     def moved(state: str) -> float:
         return sample("tidings_inbox_admissions_total", state=state) - items[state]

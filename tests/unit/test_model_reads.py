@@ -17,7 +17,7 @@ import tidings
 from tests.support.memory_repo import MemoryRepo
 from tidings import Agent, Hub
 from tidings._turn import Turn
-from tidings.jobs.inbox.items import Item
+from tidings.jobs.inbox import Item
 from tidings.jobs.memory.summary import PERSONA_SENTENCE, SUMMARY_BYTES
 
 #: A 43-character Chinese note name (issue 32, problem 1).

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tidings.jobs.channels import allowlisting, hooks, names, publishing
-from tidings.jobs.channels.allowlisting import Allowlist
-from tidings.jobs.consumer import coherent
+from tidings.jobs.channels import Allowlist, add, allowlist, names, publishing
+from tidings.jobs.consumer import observe
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
@@ -24,7 +23,7 @@ MANIFEST = {
 def test_c1_channel_is_file_stem_and_attention_key(rt: Runtime, agent: AgentRecord) -> None:
     (agent.root / ".notification").mkdir()
     (agent.root / ".notification" / "mcp.build.json").write_text('{"header": "x"}')
-    assert list(coherent.observe(rt, agent).payloads) == ["mcp.build"]
+    assert list(observe(rt, agent).payloads) == ["mcp.build"]
 
 
 @pytest.mark.parametrize(
@@ -82,9 +81,9 @@ def test_c5_hook_channel_allowed_for_its_agent_only(rt: Runtime, tmp_path: Path)
 
     one = make_agent(rt, tmp_path / "one", "one")
     two = make_agent(rt, tmp_path / "two", "two")
-    assert hooks.add(rt, one, MANIFEST)["reason"] == "added"
-    assert allowlisting.allowlist(rt, one).allows("deploys")
-    assert not allowlisting.allowlist(rt, two).allows("deploys")
+    assert add(rt, one, MANIFEST)["reason"] == "added"
+    assert allowlist(rt, one).allows("deploys")
+    assert not allowlist(rt, two).allows("deploys")
 
 
 def test_c6_evaluation_order_and_message(rt: Runtime, agent: AgentRecord) -> None:
@@ -101,7 +100,7 @@ def test_c6_evaluation_order_and_message(rt: Runtime, agent: AgentRecord) -> Non
 def test_c7_reserved_stems_refused_as_hook_channels(
     rt: Runtime, agent: AgentRecord, stem: str
 ) -> None:
-    result = hooks.add(rt, agent, {**MANIFEST, "channel": stem})
+    result = add(rt, agent, {**MANIFEST, "channel": stem})
     assert result["reason"] == "invalid_manifest" and "reserved" in result["message"]
     assert not (agent.root / ".notification" / "hooks.json").exists()
 
@@ -113,13 +112,13 @@ def test_c7_reserved_stems_never_channels_even_if_registered_by_hand(
     d.mkdir()
     (d / "hooks.json").write_text(json.dumps([{**MANIFEST, "channel": "overflow"}]))
     (d / "overflow.json").write_text("{}")
-    assert not allowlisting.allowlist(rt, agent).allows("overflow")
-    assert "overflow" not in coherent.observe(rt, agent).payloads
+    assert not allowlist(rt, agent).allows("overflow")
+    assert "overflow" not in observe(rt, agent).payloads
 
 
 def test_c7_daemon_json_is_a_report_not_a_channel(rt: Runtime, agent: AgentRecord) -> None:
     d = agent.root / ".notification"
     d.mkdir()
     (d / "daemon.json").write_text('{"header": "not a channel"}')
-    obs = coherent.observe(rt, agent)
+    obs = observe(rt, agent)
     assert "daemon" not in obs.payloads and obs.raw_fp == []

@@ -21,8 +21,15 @@ import pytest
 from tests.support.polling import wait_until
 from tidings.jobs import tick
 from tidings.jobs.channels import publishing
-from tidings.jobs.consumer import delivery, dismiss, own_acts, visit, wake_stream
-from tidings.jobs.consumer.delay import request_delay
+from tidings.jobs.consumer import (
+    check_placeholder,
+    dismiss_event,
+    own_acts,
+    request_delay,
+    stamp,
+    visit,
+    wake_stream,
+)
 from tidings.jobs.runtime import Runtime
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -122,11 +129,11 @@ def test_dismissals_against_a_50ms_tick_never_wake(rt: Runtime, agent: AgentReco
     """C53: the agent's own dismissals never wake it (``system`` keeps 20 events)."""
     for n in range(SYSTEM_KEPT):
         publishing.append_event(rt, agent, "system", {"body": f"b{n}", "event_id": f"e{n}"})
-    delivery.stamp(rt, agent, delivery.check_placeholder())
+    stamp(rt, agent, check_placeholder())
     settle(rt, agent)
     with ticking(rt, agent):
         for n in range(SYSTEM_KEPT):
-            assert dismiss.dismiss_event(rt, agent, f"e{n}")["removed"] == 1
+            assert dismiss_event(rt, agent, f"e{n}")["removed"] == 1
         assert wakes(rt, agent) == []
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from tests.support.dispatch import InlineJobs
 from tidings.jobs.channels import flush as flushing
-from tidings.jobs.channels import publishing
-from tidings.jobs.channels.flush import flush_channel, settle_intent
+from tidings.jobs.channels import flush_channel, publishing, settle_intent
 from tidings.jobs.runtime import Runtime
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord

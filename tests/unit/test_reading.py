@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from tidings.jobs.channels.allowlisting import Allowlist
+from tidings.jobs.channels import Allowlist
 from tidings.jobs.consumer import _bare_read as bare
-from tidings.jobs.consumer import coherent
-from tidings.jobs.consumer import read as reading
+from tidings.jobs.consumer import fingerprint, observe
 from tidings.jobs.runtime import Runtime
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -39,7 +38,7 @@ class TestC19SafeReads:
         write(tmp_path, ".hidden.json", "{}")
         write(tmp_path, "notes.txt", "{}")
         assert list(bare.snapshot(tmp_path, ALLOW)) == ["system"]
-        assert [e[0] for e in reading.fingerprint(tmp_path, ALLOW)] == ["system.json"]
+        assert [e[0] for e in fingerprint(tmp_path, ALLOW)] == ["system.json"]
 
     def test_symlink_directory_and_oversized_files_are_skipped(self, tmp_path: Path) -> None:
         target = write(tmp_path, "system.json", '{"a": 1}')
@@ -61,22 +60,22 @@ class TestC19SafeReads:
 
 class TestC20Fingerprint:
     def test_no_directory_is_empty(self, tmp_path: Path) -> None:
-        assert reading.fingerprint(tmp_path, ALLOW) == []
+        assert fingerprint(tmp_path, ALLOW) == []
 
     def test_sorted_entries_with_size_and_sha_malformed_included(self, tmp_path: Path) -> None:
         write(tmp_path, "system.json", '{"a": 1}')
         write(tmp_path, "email.json", "not json")
-        fp = reading.fingerprint(tmp_path, ALLOW)
+        fp = fingerprint(tmp_path, ALLOW)
         assert [e[0] for e in fp] == ["email.json", "system.json"]
         assert fp[0][1] == len("not json") and len(fp[0][2]) == 64
 
     def test_content_matters_mtime_does_not(self, tmp_path: Path) -> None:
         path = write(tmp_path, "system.json", '{"a": 1}')
-        before = reading.fingerprint(tmp_path, ALLOW)
+        before = fingerprint(tmp_path, ALLOW)
         os.utime(path, (1, 1))
-        assert reading.fingerprint(tmp_path, ALLOW) == before
+        assert fingerprint(tmp_path, ALLOW) == before
         path.write_text('{"a": 2}')
-        assert reading.fingerprint(tmp_path, ALLOW) != before
+        assert fingerprint(tmp_path, ALLOW) != before
 
 
 class TestC21Snapshot:
@@ -99,10 +98,10 @@ class TestC21Snapshot:
 class TestC22CoherentRead:
     def test_stable_read_carries_one_instant(self, rt: Runtime, agent: AgentRecord) -> None:
         write(agent.root, "system.json", '{"a": 1}')
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert obs.stable and obs.attempts == 1
         assert obs.payloads == {"system": {"a": 1}}
-        assert obs.raw_fp == reading.fingerprint(agent.root, ALLOW) == obs.masked_fp
+        assert obs.raw_fp == fingerprint(agent.root, ALLOW) == obs.masked_fp
 
     def test_churning_file_gives_unstable_after_three_attempts(
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
@@ -118,7 +117,7 @@ class TestC22CoherentRead:
             return out
 
         monkeypatch.setattr(bare, "_snapshot", churning)
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert not obs.stable and obs.attempts == 3 and calls["n"] == 3
 
     def test_one_change_then_stable_on_retry(
@@ -136,7 +135,7 @@ class TestC22CoherentRead:
             return out
 
         monkeypatch.setattr(bare, "_snapshot", once)
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert obs.stable and obs.attempts == 2 and obs.payloads == {"system": {"n": 1}}
 
     def test_store_error_is_unstable_with_empty_payloads(
@@ -148,7 +147,7 @@ class TestC22CoherentRead:
             raise RedisConnectionError("down")
 
         monkeypatch.setattr(bare, "allowlist", broken)
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert not obs.stable and obs.payloads == {} and obs.error == "ConnectionError"
 
     def test_snapshot_commits_nothing(self, rt: Runtime, agent: AgentRecord) -> None:

@@ -11,11 +11,10 @@ import pytest
 
 from tests.support.spills import spill_files
 from tidings.jobs.cap import lanes as cap_lanes
-from tidings.jobs.cap.ruler import measure, measure_persistent
-from tidings.jobs.channels.publishing import publish
-from tidings.jobs.consumer import delay_state, delivery
-from tidings.jobs.consumer.attention import render_attention
-from tidings.jobs.consumer.coherent import observe
+from tidings.jobs.cap import measure
+from tidings.jobs.cap.ruler import measure_persistent
+from tidings.jobs.channels import publish
+from tidings.jobs.consumer import delay_state, delivery, observe, render_attention
 from tidings.jobs.consumer.read import Observation
 from tidings.jobs.limits import MAX_CHARS_ENV
 from tidings.jobs.runtime import Runtime

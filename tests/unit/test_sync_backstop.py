@@ -7,7 +7,7 @@ import json
 from tests.support.dispatch import InlineJobs
 from tidings.jobs import tick
 from tidings.jobs.channels.publishing import append_event
-from tidings.jobs.consumer import visit
+from tidings.jobs.consumer import sync_agent
 from tidings.jobs.runtime import Runtime
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -19,11 +19,11 @@ def test_c15_sync_step_restarts_a_stranded_flush(rt: Runtime, agent: AgentRecord
     assert append_event(rt, agent, "system", {"text": "stranded"})["status"] == "ok"
     rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("system"))  # its flush died
     jobs_dispatch.run_flushes = True
-    visit.sync_agent(rt, agent)
+    sync_agent(rt, agent)
     events = json.loads((agent.root / ".notification/system.json").read_bytes())["data"]["events"]
     assert [e["text"] for e in events] == ["stranded"]
     assert jobs_dispatch.flushes == [(agent.agent_id, "system")] * 2
-    visit.sync_agent(rt, agent)
+    sync_agent(rt, agent)
     assert len(jobs_dispatch.flushes) == 2, "a drained buffer needs no flush"
 
 

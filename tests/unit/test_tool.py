@@ -18,7 +18,7 @@ from tidings._hub import Hub
 from tidings._tool import ACTIONS
 from tidings.jobs import limits
 from tidings.jobs.channels import settings_view as channel_settings
-from tidings.jobs.consumer import delivery
+from tidings.jobs.consumer import check_placeholder
 
 MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
             "how_to_modify": "m", "how_to_cancel": "c"}
@@ -72,7 +72,7 @@ class TestC44Root:
             "status": "error", "message": "Unknown notification action: explode"}
 
     def test_accepted_root_forms(self, agent: Agent) -> None:
-        placeholder = delivery.check_placeholder()
+        placeholder = check_placeholder()
         for arguments in ({"action": "check"}, {"action": "check", "input": None},
                           {"action": "check", "input": {}, "reasoning": "r", "summarize": True,
                            "_tc_id": "call_1"}):

@@ -10,9 +10,9 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.jobs.inbox import admission as inbox_admission
-from tidings.jobs.inbox.items import projection
+from tidings.jobs.inbox import projection
 from tidings.jobs.runtime import Runtime
-from tidings.jobs.turns import finish as turn_finish
+from tidings.jobs.turns import finish_turn, mark_side_effect
 from tidings.jobs.turns import prepare as turn_prepare
 from tidings.store.clock import FakeClock
 from tidings.store.inbox_keys import InboxKeys
@@ -35,7 +35,7 @@ def prepare(rt: Runtime, agent: AgentRecord, kind: str = "ordinary") -> Result:
 
 
 def finish(rt: Runtime, agent: AgentRecord, turn: Result, **kw: Any) -> Result:
-    return turn_finish.finish_turn(rt, agent, turn["turn_id"], **kw)
+    return finish_turn(rt, agent, turn["turn_id"], **kw)
 
 
 def states(rt: Runtime, agent: AgentRecord) -> dict[str, str]:
@@ -215,8 +215,8 @@ class TestFinish:
 
     def test_m46_unknown_turn(self, rt: Runtime, agent: AgentRecord) -> None:
         """M46 step 1: an unknown turn id → unknown_turn; a non-id → invalid_input."""
-        assert turn_finish.finish_turn(rt, agent, "f" * 32)["reason"] == "unknown_turn"
-        assert turn_finish.finish_turn(rt, agent, "nope")["reason"] == "invalid_input"
+        assert finish_turn(rt, agent, "f" * 32)["reason"] == "unknown_turn"
+        assert finish_turn(rt, agent, "nope")["reason"] == "invalid_input"
 
 
 class TestSideEffects:
@@ -226,20 +226,20 @@ class TestSideEffects:
         """M47: mark_side_effect stamps the running items; a failed turn → needs-repair."""
         a = admit(rt, agent)
         turn = prepare(rt, agent)
-        marked = turn_finish.mark_side_effect(rt, agent, turn["turn_id"])
+        marked = mark_side_effect(rt, agent, turn["turn_id"])
         assert marked == {"status": "ok", "turn_id": turn["turn_id"], "marked": [a]}
         assert finish(rt, agent, turn, ok=False)["needs_repair"] == [a]
 
     def test_m47_errors(self, rt: Runtime, agent: AgentRecord, clock: FakeClock) -> None:
         """M47: unknown, finished and expired turns are refused."""
-        assert turn_finish.mark_side_effect(rt, agent, "e" * 32)["reason"] == "unknown_turn"
+        assert mark_side_effect(rt, agent, "e" * 32)["reason"] == "unknown_turn"
         turn = prepare(rt, agent)
         finish(rt, agent, turn)
-        assert turn_finish.mark_side_effect(rt, agent, turn["turn_id"])["reason"] == (
+        assert mark_side_effect(rt, agent, turn["turn_id"])["reason"] == (
             "turn_finished")
         turn = prepare(rt, agent)
         clock.advance(rt.settings.turn_lease_seconds + 1)
-        assert turn_finish.mark_side_effect(rt, agent, turn["turn_id"])["reason"] == (
+        assert mark_side_effect(rt, agent, turn["turn_id"])["reason"] == (
             "turn_expired")
 
 

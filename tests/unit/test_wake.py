@@ -14,14 +14,14 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.jobs import tick
+from tidings.jobs.channels import add, drop, publish_daemon_event, publishing
 from tidings.jobs.channels import blocked as blocked_warnings
-from tidings.jobs.channels import daemon_runs, hooks, publishing
 from tidings.jobs.consumer import (
-    coherent,
     committed,
     delay_alarm,
     delay_state,
     delivery,
+    observe,
     visit,
     wake_mask,
     wake_stream,
@@ -76,7 +76,7 @@ class TestC23C24Delivery:
                                                   "sources": ["soul"]}}
         assert meta["instruction"] == delivery.STAMP_INSTRUCTION
         seen = committed.read(rt, agent)
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert seen.delivered == obs.raw_fp and seen.wake(agent.root, None) == obs.masked_fp
 
     def test_empty_view_stamps_placeholder_only(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -110,8 +110,8 @@ class TestC25Mask:
         (root / "notification.json").write_text('{"channels":{"daemon":{"alarm_threshold":1}}}')
         assert wake_mask.masked_fingerprint(root, [["soul.json", 2, "b"]], None) == [
             ["daemon.json", 0, "daemon:alarm=0"], ["soul.json", 2, "b"]]  # inserted if absent
-        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 1})
-        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 2})
+        publish_daemon_event(rt, agent, "r", {"n": 1})
+        publish_daemon_event(rt, agent, "r", {"n": 2})
         assert wake_mask.masked_fingerprint(root, raw, None)[0] == [
             "daemon.json", 0, "daemon:alarm=1"]
         assert wake_mask.masked_fingerprint(root, raw, "daemon")[0][2] == "daemon:delayed=1"
@@ -180,7 +180,7 @@ class TestC27SyncTick:
         assert first["woke"] is True
         assert visit.sync_agent(rt, agent)["woke"] is False
         seen = committed.read(rt, agent)
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert seen.delivered == obs.raw_fp and seen.wake(agent.root, None) == obs.masked_fp
 
     def test_nothing_visible_commits_wake_only(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -196,7 +196,7 @@ class TestC27SyncTick:
 
     def test_signal_script_checks_committed_wake(self, rt: Runtime, agent: AgentRecord) -> None:
         write_direct(agent, "mcp.x.json", "{}")
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         seen = committed.read(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})  # a concurrent delivery commits first
         assert visit._signal(rt, agent, seen, obs, "") is None
@@ -243,15 +243,15 @@ class TestC27SyncTick:
             '{"channels":{"daemon":{"alarm_threshold":2}}}')
         settle(rt, agent)
         for n in range(2):
-            daemon_runs.publish_daemon_event(rt, agent, "r", {"n": n})
+            publish_daemon_event(rt, agent, "r", {"n": n})
             assert visit.sync_agent(rt, agent)["woke"] is False
-        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 3})
+        publish_daemon_event(rt, agent, "r", {"n": 3})
         assert visit.sync_agent(rt, agent)["woke"] is True  # count 3 > threshold 2
-        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 4})
+        publish_daemon_event(rt, agent, "r", {"n": 4})
         assert visit.sync_agent(rt, agent)["woke"] is False  # alarm already delivered
         monkeypatch.setattr(delay_state, "live_target", lambda *a: "daemon")
         visit.sync_agent(rt, agent)
-        daemon_runs.publish_daemon_event(rt, agent, "r", {"n": 5})
+        publish_daemon_event(rt, agent, "r", {"n": 5})
         assert visit.sync_agent(rt, agent)["woke"] is False
 
     def test_sync_host_survives_a_failing_agent(self, rt: Runtime, tmp_path: Path,
@@ -278,9 +278,9 @@ class TestC28C29Warnings:
     def test_blocked_file_warned_once_never_delivered(self, rt: Runtime,
                                                       agent: AgentRecord) -> None:
         settle(rt, agent)
-        fp_before = coherent.observe(rt, agent).raw_fp
+        fp_before = observe(rt, agent).raw_fp
         write_direct(agent, "deploys.json", '{"header": "sneaky"}')
-        assert coherent.observe(rt, agent).raw_fp == fp_before
+        assert observe(rt, agent).raw_fp == fp_before
         first = visit.sync_agent(rt, agent)
         assert first["blocked"] == ["deploys"] and first["woke"] is False
         events = json.loads((agent.root / ".notification" / "system.json").read_bytes())
@@ -296,7 +296,7 @@ class TestC28C29Warnings:
             again = visit.sync_agent(rt, agent)
             assert again["woke"] is False and again["blocked"] == []
         assert system_refs(agent) == ["blocked_channel:deploys"]
-        assert "deploys" not in coherent.observe(rt, agent).payloads
+        assert "deploys" not in observe(rt, agent).payloads
 
     def test_registration_clears_and_drop_warns_again(self, rt: Runtime,
                                                       agent: AgentRecord) -> None:
@@ -304,14 +304,14 @@ class TestC28C29Warnings:
         visit.sync_agent(rt, agent)
         blocked = AgentKeys(agent.agent_id).blocked
         assert rt.redis.sismember(blocked, "deploys")
-        hooks.add(rt, agent, MANIFEST)
+        add(rt, agent, MANIFEST)
         assert not rt.redis.sismember(blocked, "deploys")
-        assert "deploys" in coherent.observe(rt, agent).payloads
-        from tidings.jobs.consumer import dismiss
+        assert "deploys" in observe(rt, agent).payloads
+        from tidings.jobs.consumer import dismiss_ref
 
         delivery.stamp(rt, agent, {"status": "ok"})
-        dismiss.dismiss_ref(rt, agent, "blocked_channel:deploys")
-        hooks.drop(rt, agent, "h")
+        dismiss_ref(rt, agent, "blocked_channel:deploys")
+        drop(rt, agent, "h")
         assert visit.sync_agent(rt, agent)["blocked"] == ["deploys"]
         assert system_refs(agent) == ["blocked_channel:deploys"]
 
@@ -330,9 +330,9 @@ class TestC28C29Warnings:
         visit.sync_agent(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})
         from tidings.jobs.channels import allowlisting
-        from tidings.jobs.consumer import dismiss
+        from tidings.jobs.consumer import dismiss_ref
 
-        dismiss.dismiss_ref(rt, agent, "blocked_channel:deploys")
+        dismiss_ref(rt, agent, "blocked_channel:deploys")
         allowlisting.invalidate(agent)
         reading._hashes = reading._HashCache(reading.HASH_CACHE_SIZE)
         assert visit.sync_agent(rt, agent)["blocked"] == []
@@ -351,7 +351,7 @@ class TestC28C29Warnings:
     def test_oversized_allowed_file(self, rt: Runtime, agent: AgentRecord) -> None:
         """Acceptance 5: a 2 MiB channel file."""
         settle(rt, agent)
-        fp_before = coherent.observe(rt, agent).raw_fp
+        fp_before = observe(rt, agent).raw_fp
         write_direct(agent, "mcp.big.json", b'{"x":"' + b"a" * (2 * 1_048_576) + b'"}')
         result = visit.sync_agent(rt, agent)
         assert result["oversized"] == ["mcp.big"] and result["blocked"] == []
@@ -359,7 +359,7 @@ class TestC28C29Warnings:
         events = json.loads((agent.root / ".notification" / "system.json").read_bytes())
         assert events["data"]["events"][0]["source"] == "notification_store"
         assert visit.sync_agent(rt, agent)["oversized"] == []
-        obs = coherent.observe(rt, agent)
+        obs = observe(rt, agent)
         assert "mcp.big" not in obs.payloads
         assert [e for e in obs.raw_fp if e[0] != "system.json"] == fp_before
         write_direct(agent, "mcp.big.json", "{}")
@@ -383,7 +383,7 @@ class TestC28C29Warnings:
             (d / name).write_text("{}")
         result = visit.sync_agent(rt, agent)
         assert result["status"] == "ok" and result["blocked"] == [] and result["oversized"] == []
-        assert coherent.observe(rt, agent).payloads == {}
+        assert observe(rt, agent).payloads == {}
         assert outside.read_text() == '{"header": "elsewhere"}'
 
     def test_c29_skip_if_ref_exists(self, rt: Runtime, agent: AgentRecord) -> None:

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 import tidings
 from tidings._hub import Hub
-from tidings.jobs.cap.spill import ATTENTION_STEM
+from tidings.jobs.cap import ATTENTION_STEM
 from tidings.store.clock import FakeClock
 from tidings.web import sessions
 from tidings.web.app import build_app

@@ -126,8 +126,10 @@ def wake(tour: Tour) -> None:
     tour.agent.stamp({"status": "ok"})
     _drain_wakes(tour)  # start from a quiet stream
     tour.introduce("mcp.watch", "an issue tracker's MCP watcher, which writes its file itself.")
-    tour.say("It writes [bold].notification/mcp.watch.json[/]; the next sync tick notices the "
-             "new fingerprint and appends a wake signal, which the orchestrator, waiting, gets:")
+    tour.say("It writes [bold].notification/mcp.watch.json[/]; tidings notices the new "
+             "fingerprint (a filesystem watcher starts a visit of this agent at once; the sync "
+             "tick, every second, is the backstop) and appends a wake signal, which the "
+             "orchestrator, waiting, gets:")
     tour.does(python="agent.wait_for_wake(5)      # asyncio: await agent.wait_for_wake(5)")
     _write_directly(tour, "mcp.watch.json", {"header": "1 new issue", "data": {"id": 42}})
     signal = tour.agent.wait_for_wake(5)
