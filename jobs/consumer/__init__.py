@@ -20,6 +20,7 @@ from tidings.jobs.consumer.delivery import (
     is_placeholder,
     render,
     stamp,
+    unavailable,
 )
 from tidings.jobs.consumer.dismiss import dismiss_channel, dismiss_event, dismiss_ref
 from tidings.jobs.consumer.read import fingerprint
@@ -61,6 +62,7 @@ __all__ = [
     "stamp",
     "structural_problem",
     "sync_agent",
+    "unavailable",
     "wait_for_wake",
     "wait_for_wake_async",
     "wake_deadline",
