@@ -7,8 +7,12 @@ wraps a call that returns another value (interfaces.md, Errors in Python): the
 exception becomes a :class:`TidingsError` whose reason is ``internal_error``.
 A :class:`TidingsError` already carries a machine-readable reason, so it is
 answered as its error dict, or raised unchanged; so is a Redis failure that has a
-reason of its own (:func:`~tidings.store.refusals.store_fault`: a store refusing writes
-or not answering), which is the store's state, not a failure of tidings.
+reason of its own, which is the store's state or the credential's, not a failure of
+tidings: a refusal (a wrong password, an ACL user without a right the call needs:
+``auth_failed``, ``no_permission``, with one line naming the user and the role that has
+the right; interfaces.md, "Never silent, never wrong"), or a store refusing writes or not
+answering (:func:`~tidings.store.refusals.store_fault`). Those are logged without a
+traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypedDict, TypeVar
 
 from tidings.jobs import log
+from tidings.store import refusals
 from tidings.store.errors import TidingsError
 from tidings.store.refusals import store_fault
 
@@ -51,6 +56,24 @@ def _agent_id(args: tuple[object, ...]) -> str | None:
     return None
 
 
+def _client(args: tuple[object, ...]) -> object:
+    """The state store's client of the agent or hub a call is made on, if one is."""
+    for arg in args:
+        for holder in (getattr(arg, "runtime", None),
+                       getattr(getattr(arg, "sync", None), "runtime", None), arg):
+            client = getattr(holder, "redis", None)
+            if client is not None:
+                return client
+    return None
+
+
+def store_refusal(exc: Exception, args: tuple[object, ...] = ()) -> TidingsError | None:
+    """``exc`` as the :class:`TidingsError` of the store's own answer: a refusal
+    (``no_permission``, ``auth_failed``) or a fault (``store_refuses_writes``,
+    ``store_unresponsive``); ``None`` when it is something else."""
+    return refusals.refusal(exc, _client(args)) or store_fault(exc)
+
+
 def internal_error(
     call: str, exc: Exception, args: tuple[object, ...] = ()
 ) -> ErrorAnswer:
@@ -65,9 +88,9 @@ def internal_error(
 def unexpected_answer(
     call: str, exc: Exception, args: tuple[object, ...] = ()
 ) -> ErrorAnswer:
-    """What an exception no one expected answers: the store's own refusal when it is
-    one (:func:`~tidings.store.refusals.store_fault`), else :func:`internal_error`."""
-    fault = store_fault(exc)
+    """What an exception no one expected answers: the store's own answer when it is
+    one (:func:`store_refusal`), else :func:`internal_error`."""
+    fault = store_refusal(exc, args)
     if fault is not None:
         return refused(call, fault, args)
     return internal_error(call, exc, args)
@@ -89,7 +112,9 @@ def refused(call: str, exc: TidingsError, args: tuple[object, ...] = ()) -> Erro
 def answering(
     call: str, *, fail_open: Callable[..., Any] | None = None
 ) -> Callable[[Callable[P, R]], Callable[P, R | ErrorAnswer]]:
-    """Decorate a dict-answering public call (``fail_open``: its own answer instead)."""
+    """Decorate a dict-answering public call. ``fail_open(answer, *args, **kwargs)``:
+    the call's own answer instead of the error dict ``answer`` of an unexpected failure
+    or a store refusal."""
 
     def wrap(fn: Callable[P, R]) -> Callable[P, R | ErrorAnswer]:
         @functools.wraps(fn)
@@ -101,7 +126,7 @@ def answering(
             except Exception as exc:
                 answer = unexpected_answer(call, exc, args)
                 if fail_open is not None:
-                    fallback: R = fail_open(*args, **kwargs)
+                    fallback: R = fail_open(answer, *args, **kwargs)
                     return fallback
                 return answer
 

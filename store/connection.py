@@ -33,6 +33,7 @@ from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 
+from tidings.store import refusals
 from tidings.store.cluster import CLUSTER_RETRY_ON, StateCluster
 from tidings.store.errors import NoStoreError
 from tidings.store.settings import STORE_HANG_SECONDS, RedisConfig
@@ -246,7 +247,9 @@ def ping(client: redis.Redis, url: str, *, broker: bool = False,
          hang_seconds: float = STORE_HANG_SECONDS) -> None:
     """Raise :class:`NoStoreError` naming both fixes if nothing answers (``broker``: the
     control store, named by its own variable), or with reason ``store_unresponsive``
-    when the store takes the connection and does not answer within ``hang_seconds``.
+    when the store takes the connection and does not answer within ``hang_seconds``; a
+    store that answers but refuses the credentials raises ``auth_failed``
+    (:mod:`tidings.store.refusals`).
 
     Answers at once: the failover retry is for a store that answered before, not
     for one that was never started.
@@ -269,6 +272,9 @@ def ping(client: redis.Redis, url: str, *, broker: bool = False,
             "`tidings up` exits when its engine hangs (its service manager restarts it), "
             "or see to the Redis behind the URL.", reason="store_unresponsive") from None
     except redis.exceptions.RedisError as exc:
+        refused = refusals.refusal(exc, client, redact(url))
+        if refused is not None:  # it answered: a credential or right problem, not no store
+            raise refused from None
         if broker:
             raise NoStoreError(
                 f"no Redis answers at {redact(url)} ({type(exc).__name__}), the control store: "

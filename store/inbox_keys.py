@@ -123,6 +123,13 @@ class InboxKeys:
         """The per-agent observation lock (M52)."""
         return self._k("memory", "lock")
 
+    @property
+    def memory_unavailable(self) -> str:
+        """The M13 reason of the last observation, while the registered memory repository
+        is unavailable (absent otherwise): what ``tidings status`` and the console show as
+        needing attention (interfaces.md, Never silent)."""
+        return self._k("memory", "unavailable")
+
     # -- key lists of the scripts (every key a script touches, in its order) ------
 
     def item_keys(self) -> list[str]:

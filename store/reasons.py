@@ -15,6 +15,8 @@ Reason = Literal[
     # errors every layer raises (store/errors.py)
     "error", "unsafe_path", "lock_timeout", "no_store", "unknown_agent", "store_error",
     "internal_error",
+    # the store answered and refused (interfaces.md, Never silent, never wrong)
+    "auth_failed", "no_permission",
     # hub, agent records and settings
     "invalid_redis_url", "placeholder_password", "invalid_broker_url", "broker_url_required",
     "broker_on_cluster", "invalid_workdir", "invalid_memory_repo",
@@ -23,7 +25,7 @@ Reason = Literal[
     "invalid_input", "invalid_dialect", "workdir_missing", "metrics_address_unavailable",
     # CLI usage
     "bad_usage", "invalid_json", "invalid_setting", "unreadable_file", "port_in_use",
-    "worker_process_died", "INVALID_ARGUMENT", "unknown_tool",
+    "worker_process_died", "unknown_tool", "weak_token",
     # the default store under `tidings up`
     "store_busy", "no_engine", "engine_failed", "store_engine_died", "not_running",
     "stop_timeout",
@@ -37,6 +39,8 @@ Reason = Literal[
     "reserved_source",
     "missing_daemon_id", "invalid_daemon_id", "daemon_run_full", "daemon_write_failed",
     "daemon_control_error", "invalid_timeout", "invalid_wake",
+    # the tool's own error answers (C42, C44)
+    "invalid_argument", "settings_unavailable", "unknown_action",
     # dismissal (C)
     "missing_channel", "missing_event_id", "missing_ref_id", "missing_ack_reason",
     "protected_channel", "atomic_dismiss_requires_system_channel",
@@ -72,6 +76,11 @@ REASONS: Final[dict[Reason, str]] = {
     "store_error": "Redis or the file system failed underneath the call.",
     "internal_error": "An unexpected failure inside tidings (C52); it was logged and "
                       "nothing was left half-done.",
+    "auth_failed": "The store answered but refused the credentials: wrong user or password "
+                   "(never no_store).",
+    "no_permission": "The store's ACL user lacks a command or key the call needs; the "
+                     "message names the user, the command and the role that has it "
+                     "(deploy/README.md, Roles).",
     "invalid_redis_url": "The Redis URL cannot be parsed.",
     "placeholder_password": "A Redis URL carries a change-me placeholder password; it is "
                             "refused before connecting (interfaces.md, Local trust).",
@@ -83,7 +92,9 @@ REASONS: Final[dict[Reason, str]] = {
     "broker_on_cluster": "The control store given is a Redis Cluster; the broker needs one "
                          "standalone Redis (interfaces.md, Past one Redis).",
     "invalid_workdir": "The agent's workdir is not a directory, or its path is not UTF-8.",
-    "invalid_memory_repo": "The agent's memory repository path is not valid UTF-8.",
+    "invalid_memory_repo": "The agent's memory repository is missing, not a Git repository "
+                           "with a working tree (a plain folder, a bare repository), or its "
+                           "path is not valid UTF-8; nothing was registered.",
     "agent_id_conflict": "The agent id is already registered with another workdir.",
     "invalid_agent": "The agent's registration fields (such as max_events) are not valid.",
     "invalid_channel": "The channel name is not valid, not allowed for this agent, or not "
@@ -123,9 +134,9 @@ REASONS: Final[dict[Reason, str]] = {
     "store_data_missing": "The default store's data vanished from its state directory (deleted "
                           "while `tidings up` ran, or its append-only files are gone); `tidings up"
                           " --fresh` starts empty on purpose.",
-    "INVALID_ARGUMENT": "The tool call's arguments are not valid (the tool's error code, "
-                        "answered by the CLI too).",
     "unknown_tool": "The MCP tool name is not one tidings serves.",
+    "weak_token": "The console was asked to listen off loopback with a TIDINGS_WEB_TOKEN "
+                  "shorter than 32 characters.",
     "not_loopback": "The MCP HTTP server was asked to listen on a non-loopback address; it "
                     "serves loopback only (interfaces.md, Local trust).",
     "invalid_envelope": "The envelope is not a JSON object of the accepted shape (C7).",
@@ -146,6 +157,11 @@ REASONS: Final[dict[Reason, str]] = {
     "daemon_control_error": "A daemon control file cannot be read as valid control data.",
     "invalid_timeout": "A wait's timeout is not a finite number of seconds >= 0.",
     "invalid_wake": "The wake flag is not true or false, or a wake signal has no kind.",
+    "invalid_argument": "The tool call's arguments are not a valid call (C44); the answer's "
+                        "error_code is INVALID_ARGUMENT.",
+    "settings_unavailable": "The settings inventory could not be read (C42); the answer's "
+                            "error_code is SETTINGS_UNAVAILABLE.",
+    "unknown_action": "The notification tool has no action by that name (C44).",
     "missing_channel": "dismiss_channel was called without a channel.",
     "missing_event_id": "dismiss_event was called without an event_id.",
     "missing_ref_id": "dismiss_ref was called without a ref_id.",
@@ -188,7 +204,8 @@ REASONS: Final[dict[Reason, str]] = {
     "invalid_state": "The inbox state filter is not one of the item states.",
     "invalid_before": "The before cursor is not a retained event id.",
     "invalid_kind": "The turn kind is not one tidings knows.",
-    "turn_in_progress": "An unfinished turn holds the agent's turn slot.",
+    "turn_in_progress": "An unfinished turn holds the agent's turn slot: finish it "
+                        "(finish_turn), or run startup() after an orchestrator crash.",
     "turn_expired": "The turn's lease passed; its items were recovered.",
     "unknown_turn": "No turn by that id.",
     "startup_failed": "An agent's start-up turn preparation failed.",
@@ -208,7 +225,8 @@ REASONS: Final[dict[Reason, str]] = {
     "index_too_large": "The memory repository's index file is over the 64 MiB cap (M55).",
     "timeout": "The memory observation did not answer within its time limit (M55); the "
                "worker went on.",
-    "unstable": "The memory work tree kept changing during the observation.",
+    "unstable": "The memory work tree, or the notification files (C24), kept changing "
+                "during the read.",
     "interval": "A full sync scan because its interval passed (C27).",
     "overflow": "A full sync scan because the file watcher's queue overflowed (C27).",
     "watch_limit": "A full sync scan because the file watcher hit its watch limit (C27).",

@@ -32,9 +32,15 @@ if TYPE_CHECKING:
     from tidings.jobs.turns import SideEffectMarked, Startup, TurnError
 
 
-def _unstamped(agent: Agent, result: object, persistent: object = None) -> object:
-    """C24, C52: a stamp that cannot be made leaves the tool's result as it was."""
-    return dict(result) if isinstance(result, dict) else result
+def _unstamped(answer: ErrorAnswer, agent: Agent, result: object,
+               persistent: object = None) -> object:
+    """C24, C52: a stamp that cannot be made leaves the tool's result as it was; a check
+    placeholder says the notifications could not be read (``answer``'s reason)."""
+    from tidings.jobs.consumer import unavailable  # noqa: PLC0415 - see module doc
+
+    if not isinstance(result, dict):
+        return result
+    return unavailable(dict(result), answer["reason"])
 
 
 def _invalid_persistent() -> ErrorAnswer:

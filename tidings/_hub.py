@@ -18,6 +18,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.store import keys, lua_sandbox, rates, replies
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.errors import TidingsError
+from tidings.store.inbox_keys import InboxKeys
 from tidings.store.models import AgentRecord, default_agent_id
 from tidings.store.placement import RunFence
 from tidings.store.registry import AgentRegistry
@@ -181,7 +182,10 @@ class Hub:
     ) -> Agent:
         """Register (idempotently) and return the agent of ``workdir``; starts nothing.
 
-        ``memory_repo``: the git work tree whose changes reach the inbox (M10);
+        ``memory_repo``: the git work tree whose changes reach the inbox (M10); a path
+        that is not one (missing, a plain folder, a bare repository) raises
+        ``invalid_memory_repo`` and registers nothing; ``""`` clears a registered one,
+        ``None`` keeps it;
         ``agent_id``: defaults to a stable digest of the workdir's real path; ``host``: the
         host whose workers serve it (default: this one); ``max_events``: per-channel caps
         of ``data.events``; ``inline``: run its jobs in the caller instead of a worker. On an
@@ -203,14 +207,17 @@ class Hub:
         for channel in max_events or {}:
             if name_error(channel) is not None:
                 raise TidingsError(f"max_events: bad channel {channel!r}", reason="invalid_agent")
-        repo = os.path.realpath(memory_repo) if memory_repo is not None else None
+        clear = memory_repo is not None and os.fspath(memory_repo) == ""
+        repo = os.path.realpath(memory_repo) if memory_repo is not None and not clear else None
         for name, path in (("workdir", real), ("memory_repo", repo)):
             if path is not None and not _is_text(path):
                 raise TidingsError(
                     f"{name} {os.fsencode(path)!r} is not valid UTF-8 (agent records keep "
                     "their paths as JSON text)", reason=f"invalid_{name}",
                 )
-        if repo is None and existing is not None:
+        if repo is not None:
+            _check_memory_repo(repo)
+        elif existing is not None and not clear:
             repo = existing.memory_repo
         try:
             record = AgentRecord(
@@ -225,6 +232,9 @@ class Hub:
             raise TidingsError(str(exc.errors()[0]["msg"]), reason="invalid_agent") from None
         if record != existing:
             self.registry.put(record)
+            if existing is not None and existing.memory_repo != record.memory_repo:
+                # the old repository's unavailability is not the new one's
+                self.redis.delete(InboxKeys(agent_id).memory_unavailable)
         else:  # a crash between the record and its index leaves it unlisted: list it again
             self.registry.ensure_indexed(record)
         return Agent(self, record, inline=inline or self._inline_agents)
@@ -387,6 +397,18 @@ class Hub:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_memory_repo(path: str) -> None:
+    """Raise ``invalid_memory_repo`` unless ``path`` is a Git work tree's root (interfaces.md,
+    Never silent: a typo must not turn the memory inbox off quietly)."""
+    # pygit2 loads only for a registration that names a memory repository
+    from tidings.jobs.memory import repository_problem  # noqa: PLC0415
+
+    problem = repository_problem(path)
+    if problem is not None:
+        raise TidingsError(f"{problem}; nothing was registered (`--memory-repo \"\"` "
+                           "clears a registered one)", reason="invalid_memory_repo")
 
 
 def _is_text(path: str) -> bool:

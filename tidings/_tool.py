@@ -33,6 +33,8 @@ class InvalidArgument(TypedDict):
 
     status: Literal["failed"]
     error_code: Literal["INVALID_ARGUMENT"]
+    #: C44: every error answer of the tool carries a reason of the one registry.
+    reason: Literal["invalid_argument"]
     message: str
 
 
@@ -66,7 +68,7 @@ EDIT_FIELDS = frozenset(EDITABLE)
 
 def invalid_argument(message: str) -> ToolResult:
     answer: InvalidArgument = {"status": "failed", "error_code": "INVALID_ARGUMENT",
-                               "message": message}
+                               "reason": "invalid_argument", "message": message}
     return dict(answer)
 
 
@@ -216,7 +218,8 @@ def call_tool(agent: Agent, arguments: object) -> ToolResult:
         return problem
     action: str = arguments["action"]
     if action not in ACTIONS:
-        return {"status": "error", "message": f"Unknown notification action: {action}"}
+        return {"status": "error", "reason": "unknown_action",
+                "message": f"Unknown notification action: {action}"}
     if "input" in arguments and arguments["input"] is None and action == "settings":
         return invalid_argument("settings takes exactly {} as input")
     payload = _present(action, arguments.get("input") or {})

@@ -34,7 +34,7 @@ SYSTEM = "system"
 
 
 def name_error(name: object, what: str = "channel") -> str | None:
-    """C2: the exact error message for a bad name, or ``None``."""
+    """C2 (and C4's bare ``mcp.``): the exact error message for a bad name, or ``None``."""
     if not isinstance(name, str) or not name:
         return f"{what} must be a non-empty string"
     if ".." in name:
@@ -43,6 +43,8 @@ def name_error(name: object, what: str = "channel") -> str | None:
         return f"{what} must match {NAME_PATTERN_TEXT}"
     if len(name) > MAX_NAME_CHARS:
         return f"{what} must be at most {MAX_NAME_CHARS} characters"
+    if what == "channel" and name == MCP_PREFIX:  # C4: the family needs a member
+        return f"channel must name something after '{MCP_PREFIX}'"
     return None
 
 

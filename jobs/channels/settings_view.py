@@ -25,6 +25,7 @@ class Shown(TypedDict):
 class Unavailable(TypedDict):
     status: Literal["failed"]
     error_code: Literal["SETTINGS_UNAVAILABLE"]
+    reason: Literal["settings_unavailable"]
     message: str
 
 
@@ -32,6 +33,7 @@ class Unavailable(TypedDict):
 UNAVAILABLE: Unavailable = {
     "status": "failed",
     "error_code": "SETTINGS_UNAVAILABLE",
+    "reason": "settings_unavailable",
     "message": "settings inventory is unavailable",
 }
 

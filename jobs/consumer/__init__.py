@@ -20,10 +20,11 @@ from tidings.jobs.consumer.delivery import (
     is_placeholder,
     render,
     stamp,
+    unavailable,
 )
 from tidings.jobs.consumer.dismiss import dismiss_channel, dismiss_event, dismiss_ref
 from tidings.jobs.consumer.read import fingerprint
-from tidings.jobs.consumer.visit import prefetch, sync_agent
+from tidings.jobs.consumer.visit import prefetch, prefetch_records, sync_agent
 from tidings.jobs.consumer.wait_loop import Entry
 from tidings.jobs.consumer.waiting import (
     latest_id,
@@ -52,6 +53,7 @@ __all__ = [
     "observe",
     "owes_alarm",
     "prefetch",
+    "prefetch_records",
     "read_state",
     "render",
     "render_attention",
@@ -60,6 +62,7 @@ __all__ = [
     "stamp",
     "structural_problem",
     "sync_agent",
+    "unavailable",
     "wait_for_wake",
     "wait_for_wake_async",
     "wake_deadline",

@@ -53,6 +53,19 @@ class Guidance(TypedDict):
     transient: Transient
 
 
+class Unavailable(TypedDict):
+    """C24: why the notifications could not be read, in words the model can act on."""
+
+    reason: str
+    message: str
+
+
+class UnavailableMeta(TypedDict):
+    """C24: what a check placeholder carries when no stable read could be made."""
+
+    notifications_unavailable: Unavailable
+
+
 class AgentMeta(TypedDict):
     """C24: what a stamp puts under ``_meta.agent_meta``."""
 
@@ -70,6 +83,19 @@ CHECK_PLACEHOLDER: ToolResult = {
         "_meta.agent_meta.guidance.transient on this same result. If those keys are absent, "
         "no notifications are active."
     ),
+}
+
+#: C24: the sentence a check placeholder carries when the read failed or stayed unstable.
+UNAVAILABLE_MESSAGE = (
+    "The notifications could not be read just now ({why}); this does not mean that none "
+    "are active. Call notification(action=\"check\") again later."
+)
+#: C24: the words of :data:`UNAVAILABLE_MESSAGE` for each reason (``store_error`` else).
+UNAVAILABLE_WHY = {
+    "unstable": "the notification files kept changing during the read",
+    "no_permission": "the store refused this process's user a command the read needs",
+    "auth_failed": "the store refused this process's credentials",
+    "internal_error": "the read failed unexpectedly",
 }
 
 #: C24: the instruction every stamp carries.
@@ -192,14 +218,34 @@ def stamp_with(
     return stamped
 
 
+def unavailable(result: ToolResult, reason: str) -> ToolResult:
+    """C24: a read that failed or stayed unstable never passes for "nothing is active":
+    a check placeholder gets ``notifications_unavailable`` (other results come back
+    unchanged)."""
+    if not is_placeholder(result):
+        return result
+    why = UNAVAILABLE_WHY.get(reason, "the store failed underneath the read")
+    stamped = dict(result)
+    existing = stamped.get("_meta")
+    meta: dict[str, object] = dict(existing) if isinstance(existing, dict) else {}
+    agent_meta: UnavailableMeta = {"notifications_unavailable": {
+        "reason": reason, "message": UNAVAILABLE_MESSAGE.format(why=why)}}
+    meta["agent_meta"] = agent_meta
+    stamped["_meta"] = meta
+    return stamped
+
+
 def stamp(
     rt: Runtime,
     agent: AgentRecord,
     result: ToolResult,
     persistent: Block | None = None,
 ) -> ToolResult:
-    """C24: ``result`` with ``_meta.agent_meta`` stamped from one stable read."""
+    """C24: ``result`` with ``_meta.agent_meta`` stamped from one stable read; a read
+    that fails or stays unstable stamps a check placeholder ``notifications_unavailable``."""
     obs = observe(rt, agent)
+    if not obs.stable:
+        return unavailable(result, obs.reason or "unstable")
     stamped = stamp_with(rt, agent, obs, result, persistent)
     if stamped is None:
         return result

@@ -25,6 +25,7 @@ from tidings.jobs.channels import (
     parse_payload,
     read_daemon,
 )
+from tidings.store import refusals
 from tidings.store.files import MAX_READ_BYTES, DirView, Entry, directory, stat_key
 from tidings.store.jsonfmt import sha256_hex
 from tidings.store.listing import Listing, derived
@@ -49,6 +50,8 @@ class Observation:
     payloads: dict[str, dict[str, object]]
     delayed: str | None = None
     error: str | None = None
+    #: Why a read that could not start failed (a reason of store/reasons.py).
+    reason: str | None = None
     attempts: int = 1
     extras: dict[str, object] = field(default_factory=dict)
 
@@ -148,5 +151,7 @@ def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> lis
 
 def failed_read(agent: AgentRecord, exc: Exception) -> Observation:
     """The observation of a read that could not start (fail open, reported)."""
-    log.event("notification_read_failed", agent_id=agent.agent_id, error=type(exc).__name__)
-    return Observation(False, [], [], {}, error=type(exc).__name__)
+    reason = refusals.reason_of(exc)
+    log.event("notification_read_failed", agent_id=agent.agent_id, error=type(exc).__name__,
+              reason=reason)
+    return Observation(False, [], [], {}, error=type(exc).__name__, reason=reason)

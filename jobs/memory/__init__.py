@@ -21,6 +21,7 @@ from tidings.jobs.memory.memory_admission import (
 from tidings.jobs.memory.model import CheckpointState, ObserveResult, Snapshot
 from tidings.jobs.memory.observation import observe_worktree
 from tidings.jobs.memory.owned import split_owned
+from tidings.jobs.memory.registration import repository_problem
 
 __all__ = [
     "DEFAULT_STANDING_FILES",
@@ -38,6 +39,7 @@ __all__ = [
     "observe_memory",
     "observe_worktree",
     "render_memory_entry",
+    "repository_problem",
     "result",
     "split_owned",
 ]

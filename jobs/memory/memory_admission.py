@@ -17,6 +17,7 @@ from typing import Literal, Required, TypedDict
 from tidings.jobs import log, metrics
 from tidings.jobs.ids import new_uuid7
 from tidings.jobs.inbox import MAX_OPEN, MEMORY_SOURCE_KIND
+from tidings.jobs.memory import availability
 from tidings.jobs.memory import checkpoint as memory_checkpoint
 from tidings.jobs.memory.checkpoint import decode_checkpoint, encode_checkpoint
 from tidings.jobs.memory.comparison import Comparison, compare
@@ -26,7 +27,7 @@ from tidings.jobs.memory.model import Snapshot, TooNew
 from tidings.jobs.memory.observation import observe_worktree
 from tidings.jobs.memory.owned import split_owned
 from tidings.jobs.runtime import Runtime
-from tidings.store import faults, replies
+from tidings.store import faults, refusals, replies
 from tidings.store.inbox_keys import InboxKeys
 from tidings.store.jsonfmt import compact, utc_stamp_ms
 from tidings.store.models import AgentRecord
@@ -54,6 +55,8 @@ class ObservationResult(TypedDict, total=False):
     checkpoint_version: Required[int | None]
     observed_at: Required[str | None]
     reason: str
+    #: The refusal's line, when the store refused the observation (interfaces.md, Never silent).
+    message: str
 
 
 #: M48: the status of a comparison that records no event, by its kind.
@@ -91,6 +94,7 @@ def _guarded(
         return result("unavailable", trigger, reason="not_configured")
     started = time.perf_counter()
     outcome = _locked(rt, agent, trigger, owned=owned, reconcile=reconcile)
+    availability.note(rt, agent, outcome)
     metrics.observed(trigger, outcome["status"], time.perf_counter() - started)
     if outcome["event_id"] is not None:
         metrics.items_entered("pending")
@@ -113,7 +117,13 @@ def _locked(
     except Exception as exc:  # M12: never raise to the caller, never fail a turn
         log.event("memory_observation_failed", agent_id=agent.agent_id, trigger=trigger,
                   error=type(exc).__name__, detail=str(exc)[:200])
-        return result("error", trigger, reason="observation_failed")
+        # a store refusal says so (interfaces.md, Never silent); anything else is a failure
+        refused = refusals.refusal(exc, rt.redis)
+        if refused is None:
+            return result("error", trigger, reason="observation_failed")
+        failed = result("error", trigger, reason=refused.reason)
+        failed["message"] = refused.message
+        return failed
 
 
 def _attempt(

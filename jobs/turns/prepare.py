@@ -152,8 +152,10 @@ def _take_slot(
         recovered = recover(rt, agent_id, expired_turn=holder)
         log.event("turn_expired_recovered", agent_id=agent_id, turn_id=holder,
                   retryable=recovered["retryable"], needs_repair=recovered["needs_repair"])
-    return error("turn_in_progress", "an unfinished turn holds the turn slot",
-                 turn_id=holder), 0
+    return error("turn_in_progress",
+                 f"an unfinished turn holds the turn slot: finish it with "
+                 f"finish_turn({holder!r}), or call startup() after an orchestrator crash "
+                 "(it recovers the turn's items)", turn_id=holder), 0
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +26,7 @@ from selenium.webdriver.common.by import By
 
 import tidings
 from tests.support.browser import chrome, screenshot_dir
+from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import free_port
@@ -224,6 +226,34 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
                or "ok" in text_of(browser, "h1"), timeout=5, what="the action's result")
     states = {i["event_id"]: i["state"] for i in stack.agent.inbox()}
     assert states[event_id] == "ignored"
+
+
+def test_overview_lists_the_agents_that_need_attention(
+    stack: Stack, browser: Any, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """interfaces.md "Never silent, never wrong" (issue 29): an agent whose registered memory
+    repository went away is listed on the overview among the agents that need attention,
+    with what that means; so is an unfinished turn."""
+    root = tmp_path_factory.mktemp("attention")
+    repo = MemoryRepo(root / "memory", {"MEMORY.md": "m\n"})
+    workdir = root / "w"
+    workdir.mkdir()
+    forgetful = stack.hub.agent(workdir, memory_repo=repo.root, agent_id="forgetful",
+                                host=stack.host, inline=True)
+    shutil.rmtree(repo.root)
+    turn = forgetful.prepare_turn(kind="bridge")
+    assert not isinstance(turn, dict), turn
+    try:
+        browser.get(stack.web + "/")
+        row = "#attention tr[data-name='forgetful']"
+        wait_until(lambda: "memory_unavailable" in text_of(browser, row), timeout=10,
+                   what="the memory row in the attention list")
+        text = text_of(browser, row)
+        assert "unfinished_turn" in text and "memory repository unavailable" in text
+        assert "browser-agent" not in text_of(browser, "#attention")
+    finally:
+        assert forgetful.finish_turn(turn)["status"] == "ok"
+    browser.save_screenshot(str(screenshot_dir() / "overview-attention.png"))
 
 
 #: Widths the console must read at (issue 34 acceptance 4), in CSS pixels.

@@ -225,12 +225,14 @@ class CliPath(Path):
 
     def run(self, *argv: str) -> Result:
         from tidings import cli
+        from tidings.cli._common import error_of
 
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = cli.main([*argv, "--workdir", str(self.world.workdir), "--json"])
         result: Result = json.loads(out.getvalue())
-        failed = isinstance(result, dict) and result.get("status") in ("error", "failed")
+        # an error answer, or a check whose notifications could not be read (C24)
+        failed = error_of(result) is not None
         assert code == (1 if failed else 0), (argv, code, result)
         return result
 

@@ -30,8 +30,19 @@ from typing import Any
 
 import pytest
 
-from tests.contract.paths import ACT, LANE, MEMORY, PATHS, READ, STAMP, Path, channels_of
-from tests.contract.world import World
+from tests.contract.paths import (
+    ACT,
+    LANE,
+    MEMORY,
+    PATHS,
+    READ,
+    STAMP,
+    Path,
+    attention_of,
+    channels_of,
+)
+from tests.contract.world import World, unreadable
+from tidings.jobs.consumer import committed
 from tidings.jobs.consumer.delivery import GUIDANCE_REF, STAMP_INSTRUCTION
 from tidings.jobs.limits import DEFAULT_MAX_CHARS
 
@@ -151,6 +162,27 @@ def c24_the_stamp_carries_the_live_payload(path: Path, world: World) -> None:
         assert meta["notifications"]["attention"]["soul"] == world.channel("soul")
 
 
+def c24_a_failed_or_unstable_read_never_says_nothing_is_active(path: Path,
+                                                                world: World) -> None:
+    """channels.md C24 (issue 29): a read that the store refuses, or that stays unstable
+    after the coherent read's retries, stamps the check placeholder with
+    ``notifications_unavailable`` (a reason and a sentence the model can act on), never
+    the bare placeholder that means "no notifications are active"; nothing is committed,
+    and the next good read delivers."""
+    path.publish("soul", SOUL)
+    before = committed.read(world.hub.runtime, world.record)
+    for how, reason in (("refused", "no_permission"), ("unstable", "unstable")):
+        with unreadable(how):
+            stamped = path.stamped()
+        assert stamped["_notification_placeholder"] is True
+        unavailable = stamped["_meta"]["agent_meta"]["notifications_unavailable"]
+        assert unavailable["reason"] == reason, stamped
+        assert "does not mean that none are active" in unavailable["message"]
+        assert set(stamped["_meta"]["agent_meta"]) == {"notifications_unavailable"}
+    assert committed.read(world.hub.runtime, world.record) == before
+    assert attention_of(path.stamped())["soul"] == world.channel("soul")
+
+
 def _digest8(full: Any) -> str:
     """block-cap.md B10: sha256 of the canonical text, first 8 hex."""
     text = json.dumps(full, ensure_ascii=False, sort_keys=True, separators=(", ", ": "),
@@ -216,6 +248,8 @@ SCENARIOS = {
     "C23/C53": Scenario("channels.md C23, C53", frozenset({READ, ACT}),
                         c53_own_acts_never_wake_a_producer_does),
     "C24": Scenario("channels.md C24", frozenset({LANE}), c24_the_stamp_carries_the_live_payload),
+    "C24-unavailable": Scenario("channels.md C24 (issue 29)", frozenset({STAMP}),
+                                c24_a_failed_or_unstable_read_never_says_nothing_is_active),
     "B8-B10": Scenario("block-cap.md B7-B10", frozenset({LANE}),
                        b8_b10_an_over_cap_lane_has_its_marker_and_spill),
     "memory": Scenario("memory-inbox.md M43-M45", frozenset({MEMORY}), memory_item_of_a_turn),
@@ -243,6 +277,9 @@ def test_every_scenario_runs_on_every_listed_path() -> None:
     for name in ("cli.check", "mcp.attention", "mcp.check", "console.preview", "sync-inline.turn",
                  "sync-worker.turn", "aio.turn", "aio-worker.turn"):
         assert ("memory", name) in ran
+    for name in ("sync-inline.stamp", "sync-worker.stamp", "aio.stamp", "cli.check",
+                 "mcp.attention", "mcp.check"):  # issue 29: sync, aio, CLI and MCP
+        assert ("C24-unavailable", name) in ran
 
 
 def test_d9_the_sync_tick_publishes_an_overdue_alarm_and_wakes(world: World) -> None:

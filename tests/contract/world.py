@@ -7,18 +7,24 @@ behind it in no time while workers and waits still run in real time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+from redis.exceptions import NoPermissionError
 
 from tests.support.memory_repo import MemoryRepo
 from tidings._agent import Agent
 from tidings._hub import Hub
+from tidings.jobs.consumer import coherent, delay_alarm
 from tidings.jobs.consumer.delivery import check_placeholder
+from tidings.jobs.consumer.read import Observation
 from tidings.jobs.consumer.visit import sync_agent
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
@@ -51,6 +57,23 @@ class StepClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+
+@contextlib.contextmanager
+def unreadable(how: str) -> Iterator[None]:
+    """Every coherent read of this process fails (``refused``: the store answers NOPERM,
+    as it does to the monitor role) or stays unstable (``unstable``: every attempt's
+    bookends differ), for whichever path reads (channels.md C24)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if how == "refused":
+            def refuse(*args: Any) -> None:
+                raise NoPermissionError("this user has no permissions to run the 'get' command")
+
+            patch.setattr(delay_alarm, "reconcile", refuse)
+        else:
+            patch.setattr(coherent, "bare_read", lambda *a, **k: Observation(
+                False, [["soul.json", 1, "x"]], [], {"soul": {"header": "half"}}, attempts=3))
+        yield
 
 
 class World:

@@ -94,6 +94,6 @@ def test_every_tool_action_through_the_cli(
     assert manual[0] == 0 and Path(manual[1]["manual_path"]).is_file()
     assert results[steps[7]] == results[steps[8]]  # the shortcut is the tool action
     assert results[steps[8]][0] == 1  # a non-integer is refused by the delay job
-    assert results[steps[9]] == (1, {"status": "error",
+    assert results[steps[9]] == (1, {"status": "error", "reason": "unknown_action",
                                      "message": "Unknown notification action: explode"})
     assert results[steps[10]][1]["error_code"] == "INVALID_ARGUMENT"

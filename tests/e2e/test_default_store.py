@@ -113,7 +113,7 @@ def test_acceptance_1_and_5_a_real_engine_with_aof_a_password_and_one_owner(
     second = run_cli(["up", "--port", "0"], e2e_env, timeout=60)
     assert second.returncode == 2 and "Traceback" not in second.stderr
     [line] = second.stderr.strip().splitlines()
-    assert line.startswith("tidings: another `tidings up`") and str(state) in line
+    assert line.startswith("tidings: store_busy: another `tidings up`") and str(state) in line
     with redis.Redis.from_url(rec["url"], protocol=2) as owner:
         assert up.alive() and owner.ping()
 

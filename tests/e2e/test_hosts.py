@@ -56,11 +56,14 @@ def start_worker(procs: ProcessGroup, env: dict[str, str], host: str) -> tuple[T
     return worker, int(worker.wait_ready()["metrics_port"])
 
 
-def start_scheduler(procs: ProcessGroup, env: dict[str, str], host: str) -> TidingsProcess:
-    """A host's scheduler, returned once it leads its host."""
+def start_scheduler(
+    procs: ProcessGroup, env: dict[str, str], host: str
+) -> tuple[TidingsProcess, int]:
+    """A host's scheduler and its metrics port, returned once it leads its host."""
     scheduler = procs.start("scheduler", env={**env, "TIDINGS_HOST": host})
+    port = int(scheduler.wait_ready()["metrics_port"])
     scheduler.wait_json(lambda v: v.get("status") == "leader", timeout=30)
-    return scheduler
+    return scheduler, port
 
 
 def processed(port: int, actor: str, host: str) -> float:
@@ -70,9 +73,10 @@ def processed(port: int, actor: str, host: str) -> float:
     return family.get(("tidings_messages_processed_total", labels), 0.0)
 
 
-def alarms_written(port: int) -> float:
-    family = scrape(port).get("tidings_alarms_published", {})
-    return family.get(("tidings_alarms_published_total", ()), 0.0)
+def alarms_written(*ports: int) -> float:
+    """Alarms a host wrote: its scheduler runs the expiry (D15), its worker the fallback."""
+    return sum(scrape(port).get("tidings_alarms_published", {})
+               .get(("tidings_alarms_published_total", ()), 0.0) for port in ports)
 
 
 def alarm(agent: Agent) -> Any:
@@ -153,20 +157,21 @@ def test_two_worker_and_scheduler_pairs_keep_their_agents_apart(
     env = {**env, "TIDINGS_SCHEDULER_LEASE_SECONDS": "2", "TIDINGS_SCHEDULER_RENEW_SECONDS": "0.3"}
     one, two = f"{env['TIDINGS_HOST']}-1", f"{env['TIDINGS_HOST']}-2"
     _, port_one = start_worker(procs, env, one)
-    start_scheduler(procs, env, one)
+    _, timer_one = start_scheduler(procs, env, one)
     worker_two, port_two = start_worker(procs, env, two)
-    scheduler_two = start_scheduler(procs, env, two)
+    scheduler_two, timer_two = start_scheduler(procs, env, two)
     first = hub.agent(workdir(tmp_path, "one"), host=one)
     second = hub.agent(workdir(tmp_path, "two"), host=two)
 
     for agent in (first, second):
         assert agent.publish_event(CHANNEL, {"round": 1}, wait=True)["flushed"] is True
     request_id, _ = delay(first, 1)
-    wait_until(lambda: alarms_written(port_one) == 1, timeout=15, what="host one's alarm")
+    wait_until(lambda: alarms_written(port_one, timer_one) == 1, timeout=15,
+               what="host one's alarm")
     assert alarm(first)["request_id"] == request_id
     writes_reach(port_one, 1)
     writes_reach(port_two, 1)
-    assert alarms_written(port_two) == 0
+    assert alarms_written(port_two, timer_two) == 0
 
     worker_two.kill()
     scheduler_two.kill()
@@ -174,7 +179,7 @@ def test_two_worker_and_scheduler_pairs_keep_their_agents_apart(
     assert second.publish_event(CHANNEL, {"round": 2})["flushed"] is False
     assert first.publish_event(CHANNEL, {"round": 2}, wait=True)["flushed"] is True
     request_id, _ = delay(first, 1)
-    wait_until(lambda: alarms_written(port_one) == 2, timeout=15,
+    wait_until(lambda: alarms_written(port_one, timer_one) == 2, timeout=15,
                what="host one's second alarm while host two is down")
     assert alarm(first)["request_id"] == request_id
     wait_until(lambda: time.time() > late_deadline + 0.5, timeout=5, what="host two's deadline")
@@ -184,20 +189,22 @@ def test_two_worker_and_scheduler_pairs_keep_their_agents_apart(
     assert [a["alarm_overdue"] for a in figures["agents"] if a["host"] == two] == [True]
 
     _, port_back = start_worker(procs, env, two)
-    start_scheduler(procs, env, two)
+    _, timer_back = start_scheduler(procs, env, two)
     wait_until(lambda: events(second) == [1, 2] and alarm(second) is not None, timeout=30,
                what="host two's waiting flush and overdue alarm on its return")
     assert alarm(second)["request_id"] == late_request
-    wait_until(lambda: alarms_written(port_back) == 1, timeout=10, what="the alarm counted")
+    wait_until(lambda: alarms_written(port_back, timer_back) == 1, timeout=10,
+               what="the alarm counted")
     writes_reach(port_back, 1)
-    # Every path that could fire it again (the queued alarm request, the start-up
-    # reconcile's expire_delay, the sync tick's backstop) has run by the time the
-    # returned worker has handled both expire_delay messages and a few more sync ticks.
+    # Every path that could fire it again (the alarm job, run in the returned scheduler
+    # (D15) at its start-up reconcile (D18), and the sync tick's backstop) has run by the
+    # time the returned worker has handled a few more sync ticks: the reconcile runs
+    # before the scheduler's first tick, and any expire_delay it queued was queued first.
     ticks = processed(port_back, "sync_host", two)
-    wait_until(lambda: processed(port_back, "expire_delay", two) >= 2
-               and processed(port_back, "sync_host", two) >= ticks + 3,
+    wait_until(lambda: processed(port_back, "sync_host", two) >= ticks + 3,
                timeout=15, what="every alarm path run on host two")
-    assert alarms_written(port_back) == 1 and alarms_written(port_one) == 2
+    assert alarms_written(port_back, timer_back) == 1
+    assert alarms_written(port_one, timer_one) == 2
     assert events(first) == [1, 2]
 
 

@@ -73,7 +73,7 @@ async def session_run(params: StdioServerParameters, errlog: Any, workdir: Path)
         assert not delay.is_error and structured(delay)["status"] == "ok", structured(delay)
         bogus = await session.call_tool("notification", {"action": "explode"})
         assert bogus.is_error
-        assert structured(bogus) == {"status": "error",
+        assert structured(bogus) == {"status": "error", "reason": "unknown_action",
                                      "message": "Unknown notification action: explode"}
         inbox = await session.call_tool("inbox", {"limit": 5})
         assert structured(inbox) == {"status": "ok", "items": []}

@@ -115,6 +115,11 @@ def test_status_reports_queues_leaders_pending_items_and_live_delays(
     assert agents["elsewhere"]["live_delay"]["request_id"] == "r" * 32
     assert agents["elsewhere"]["live_delay"]["source"] == "scheduler"
     assert agents["elsewhere"]["live_delay"]["target"] is None
+    # interfaces.md, Never silent: the dead letter is the one thing that needs attention here
+    assert agents["here"]["attention"] == agents["elsewhere"]["attention"] == []
+    assert figures["needs_attention"] == [{"kind": "queue", "name": host_queue(host),
+                                           "host": None, "attention": ["dead_letters"],
+                                           "count": 1}]
 
     out = io.StringIO()
     print_tables(Console(file=out, width=200), figures)
@@ -130,6 +135,7 @@ def test_an_overdue_delay_is_reported_not_published(hub: tidings.Hub, tmp_path: 
     time.sleep(1.1)
     [figure] = hub.status()["agents"]
     assert figure["live_delay"] is None and figure["alarm_overdue"] is True
+    assert figure["attention"] == ["overdue_delay"]  # interfaces.md, Never silent
     assert not (tmp_path / ".notification" / "delay-alarm.json").exists()
 
 

@@ -83,5 +83,6 @@ def test_a_bad_url_from_the_environment_prints_no_traceback(command: str) -> Non
                           text=True, timeout=60, check=False, env=env)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
-        "tidings: bad Redis URL in TIDINGS_REDIS_URL: unsupported Redis URL scheme: 'ftp'"
+        "tidings: invalid_redis_url: bad Redis URL in TIDINGS_REDIS_URL: unsupported Redis "
+        "URL scheme: 'ftp'"
     ]

@@ -41,9 +41,10 @@ FRONT_DOORS: dict[str, list[str]] = {
         "STATE_FILE", "Entry", "Notifications", "ToolResult", "alarm_plan", "attention_preview",
         "check_placeholder", "dismiss_channel", "dismiss_event", "dismiss_ref", "expire",
         "fingerprint", "is_placeholder", "latest_id", "observe", "owes_alarm", "prefetch",
+        "prefetch_records",
         "read_state", "render", "render_attention", "request_delay", "signals_after", "stamp",
-        "structural_problem", "sync_agent", "wait_for_wake", "wait_for_wake_async",
-        "wake_deadline",
+        "structural_problem", "sync_agent", "unavailable", "wait_for_wake",
+        "wait_for_wake_async", "wake_deadline",
     ],
     "inbox": [
         "DEFAULT_PAGE", "MAX_OPEN", "MAX_TERMINAL", "MEMORY_SOURCE_KIND", "STATES", "STORED",
@@ -55,7 +56,8 @@ FRONT_DOORS: dict[str, list[str]] = {
         "DEFAULT_STANDING_FILES", "RECORDED", "CheckpointState", "Comparison",
         "ObservationResult", "ObserveResult", "Snapshot", "compare", "decode_checkpoint",
         "encode_checkpoint", "event_content", "observe_at_finish", "observe_memory",
-        "observe_worktree", "render_memory_entry", "result", "split_owned",
+        "observe_worktree", "render_memory_entry", "repository_problem", "result",
+        "split_owned",
     ],
     "tick": [
         "HostSync", "PromptVisits", "prompt_visit", "start_prompt_visits", "sync_host",

@@ -101,7 +101,8 @@ def test_status_from_the_environment_exits_2_before_any_connection(listener: Lis
                           text=True, timeout=60, check=False, env=env)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("tidings: TIDINGS_REDIS_URL carries a placeholder password")
+    assert line.startswith("tidings: placeholder_password: TIDINGS_REDIS_URL carries a "
+                           "placeholder password")
     assert not listener.was_connected()
 
 
@@ -117,5 +118,6 @@ def test_the_broker_url_option_exits_2(listener: Listener,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["status", "--broker-url", urls(listener.port)[0], "--json"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("tidings: --broker-url carries a placeholder password")
+    assert line.startswith("tidings: placeholder_password: --broker-url carries a "
+                           "placeholder password")
     assert not listener.was_connected()

@@ -4,8 +4,12 @@ tests/e2e/test_up_stop.py runs it on a terminal)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
+from tidings import cli
+from tidings.cli._common import wants_json
 from tidings.cli.ready_line import UpReady, scheduler_changes, up_line
 
 
@@ -41,3 +45,13 @@ def test_the_first_leader_event_is_the_ready_line_and_later_ones_are_lines_on_st
     assert capsys.readouterr().err.splitlines() == [
         "tidings up: this host's scheduler is on standby: another process holds its lease",
         "tidings up: this host's scheduler leads again"]
+
+
+@pytest.mark.parametrize(("terminal", "flag", "as_json"), [
+    (True, False, False), (True, True, True), (False, False, True)])
+def test_json_for_pipes_and_for_json_the_line_for_a_terminal(
+        terminal: bool, flag: bool, as_json: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `tidings up` (and `tidings stop`) print: ``wants_json`` decides."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
+    args = cli.build_parser().parse_args(["up", *(["--json"] if flag else [])])
+    assert wants_json(args) is as_json

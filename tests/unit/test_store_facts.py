@@ -57,9 +57,10 @@ def test_no_append_only_file_is_not_durable() -> None:
 def test_a_store_without_info_is_named_by_its_label() -> None:
     fake = fakeredis.FakeRedis()
     assert read_facts(fake)["verdict"] == "unknown"
+    assert "does not answer INFO" in str(read_facts(fake)["note"])
     facts = read_facts(fake, EMBEDDED_LABEL)
     assert facts["engine"] == EMBEDDED_LABEL and facts["verdict"] == "not_durable"
-    assert "does not answer INFO" in str(facts["note"])
+    assert facts["keeps"] == "nothing survives the process that holds it"
 
 
 def test_the_served_label_comes_from_store_json_for_that_url_only(tmp_path: Path) -> None:

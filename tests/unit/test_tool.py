@@ -64,12 +64,14 @@ class TestC44Root:
     def test_invalid_argument_before_any_io(self, agent: Agent, arguments: Any) -> None:
         result = agent.call_tool(arguments)
         assert result["status"] == "failed" and result["error_code"] == INVALID
-        assert set(result) == {"status", "error_code", "message"}
+        assert set(result) == {"status", "error_code", "reason", "message"}
+        assert result["reason"] == "invalid_argument"  # C44
         assert not notification_dir(agent).exists()
 
     def test_unknown_action_exact(self, agent: Agent) -> None:
         assert agent.call_tool({"action": "explode", "input": {}}) == {
-            "status": "error", "message": "Unknown notification action: explode"}
+            "status": "error", "reason": "unknown_action",
+            "message": "Unknown notification action: explode"}
 
     def test_accepted_root_forms(self, agent: Agent) -> None:
         placeholder = check_placeholder()
@@ -193,7 +195,7 @@ class TestC42Settings:
         monkeypatch.setattr(limits, "delay_cap", broken)
         assert agent.notification("settings") == channel_settings.UNAVAILABLE == {
             "status": "failed", "error_code": "SETTINGS_UNAVAILABLE",
-            "message": "settings inventory is unavailable"}
+            "reason": "settings_unavailable", "message": "settings inventory is unavailable"}
 
 
 def _anchor(heading: str) -> str:

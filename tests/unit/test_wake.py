@@ -91,8 +91,12 @@ class TestC23C24Delivery:
         publishing.publish(rt, agent, "soul", {"header": "s"})
         monkeypatch.setattr(delivery, "observe",
                             lambda *a: Observation(False, [], [], {"soul": {}}))
-        assert delivery.stamp(rt, agent, delivery.check_placeholder()) == (
-            delivery.check_placeholder())
+        stamped = delivery.stamp(rt, agent, delivery.check_placeholder())
+        # C24: never "nothing is active" on an unstable read
+        assert stamped["_meta"] == {"agent_meta": {"notifications_unavailable": {
+            "reason": "unstable", "message": delivery.UNAVAILABLE_MESSAGE.format(
+                why=delivery.UNAVAILABLE_WHY["unstable"])}}}
+        assert delivery.stamp(rt, agent, {"status": "ok"}) == {"status": "ok"}
         assert committed.read(rt, agent).delivered_text == ""
 
 

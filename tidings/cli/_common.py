@@ -13,10 +13,11 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 from urllib.parse import urlsplit
 
 from tidings.store import jsonread
+from tidings.store.reasons import REASONS
 
 if TYPE_CHECKING:
     from tidings._agent import Agent
@@ -107,6 +108,16 @@ class CommandParser(argparse.ArgumentParser):
             formatter.end_section()
         formatter.add_text(self.epilog)
         return formatter.format_help()
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error is an error like any other (interfaces.md, Never silent): its
+        JSON on stdout, one ``tidings: bad_usage: ...`` line on stderr, exit 2."""
+        text = f"{self.prog}: {message} (see `{self.prog} --help`)"
+        sys.stdout.write(json.dumps({"status": "error", "reason": "bad_usage",
+                                     "message": text}, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+        say_error("bad_usage", text)
+        sys.exit(EXIT_USAGE)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -217,7 +228,9 @@ def open_hub(args: argparse.Namespace) -> Hub:
     from tidings._hub import connect  # noqa: PLC0415 - keeps `tidings --help` light
 
     s = settings(args)
-    return connect(s.redis_url, settings=s, declare_actors=False)
+    hub = connect(s.redis_url, settings=s, declare_actors=False)
+    args.store_client = hub.redis  # names the ACL user of a refusal outside a call (main)
+    return hub
 
 
 def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
@@ -237,10 +250,12 @@ def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
     return agent
 
 
-def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -> Any:
+def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json",
+               null: bool = False) -> Any:
     """A JSON option's value through the bounded reader (C47); ``-`` reads standard
-    input, ``@PATH`` the file PATH. Too deep answers the call's own invalid-input
-    reason, anything else unreadable ``invalid_json``."""
+    input, ``@PATH`` the file PATH. It must be an object (``null`` too when ``null``):
+    other JSON is bad input text like JSON that does not parse (``invalid_json``, exit
+    2, interfaces.md). Too deep answers the call's own invalid-input reason."""
     if text == "-":
         text = sys.stdin.read()
     elif text.startswith("@"):
@@ -254,11 +269,13 @@ def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json") -
         if parsed.reason == "too_deep":
             raise UsageError(f"{what}: {parsed.message}", reason=too_deep_reason)
         raise UsageError(f"{what} is not valid JSON: {parsed.message}", reason="invalid_json")
+    if not isinstance(parsed.value, dict) and not (null and parsed.value is None):
+        raise UsageError(f"{what} must be a JSON object, not {type(parsed.value).__name__}",
+                         reason="invalid_json")
     return parsed.value
 
 
-def emit(args: argparse.Namespace, result: object) -> int:
-    """Print ``result``; the exit code follows its ``status``."""
+def _print(args: argparse.Namespace, result: object) -> None:
     if wants_json(args):
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     else:
@@ -266,13 +283,44 @@ def emit(args: argparse.Namespace, result: object) -> int:
 
         Console().print_json(data=result)
     sys.stdout.flush()
-    status = result.get("status") if isinstance(result, dict) else None
-    return EXIT_ERROR if status in ("error", "failed") else EXIT_OK
+
+
+def error_of(result: object) -> tuple[str, str] | None:
+    """``(reason, message)`` of an answer that is an error (interfaces.md, Never silent): a
+    ``status`` of ``error`` or ``failed``, or a check placeholder whose notifications
+    could not be read (C24)."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("status") in ("error", "failed"):
+        return str(result.get("reason") or "error"), str(result.get("message") or "")
+    meta = result.get("_meta")
+    agent_meta = meta.get("agent_meta") if isinstance(meta, dict) else None
+    unread = agent_meta.get("notifications_unavailable") if isinstance(agent_meta, dict) else None
+    if isinstance(unread, dict):
+        return str(unread.get("reason") or "error"), str(unread.get("message") or "")
+    return None
+
+
+def say_error(reason: str, message: str) -> None:
+    """The one stderr line of every error (interfaces.md): ``tidings: <reason>: <message>``; an
+    answer without a message of its own (an M12 result) gets the reason's sentence."""
+    line = " ".join(message.split()) or REASONS.get(reason, "")  # type: ignore[call-overload]
+    print(f"tidings: {reason}: {line}", file=sys.stderr)
+
+
+def emit(args: argparse.Namespace, result: object, note: str = "") -> int:
+    """Print ``result`` on stdout; an error answer also gets its one stderr line (interfaces.md,
+    Never silent), ``note`` at its end. Exit 1 for an error answer, else 0."""
+    _print(args, result)
+    failed = error_of(result)
+    if failed is None:
+        return EXIT_OK
+    reason, message = failed
+    say_error(reason, f"{message} ({note})" if note else message)
+    return EXIT_ERROR
 
 
 def emit_error(args: argparse.Namespace, reason: str, message: str) -> None:
-    payload = {"status": "error", "reason": reason, "message": message}
-    if wants_json(args):
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-    print(f"tidings: {message}", file=sys.stderr)
+    """An error with no answer of its own: the error dict on stdout, its line on stderr."""
+    _print(args, {"status": "error", "reason": reason, "message": message})
+    say_error(reason, message)

@@ -20,7 +20,10 @@ def register(subparsers: Subparsers) -> None:
 
     add = command(sub, "add", "register an agent: its workdir, host and memory repository",
                   STORE, WORKDIR, JSON)
-    add.add_argument("--memory-repo", metavar="REPO", help="the agent's memory git repository")
+    add.add_argument("--memory-repo", metavar="REPO",
+                     help="the agent's memory Git repository: the root of a work tree (a "
+                          "missing path, a plain folder or a bare repository is refused "
+                          "with invalid_memory_repo); '' clears a registered one")
     add.add_argument("--agent-id", metavar="ID",
                      help="the agent's id (default: a digest of the workdir)")
     add.add_argument("--host", help="the host that serves the agent (default: TIDINGS_HOST)")

@@ -15,7 +15,6 @@ from tidings.cli._common import (
     JSON_SOURCES,
     STORE,
     WORKDIR,
-    UsageError,
     command,
     emit,
     open_agent,
@@ -69,9 +68,7 @@ def _payload(action: str, args: argparse.Namespace) -> dict[str, object]:
     if action == "delay":
         return {"channel": args.channel, "seconds": _seconds(args.seconds)}
     if action in ("add", "edit"):
-        payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")
-        if not isinstance(payload, dict):
-            raise UsageError("--input must be a JSON object", reason="invalid_json")
+        payload = parse_json(args.input, "--input", too_deep_reason="invalid_argument")
         return {**payload, "name": args.name} if action == "edit" else payload
     if action == "drop":
         return {"name": args.name}

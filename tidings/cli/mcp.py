@@ -22,6 +22,7 @@ from tidings.cli._common import (
     UsageError,
     command,
     option,
+    say_error,
     settings,
 )
 
@@ -105,8 +106,7 @@ def run(args: argparse.Namespace) -> int:
         import anyio  # noqa: PLC0415 - part of the mcp extra
         import mcp  # noqa: F401, PLC0415 - checked here so the message names the extra
     except ImportError:
-        print("tidings: `tidings mcp` needs the MCP SDK: pip install 'tidings[mcp]'",
-              file=sys.stderr)
+        say_error("bad_usage", "`tidings mcp` needs the MCP SDK: pip install 'tidings[mcp]'")
         return EXIT_USAGE
     from tidings import _logging  # noqa: PLC0415
     from tidings.errors import NoStoreError, TidingsError  # noqa: PLC0415
@@ -114,13 +114,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         _logging.configure(settings(args))
         anyio.run(serve, args)
+    # stdout is the MCP channel: an error is its stderr line alone
     except UsageError as exc:
-        print(f"tidings: {exc}", file=sys.stderr)
+        say_error(exc.reason, str(exc))
         return EXIT_USAGE
     except NoStoreError as exc:
-        print(f"tidings: {exc.message}", file=sys.stderr)
+        say_error(exc.reason, exc.message)
         return EXIT_USAGE
     except TidingsError as exc:
-        print(f"tidings: {exc.message} ({exc.reason})", file=sys.stderr)
-        return EXIT_ERROR
+        say_error(exc.reason, exc.message)
+        return EXIT_USAGE if exc.reason == "auth_failed" else EXIT_ERROR
     return 0

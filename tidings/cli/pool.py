@@ -19,11 +19,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from redis import Redis
+
 from tidings._metrics import serve_pool_metrics
 from tidings._sdnotify import NOTIFY_VARIABLES
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
 from tidings.engine.discover import store_url
 from tidings.jobs import log
+from tidings.store import refusals
+from tidings.store.connection import redact
 from tidings.store.roles import open_stores
 from tidings.store.settings import Settings
 from tidings.workers.exposition import MULTIPROC_ENV
@@ -55,6 +59,14 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
             child.wait()
 
 
+def check_rights(state: Redis, control: Redis, s: Settings) -> None:
+    """A credential without the workers' rights stops a long-running command at once, in
+    one line (interfaces.md, Never silent), before any thread or child starts."""
+    refusals.preflight(state, redact(s.redis_url or ""))
+    if control is not state:
+        refusals.preflight(control, redact(s.broker_url or s.redis_url or ""))
+
+
 def run_pool(args: argparse.Namespace, s: Settings) -> int:
     """Run ``args.processes`` single-process workers until a signal or a child's death.
 
@@ -70,6 +82,12 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
     if s.broker_url:
         env["TIDINGS_BROKER_URL"] = s.broker_url
     stores = open_stores(url, s.broker_url, hang_seconds=s.store_hang_seconds)
+    args.store_client = stores.state
+    try:  # no child starts with a credential that lacks the workers' rights
+        check_rights(stores.state, stores.control, s.model_copy(update={"redis_url": url}))
+    except BaseException:
+        stores.close()
+        raise
     stop = stop_signals()
     with tempfile.TemporaryDirectory(prefix="tidings-metrics-") as directory:
         exporter, failure = None, None

@@ -32,6 +32,9 @@ def register(subparsers: Subparsers) -> None:
     u.set_defaults(accepts=u.get_default("accepts") | {"workdir"})
     u.add_argument("--workdir", action="append", dest="workdirs", default=[], metavar="DIR",
                    help="register this agent workdir (repeatable)")
+    u.add_argument("--memory-repo", metavar="R",
+                   help="with exactly one --workdir: register that agent with the Git memory "
+                        "repository R (a work tree's root; '' clears a registered one)")
     u.add_argument("--port", type=int, default=None,
                    help="loopback port of the default store (0: any free port; default: "
                         "TIDINGS_STORE_PORT, else 6390)")

@@ -15,7 +15,7 @@ from tidings._hub import Hub, connect
 from tidings._metrics import serve_metrics
 from tidings.cli._common import UsageError, option, settings, wants_json
 from tidings.cli._lifecycle import ready, run_until_stopped, say, stop_signals
-from tidings.cli.pool import run_pool
+from tidings.cli.pool import check_rights, run_pool
 from tidings.cli.ready_line import UpReady, scheduler_changes, up_line
 from tidings.engine.discover import store_url
 from tidings.engine.ephemeral import EphemeralStore
@@ -50,7 +50,20 @@ def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | Epheme
         raise UsageError(str(exc), reason=exc.reason) from None
 
 
+def _up_workdirs(args: argparse.Namespace) -> list[str]:
+    """The ``--workdir`` arguments; ``--memory-repo`` goes with exactly one (interfaces.md)."""
+    workdirs = list(args.workdirs)
+    if isinstance(option(args, "workdir"), str):
+        workdirs.append(option(args, "workdir"))
+    if args.memory_repo is not None and len(workdirs) != 1:
+        raise UsageError(f"--memory-repo goes with exactly one --workdir (got {len(workdirs)}); "
+                         "register other agents with `tidings agents add --workdir W "
+                         "--memory-repo R`")
+    return workdirs
+
+
 def up(args: argparse.Namespace) -> int:
+    workdirs = _up_workdirs(args)
     s = settings(args)
     stop = stop_signals()
     _logging.configure(s)
@@ -64,9 +77,6 @@ def up(args: argparse.Namespace) -> int:
     elif args.ephemeral:
         raise UsageError("--ephemeral serves its own store; it takes no Redis URL",
                          reason="bad_usage")
-    workdirs = list(args.workdirs)
-    if isinstance(option(args, "workdir"), str):
-        workdirs.append(option(args, "workdir"))
     exporter, failure, watch = None, None, None
     try:
         hub = connect(s.redis_url, settings=s)
@@ -74,8 +84,13 @@ def up(args: argparse.Namespace) -> int:
         if store is not None:
             _close_store(store)
         raise
+    args.store_client = hub.redis
     try:
-        agents = [hub.agent(w).record.public for w in workdirs]
+        check_rights(hub.redis, hub.control, s)
+        for workdir in workdirs:
+            hub.agent(workdir, memory_repo=args.memory_repo)
+        # every agent this host serves, registered now or earlier (interfaces.md, Never silent)
+        agents = [record.public for record in hub.registry.on_host(s.host)]
         hub.start_worker(threads=args.threads)
         exporter = serve_metrics(s, hub.redis, hub.control)
         served = isinstance(store, DefaultStore)
@@ -148,8 +163,15 @@ def _no_problem() -> str | None:
     return None
 
 
-def _stores(s: Settings) -> Stores:
-    return open_stores(store_url(s), s.broker_url, hang_seconds=s.store_hang_seconds)
+def _stores(s: Settings, args: argparse.Namespace) -> Stores:
+    stores = open_stores(store_url(s), s.broker_url, hang_seconds=s.store_hang_seconds)
+    args.store_client = stores.state
+    try:
+        check_rights(stores.state, stores.control, s)
+    except BaseException:
+        stores.close()
+        raise
+    return stores
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -160,7 +182,7 @@ def worker(args: argparse.Namespace) -> int:
     if args.processes > 1:
         return run_pool(args, s)
     stop = stop_signals()
-    stores = _stores(s)
+    stores = _stores(s, args)
     # first: a busy port stops nothing half-started
     exporter = serve_metrics(s, stores.state, stores.control)
     host_worker = HostWorker(stores.state, s, threads=args.threads, control=stores.control)
@@ -183,7 +205,7 @@ def scheduler(args: argparse.Namespace) -> int:
 
     s = settings(args)
     _logging.configure(s)
-    stores = _stores(s)
+    stores = _stores(s, args)
     stop = stop_signals()
     service = SchedulerService(stores.state, s, on_event=say, control=stores.control)
     exporter = serve_metrics(s, stores.state, stores.control)

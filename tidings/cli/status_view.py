@@ -9,6 +9,7 @@ from rich.table import Table
 
 from tidings.cli._common import emit, open_hub, wants_json
 from tidings.inspection.agent_status import LiveDelay
+from tidings.inspection.attention import MEANING
 from tidings.inspection.status import Status
 
 
@@ -42,5 +43,14 @@ def print_tables(console: Console, figures: Status) -> None:
     for a in figures["agents"]:
         agents.add_row(a["agent_id"], a["host"], str(a["pending"]), str(a["processing"]),
                        _delay_text(a["live_delay"], a["alarm_overdue"]))
-    for table in (queues, leaders, agents):
+    tables = [queues, leaders, agents]
+    if figures["needs_attention"]:
+        attention = Table("agent or queue", "host", "why", title="Needs attention",
+                          title_style="bold red")
+        for row in figures["needs_attention"]:
+            why = [MEANING[word] + (f" ({row['count']})" if row["count"] else "")
+                   for word in row["attention"]]
+            attention.add_row(row["name"], row["host"] or "-", "\n".join(why))
+        tables.insert(0, attention)
+    for table in tables:
         console.print(table)

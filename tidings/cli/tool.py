@@ -13,6 +13,7 @@ from tidings.cli._common import (
     WORKDIR,
     command,
     emit,
+    error_of,
     open_agent,
     open_hub,
     parse_json,
@@ -41,7 +42,11 @@ def register(subparsers: Subparsers) -> None:
 
     c = command(subparsers, "check", "what the agent's notification check shows, stamped",
                 STORE, WORKDIR, JSON, INLINE,
-                epilog="The capped attention payload, as the model receives it (C24).")
+                epilog="The capped attention payload, as the model receives it (C24). When "
+                       "the notifications cannot be read (the store refuses or is "
+                       "unreachable, the read stays unstable) the placeholder carries "
+                       "notifications_unavailable and the exit code is 1: never the bare "
+                       "placeholder as if none were active.")
     c.set_defaults(handler=check)
 
 
@@ -49,12 +54,20 @@ def notification(args: argparse.Namespace) -> int:
     """The tool's result exactly as the tool returns it (interfaces.md, More CLI rules; C45)."""
     payload = None
     if args.input is not None:
-        payload = parse_json(args.input, "--input", too_deep_reason="INVALID_ARGUMENT")
+        payload = parse_json(args.input, "--input", too_deep_reason="invalid_argument",
+                             null=True)
     with open_hub(args) as hub:
         return emit(args, open_agent(args, hub).notification(args.action, payload))
 
 
 def check(args: argparse.Namespace) -> int:
+    """The stamped check (C24); a refused read's line also names the user and the role
+    that may read (interfaces.md, Never silent), which the model's sentence leaves out."""
+    from tidings.store import refusals  # noqa: PLC0415 - redis-py, once the command runs
+
     with open_hub(args) as hub:
         agent = open_agent(args, hub)
-        return emit(args, agent.stamp(dict(agent.notification("check"))))
+        stamped = agent.stamp(dict(agent.notification("check")))
+        failed = error_of(stamped)
+        refused = failed is not None and failed[0] == "no_permission"
+        return emit(args, stamped, refusals.who(hub.redis) if refused else "")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import TYPE_CHECKING
 
-from tidings.cli._common import EXIT_USAGE, STORE, command, open_hub
+from tidings.cli._common import EXIT_USAGE, STORE, command, emit_error, open_hub
 
 if TYPE_CHECKING:
     from tidings.cli._common import Subparsers
@@ -32,13 +31,13 @@ def web(args: argparse.Namespace) -> int:
     try:
         from tidings.web.serve import StartError, check_token, serve  # noqa: PLC0415 - extra
     except ImportError as exc:
-        print(f"tidings: the web console needs its extra: pip install 'tidings[web]' ({exc})",
-              file=sys.stderr)
+        emit_error(args, "bad_usage",
+                   f"the web console needs its extra: pip install 'tidings[web]' ({exc})")
         return EXIT_USAGE
     try:
         check_token(args.host, os.environ.get("TIDINGS_WEB_TOKEN") or None)
         with open_hub(args) as hub:
             return serve(hub, args.host, args.port, args.allow_actions)
     except StartError as exc:
-        print(f"tidings: {exc}", file=sys.stderr)
+        emit_error(args, exc.reason, str(exc))
         return EXIT_USAGE

@@ -51,6 +51,9 @@ class AgentFigure(TypedDict):
     live_delay: LiveDelay | None
     alarm_overdue: bool
     files_here: bool
+    #: What needs an operator (interfaces.md, Never silent): ``overdue_delay`` here; the
+    #: inspection read adds ``memory_unavailable`` and ``unfinished_turn``.
+    attention: list[str]
 
 
 def delay_figure(request_id: str, deadline_epoch: float, now: float, *,
@@ -101,5 +104,6 @@ def agent_figures(redis: Redis, agents: Sequence[AgentRecord], now: float) -> li
         figures.append({"agent_id": agent.agent_id, "host": agent.host,
                         "workdir": agent.workdir, "pending": inbox["pending"],
                         "processing": inbox["processing"], "open": inbox["open"],
-                        "live_delay": live, "alarm_overdue": overdue, "files_here": here})
+                        "live_delay": live, "alarm_overdue": overdue, "files_here": here,
+                        "attention": ["overdue_delay"] if overdue else []})
     return figures

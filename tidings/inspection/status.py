@@ -2,8 +2,9 @@
 
 The JSON shape is interfaces.md's: ``{"queues": [{"name", "depth", "delayed", "dead"}],
 "schedulers": {host: {"leader", "since"}}, "agents": [{"agent_id", "host",
-"pending", "live_delay"}]}``, with a few more fields per entry. A host is listed
-when an agent is registered on it or its scheduler holds the leader lease; its
+"pending", "live_delay", "attention"}]}``, with a few more fields per entry, and
+``needs_attention``: the agents and queues that need an operator (:mod:`.attention`).
+A host is listed when an agent is registered on it or its scheduler holds the leader lease; its
 host and scheduler queues are listed even when empty, other hosts' queues when they
 hold messages. Everything is read from the host set, the per-host indexes and
 counters, never a keyspace ``SCAN`` (issue 25).
@@ -20,7 +21,9 @@ from typing import Literal, TypedDict
 
 from redis import Redis
 
+from tidings.inspection import attention
 from tidings.inspection.agent_status import AgentFigure, agent_figures, delay_figure
+from tidings.inspection.attention import AttentionRow
 from tidings.scheduler.jobstore import stored_alarms
 from tidings.scheduler.lease import Leader, leaders
 from tidings.store.clock import Clock
@@ -37,6 +40,7 @@ class Status(TypedDict):
     #: ``{"leader": None, "since": None}`` where no scheduler holds the host's lease.
     schedulers: dict[str, Leader]
     agents: list[AgentFigure]
+    needs_attention: list[AttentionRow]
 
 
 def _scheduled_delays(redis: Redis, figures: list[AgentFigure], now: float) -> None:
@@ -52,6 +56,8 @@ def _scheduled_delays(redis: Redis, figures: list[AgentFigure], now: float) -> N
         if job is not None and job[1] > now:
             figure["live_delay"] = delay_figure(job[0], job[1], now, target=None,
                                                 source="scheduler")
+        elif job is not None:  # its alarm job is stored past the deadline: still owed
+            figure["alarm_overdue"] = True
 
 
 def status(redis: Redis, clock: Clock, control: Redis | None = None) -> Status:
@@ -68,11 +74,14 @@ def status(redis: Redis, clock: Clock, control: Redis | None = None) -> Status:
                    | {host for host, held in leader.items() if held is not None})
     agents = agent_figures(redis, records, now)
     _scheduled_delays(redis, agents, now)
+    attention.mark(redis, records, agents)
+    queues = _queues(control, known, set(hosts))
     return {
         "status": "ok",
-        "queues": _queues(control, known, set(hosts)),
+        "queues": queues,
         "schedulers": {host: leader.get(host) or Leader(leader=None, since=None) for host in hosts},
         "agents": agents,
+        "needs_attention": attention.rows(agents, queues),
     }
 
 

@@ -30,6 +30,10 @@ FSYNC_KEEPS = {
 }
 
 
+#: What an in-memory store keeps.
+IN_MEMORY_KEEPS = "nothing survives the process that holds it"
+
+
 class StoreFacts(TypedDict):
     """The engine (``"valkey 9.1.2"``), its append-only file and fsync policy, and what
     that keeps; ``None`` where the store does not say, with ``note`` saying why."""
@@ -70,9 +74,11 @@ def read_facts(redis: Redis, label: str | None = None) -> StoreFacts:
         server = redis.info("server")
         persistence = redis.info("persistence")
     except ResponseError as exc:
-        return {"engine": label, "aof": None, "fsync": None, "aof_write": None, "keeps": None,
-                "verdict": "not_durable" if label and "not durable" in label else "unknown",
-                "note": f"the store does not answer INFO ({exc})"}
+        in_memory = bool(label) and "not durable" in str(label)
+        return {"engine": label, "aof": None, "fsync": None, "aof_write": None,
+                "keeps": IN_MEMORY_KEEPS if in_memory else None,
+                "verdict": "not_durable" if in_memory else "unknown",
+                "note": None if label else f"the store does not answer INFO ({exc})"}
     aof = str(persistence.get("aof_enabled", "0")) == "1"
     fsync, note = None, None
     if aof:

@@ -70,6 +70,7 @@ async def _inbox(agent: AsyncAgent,
     extra = set(arguments) - {"limit", "state"}
     if extra:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
+                "reason": "invalid_argument",
                 "message": f"inbox: unknown argument(s): {', '.join(sorted(extra))}"}
     limit, state = arguments.get("limit"), arguments.get("state")
     # wrong types raise the projection's reasons (invalid_limit, invalid_state); past here
@@ -83,6 +84,7 @@ async def _inbox(agent: AsyncAgent,
 async def _ignore(agent: AsyncAgent, arguments: Mapping[str, object]) -> Mapping[str, object]:
     if set(arguments) != {"event_id"}:
         return {"status": "failed", "error_code": "INVALID_ARGUMENT",
+                "reason": "invalid_argument",
                 "message": "inbox_ignore takes exactly one argument, event_id"}
     event_id = arguments["event_id"]
     # a non-string is no event id: "" gets the same not_found answer
@@ -116,4 +118,4 @@ async def call(
     except TidingsError as exc:
         return as_result(exc.as_result())
     except Exception as exc:
-        return as_result(unexpected_answer(f"mcp tool {name}", exc))
+        return as_result(unexpected_answer(f"mcp tool {name}", exc, (agent,)))

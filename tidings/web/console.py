@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TypedDict
 
@@ -13,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from tidings._hub import Hub
+from tidings.inspection.attention import MEANING, AttentionRow
 from tidings.inspection.overview import Overview, Summary
 from tidings.inspection.store_facts import served_label
 from tidings.store.jsonfmt import utc_stamp
@@ -52,20 +54,47 @@ def templates() -> Environment:
     return env
 
 
+#: Seconds an attention list is reused by the live overview: it reads every agent's
+#: counts (the status read), dearer than the overview's own figures.
+ATTENTION_SECONDS = 5.0
+
+
 class OverviewContext(TypedDict):
-    """What the overview templates render: the figures, their charts, the window."""
+    """What the overview templates render: the figures, their charts, the window, and
+    the agents and queues that need attention (with what each reason means)."""
 
     o: Overview
     charts: dict[str, Sparkline]
     window_minutes: int
     bucket_seconds: int
+    attention: list[AttentionRow]
+    meaning: dict[str, str]
 
 
-def overview_context(figures: Overview) -> OverviewContext:
+def overview_context(figures: Overview, attention: list[AttentionRow]) -> OverviewContext:
     rates = figures["rates"]
     charts = {kind: sparkline(rates.get(kind, [])) for kind in ("events", "wakes")}
     return {"o": figures, "charts": charts, "window_minutes": WINDOW_SECONDS // 60,
-            "bucket_seconds": BUCKET_SECONDS}
+            "bucket_seconds": BUCKET_SECONDS, "attention": attention, "meaning": MEANING}
+
+
+@dataclass
+class AttentionList:
+    """The status read's ``needs_attention``, reused for :data:`ATTENTION_SECONDS`."""
+
+    hub: Hub
+    seconds: float = ATTENTION_SECONDS
+    _read_at: float | None = None
+    _rows: list[AttentionRow] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self, *, fresh: bool = False) -> list[AttentionRow]:
+        now = self.hub.clock.now()
+        with self._lock:
+            if fresh or self._read_at is None or now - self._read_at >= self.seconds:
+                self._rows = self.hub.status()["needs_attention"]
+                self._read_at = now
+            return self._rows
 
 
 @dataclass
@@ -78,6 +107,7 @@ class Console:
     guard: Guard
     env: Environment
     summary: Summary
+    attention: AttentionList
     poller: Poller
     #: A per-process key every action form carries (against cross-site posts).
     form_key: str
@@ -87,14 +117,16 @@ class Console:
         env = templates()
         summary = Summary(hub.redis, hub.control,
                           served_label(hub.url, hub.settings.state_dir))
+        attention = AttentionList(hub)
 
         def read_summary() -> LiveSummary:
             figures = summary.read(hub.clock.now())
-            html = env.get_template("_overview_live.html").render(**overview_context(figures))
+            context = overview_context(figures, attention.read())
+            html = env.get_template("_overview_live.html").render(**context)
             return {"at": figures["at"], "dead": figures["dead"], "html": html}
 
-        return cls(hub, allow_actions, guard, env, summary, Poller(hub.runtime, read_summary),
-                   secrets.token_urlsafe(24))
+        return cls(hub, allow_actions, guard, env, summary, attention,
+                   Poller(hub.runtime, read_summary), secrets.token_urlsafe(24))
 
     def page(self, name: str, status_code: int = 200, **context: object) -> HTMLResponse:
         html = self.env.get_template(name).render(

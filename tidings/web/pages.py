@@ -20,7 +20,8 @@ MAX_SPILL_BYTES = 16 * 1_048_576
 async def overview(request: Request) -> Response:
     console = console_of(request)
     figures = await anyio.to_thread.run_sync(console.summary.read, console.hub.clock.now())
-    return console.page("overview.html", **overview_context(figures))
+    attention = await anyio.to_thread.run_sync(lambda: console.attention.read(fresh=True))
+    return console.page("overview.html", **overview_context(figures, attention))
 
 
 async def agents(request: Request) -> Response:

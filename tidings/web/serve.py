@@ -25,8 +25,16 @@ EXIT_USAGE = 2
 GRACE_SECONDS = 3
 
 
+#: interfaces.md, Never silent: the shortest TIDINGS_WEB_TOKEN a console off loopback accepts.
+MIN_TOKEN_CHARS = 32
+
+
 class StartError(Exception):
     """The console cannot start: one line for the operator, exit code 2."""
+
+    def __init__(self, message: str, reason: str = "bad_usage") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -43,16 +51,24 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise StartError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another "
-                         "--port") from None
+                         "--port", reason="port_in_use") from None
     sock.listen(128)
     return sock
 
 
 def check_token(host: str, token: str | None) -> None:
-    if not is_loopback(host) and not token:
+    """Off loopback the console needs a token of at least :data:`MIN_TOKEN_CHARS`."""
+    if is_loopback(host):
+        return
+    if not token:
         raise StartError(f"refusing to serve on non-loopback {host} without {TOKEN_ENV}; set "
                          f"it (clients then send 'Authorization: Bearer <token>') or use "
-                         "--host 127.0.0.1")
+                         "--host 127.0.0.1", reason="bad_usage")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise StartError(f"refusing to serve on non-loopback {host}: {TOKEN_ENV} has "
+                         f"{len(token)} characters, at least {MIN_TOKEN_CHARS} are needed "
+                         "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)",
+                         reason="weak_token")
 
 
 def console_token(host: str, allow_actions: bool) -> tuple[str | None, bool]:
