@@ -106,6 +106,7 @@ class Activation:
         self._thread.start()
         if not started.wait(START_TIMEOUT_SECONDS):
             raise RuntimeError("APScheduler did not start")
+        self.ticker.watch()
         counts = startup.reconcile_host(self.runtime, self.aps, self.body)
         self.worker.start()
         self._worker_started = True

@@ -141,6 +141,13 @@ class SyncTicker:
                           full=sent_full, changed=len(sent), unwatched=len(changes.unwatched))
             return {"full": sent_full, "changed": sent}
 
+    def watch(self) -> None:
+        """Watch the host's agents now (at activation): a change before the first tick
+        then starts its prompt visit too (C27)."""
+        with self._lock:
+            if self.watcher is not None:
+                self._refresh(int(self.redis.get(keys.host_agents_version(self.host)) or 0))
+
     def _claim(self, *, changed: bool) -> bool:
         return bool(self.redis.set(keys.sync_running(self.host, changed=changed), "1", nx=True,
                                    ex=flag_ttl(self.interval)))

@@ -24,7 +24,7 @@ from tidings.jobs.consumer.delivery import (
 )
 from tidings.jobs.consumer.dismiss import dismiss_channel, dismiss_event, dismiss_ref
 from tidings.jobs.consumer.read import fingerprint
-from tidings.jobs.consumer.visit import prefetch, sync_agent
+from tidings.jobs.consumer.visit import prefetch, prefetch_records, sync_agent
 from tidings.jobs.consumer.wait_loop import Entry
 from tidings.jobs.consumer.waiting import (
     latest_id,
@@ -53,6 +53,7 @@ __all__ = [
     "observe",
     "owes_alarm",
     "prefetch",
+    "prefetch_records",
     "read_state",
     "render",
     "render_attention",

@@ -34,8 +34,9 @@ from tidings.jobs.guard import answering
 from tidings.jobs.runtime import Runtime
 from tidings.store import locks, rates, replies
 from tidings.store.jsonfmt import compact, utc_stamp
-from tidings.store.keys import AgentKeys
+from tidings.store.keys import AgentKeys, agent_record
 from tidings.store.models import AgentRecord
+from tidings.store.registry import parse_record
 from tidings.store.scripts import channels as channel_scripts
 from tidings.store.scripts import wake as wake_scripts
 
@@ -77,9 +78,23 @@ class Known:
 def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
     """The Redis state :func:`sync_agent` reads, for all ``agents`` in one round trip (one
     per node on a cluster, whose pipelines refuse ``MGET``: single-key reads only)."""
+    return _read(rt, [agent.agent_id for agent in agents], records=False)[1]
+
+
+def prefetch_records(rt: Runtime,
+                     agent_ids: Sequence[str]) -> tuple[list[AgentRecord | None], dict[str, Known]]:
+    """The agents' records (``None``: not registered) and :func:`prefetch`'s state, in one
+    round trip: what a prompt visit (C27) reads before its visits."""
+    return _read(rt, agent_ids, records=True)
+
+
+def _read(rt: Runtime, agent_ids: Sequence[str],
+          records: bool) -> tuple[list[AgentRecord | None], dict[str, Known]]:
     pipe = rt.redis.pipeline(transaction=False)
-    for agent in agents:
-        k = AgentKeys(agent.agent_id)
+    for agent_id in agent_ids:
+        k = AgentKeys(agent_id)
+        if records:
+            pipe.get(agent_record(agent_id))
         for key in (k.delivered_fp, k.wake_fp, k.act_generation):
             pipe.get(key)
         pipe.smembers(k.blocked)
@@ -87,11 +102,15 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
         pipe.smembers(k.oversized)
         pipe.smembers(k.buffered_channels)
     answers = pipe.execute()
+    stride = 8 if records else 7
+    found: list[AgentRecord | None] = []
     known: dict[str, Known] = {}
-    for n, agent in enumerate(agents):
-        delivered, wake, generation, blocked, overflow, oversized, buffered = (
-            answers[7 * n: 7 * n + 7])
-        known[agent.agent_id] = Known(
+    for n, agent_id in enumerate(agent_ids):
+        reply = answers[stride * n: stride * n + stride]
+        if records:
+            found.append(parse_record(reply[0], agent_id))
+        delivered, wake, generation, blocked, overflow, oversized, buffered = reply[-7:]
+        known[agent_id] = Known(
             committed.Committed(replies.text_or_none(delivered) or "",
                                 replies.text_or_none(wake) or ""),
             replies.text_or_none(generation) or "",
@@ -99,7 +118,7 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
                             frozenset(map(replies.text, oversized))),
             tuple(sorted(map(replies.text, buffered))),
         )
-    return known
+    return found, known
 
 #: C26: the synthetic call the orchestrator injects with a notification wake.
 WAKE_CALL: dict[str, object] = {

@@ -27,11 +27,10 @@ from collections.abc import Callable, Collection, Iterable
 from functools import partial
 
 from tidings.jobs import log, metrics
-from tidings.jobs.consumer import prefetch, sync_agent
+from tidings.jobs.consumer import prefetch_records, sync_agent
 from tidings.jobs.runtime import Runtime
 from tidings.jobs.tick.host import next_visit
 from tidings.store import keys
-from tidings.store.registry import AgentRegistry
 
 #: Threads that run prompt visits in one process.
 VISIT_THREADS = 2
@@ -159,12 +158,11 @@ def prompt_visit(rt: Runtime, agent_ids: list[str]) -> set[str]:
     """A prompt visit of each of ``agent_ids`` that lives here (C27); returns those being
     visited elsewhere. What one needs next (a retry, a delay's deadline) goes to the
     host's *due* set, which the tick reads."""
-    registry = AgentRegistry(rt.redis, rt.control)
-    agents = [a for a in (registry.get(i) for i in agent_ids) if a is not None
+    records, known = prefetch_records(rt, agent_ids)  # one round trip, as the tick's
+    agents = [a for a in records if a is not None
               and a.host == rt.settings.host and os.path.isdir(a.workdir)]
     busy: set[str] = set()
     due: dict[str, float] = {}
-    known = prefetch(rt, agents)  # the tick's one-round-trip reads
     for agent in agents:
         outcome = sync_agent(rt, agent, known[agent.agent_id])  # never raises
         if outcome.get("busy"):

@@ -41,6 +41,7 @@ FRONT_DOORS: dict[str, list[str]] = {
         "STATE_FILE", "Entry", "Notifications", "ToolResult", "alarm_plan", "attention_preview",
         "check_placeholder", "dismiss_channel", "dismiss_event", "dismiss_ref", "expire",
         "fingerprint", "is_placeholder", "latest_id", "observe", "owes_alarm", "prefetch",
+        "prefetch_records",
         "read_state", "render", "render_attention", "request_delay", "signals_after", "stamp",
         "structural_problem", "sync_agent", "unavailable", "wait_for_wake",
         "wait_for_wake_async", "wake_deadline",

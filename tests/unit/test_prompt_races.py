@@ -23,9 +23,9 @@ from tidings.store.models import AgentRecord
 
 DEBOUNCE = 0.01
 #: Rounds of "a change, then a prompt visit and a tick at the same instant".
-ROUNDS = 10
+ROUNDS = 5
 BURST = 1000
-CYCLES = 20
+CYCLES = 10
 
 
 @contextmanager
