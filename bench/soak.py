@@ -2,9 +2,9 @@
 
 ``tidings up`` with no URL (its Valkey child, AOF everysec) in a temporary state
 directory serves 50 agents; 8 producer threads publish into them at a steady total rate
-for ``--minutes`` (default 10). Channels rotate every :data:`ROTATE_SECONDS`, so no
-channel file grows past a few hundred events and the cost of one flush stays level:
-what grows is what the process keeps, not the work it is given.
+for ``--minutes`` (default 10), round-robin over :data:`CHANNELS` channels of each
+agent (a fixed set: the state a soak adds is events, not channels or agents, so what
+grows is what the processes keep, not what they are given to keep).
 
 Every minute it samples the RSS of ``tidings up`` and of the engine. At the end it
 waits for the worker to drain and reads every channel file: ``delivered`` counts the
@@ -32,14 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _redis import percentile
 
+from tidings.workers.routing import host_queue
+
 AGENTS = 50
 PRODUCERS = 8
 #: Worker threads of ``tidings up``.
 THREADS = 4
 #: Total publishes per second, spread over the producers.
 RATE = 500.0
-#: A new channel per agent this often (seconds): files stay small.
-ROTATE_SECONDS = 15.0
+#: Channels per agent, each retaining up to :data:`RETAINED` events (C12's ceiling):
+#: 10 minutes at RATE leave ~750 events in each file, so every event stays countable.
+CHANNELS = 8
+RETAINED = 10_000
 #: The minute whose RSS is the baseline (1-based): after warm-up.
 BASELINE_MINUTE = 2
 #: How long the worker may take to apply what is buffered at the end (seconds).
@@ -47,6 +51,7 @@ DRAIN_SECONDS = 300.0
 #: Goal: RSS after the baseline minute within this fraction of it.
 GOAL_RSS_BAND = 0.10
 SYNC_INTERVAL = 60.0
+HOST = "bench-soak"
 
 
 def rss_mb(pid: int) -> float:
@@ -87,10 +92,10 @@ class Up:
 class Producers:
     """PRODUCERS threads publishing round-robin over the agents at ``rate`` in total."""
 
-    def __init__(self, agents: list[Any], rate: float, started: float) -> None:
+    def __init__(self, agents: list[Any], rate: float, channels: int) -> None:
         self.agents = agents
+        self.channels = channels
         self.interval = PRODUCERS / rate
-        self.started = started
         self.stop = threading.Event()
         self.acked: list[tuple[int, str, str]] = []  # (agent index, channel, event id)
         self.latencies: list[float] = []
@@ -108,7 +113,7 @@ class Producers:
                 time.sleep(next_at - now)
             next_at = max(next_at + self.interval, time.perf_counter() - 1.0)
             index = n % len(self.agents)
-            channel = f"mcp.soak{int((time.monotonic() - self.started) // ROTATE_SECONDS)}"
+            channel = f"mcp.soak{(n // len(self.agents)) % self.channels}"
             sent = time.perf_counter()
             try:
                 result = self.agents[index].publish_event(channel, {"n": n})
@@ -134,6 +139,17 @@ class Producers:
             thread.join(60)
 
 
+def sample(minute: int, up: Up, hub: Any, acked: int) -> dict[str, Any]:
+    """RSS of both processes, and what is still to do: the engine's dataset (buffered
+    events live there until flushed) and the flush messages waiting on the host queue.
+    A backlog that grows means the machine cannot keep up with the rate, which grows
+    both processes without any leak."""
+    engine = hub.redis.info("memory")
+    return {"minute": minute, "up_mb": rss_mb(up.proc.pid), "engine_mb": rss_mb(up.engine_pid),
+            "engine_dataset_mb": round(int(engine["used_memory"]) / 2**20, 1),
+            "queued": int(hub.redis.hlen(f"tidings:{host_queue(HOST)}.msgs")), "acked": acked}
+
+
 def delivered(workdirs: list[Path]) -> dict[tuple[int, str], list[str]]:
     """Every event id in every soak channel file, per (agent index, channel)."""
     found: dict[tuple[int, str], list[str]] = {}
@@ -156,36 +172,32 @@ def tally(acked: list[tuple[int, str, str]], workdirs: list[Path]) -> dict[str, 
             "duplicated": total - len(present), "in_files": total}
 
 
-def soak(minutes: float, rate: float) -> dict[str, Any]:
+def soak(minutes: float, rate: float, channels: int) -> dict[str, Any]:
     import tidings
 
-    rotations = int(minutes * 60 // ROTATE_SECONDS) + 2
     with tempfile.TemporaryDirectory(prefix="tidings-soak-") as tmp:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")}
-        env.update(TIDINGS_HOST="bench-soak", TIDINGS_STATE_DIR=str(root / "state"),
+        env.update(TIDINGS_HOST=HOST, TIDINGS_STATE_DIR=str(root / "state"),
                    TIDINGS_SYNC_INTERVAL=str(SYNC_INTERVAL), PYTHONUNBUFFERED="1")
         up = Up(env)
-        settings = tidings.Settings(host="bench-soak", state_dir=root / "state",
+        settings = tidings.Settings(host=HOST, state_dir=root / "state",
                                     sync_interval=SYNC_INTERVAL)
         try:
             with tidings.connect(settings=settings) as hub:
                 workdirs = [root / f"agent{n}" for n in range(AGENTS)]
-                caps = {f"mcp.soak{r}": 10_000 for r in range(rotations)}
+                caps = {f"mcp.soak{c}": RETAINED for c in range(channels)}
                 agents = []
                 for workdir in workdirs:
                     workdir.mkdir()
                     agents.append(hub.agent(workdir, max_events=caps))
-                samples = [{"minute": 0, "up_mb": rss_mb(up.proc.pid),
-                            "engine_mb": rss_mb(up.engine_pid), "acked": 0}]
+                samples = [sample(0, up, hub, 0)]
                 started = time.monotonic()
-                producers = Producers(agents, rate, started)
+                producers = Producers(agents, rate, channels)
                 producers.start()
                 for minute in range(1, int(minutes) + 1):
                     time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
-                    samples.append({"minute": minute, "up_mb": rss_mb(up.proc.pid),
-                                    "engine_mb": rss_mb(up.engine_pid),
-                                    "acked": len(producers.acked)})
+                    samples.append(sample(minute, up, hub, len(producers.acked)))
                     print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
                 producers.join()
                 elapsed = time.monotonic() - started
@@ -203,7 +215,8 @@ def soak(minutes: float, rate: float) -> dict[str, Any]:
     up_ratio = round(last["up_mb"] / base["up_mb"], 3)
     engine_ratio = round(last["engine_mb"] / base["engine_mb"], 3)
     return {
-        "bench": "soak", "agents": AGENTS, "producers": PRODUCERS, "threads": THREADS,
+        "bench": "soak", "agents": AGENTS, "channels_per_agent": channels,
+        "producers": PRODUCERS, "threads": THREADS,
         "minutes": minutes, "rate_goal": rate,
         "rate": round(counts["acked"] / elapsed, 1),
         "rss_per_minute": samples, "rss_after_drain": idle,
@@ -224,8 +237,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=RATE, help="publishes per second")
+    parser.add_argument("--channels", type=int, default=CHANNELS, help="channels per agent")
     args = parser.parse_args()
-    print(json.dumps(soak(args.minutes, args.rate)))
+    print(json.dumps(soak(args.minutes, args.rate, args.channels)))
 
 
 if __name__ == "__main__":

@@ -266,11 +266,15 @@ def ping(client: redis.Redis, url: str, *, broker: bool = False,
         else:
             _ping_within(client, hang_seconds)
     except redis.exceptions.TimeoutError as exc:
+        # A plain server under a rediss:// URL takes the connection and never finishes
+        # the TLS handshake: the same silence as a hung engine, so both are named.
+        tls = (" or it does not speak TLS (the URL says rediss://: a plain server wants "
+               "redis://)" if url.startswith("rediss://") else "")
         raise NoStoreError(
             f"the store at {redact(url)} took the connection but did not answer PING within "
-            f"{hang_seconds:g}s ({exc}): its engine is hung or stopped. Nothing was done; "
-            "`tidings up` exits when its engine hangs (its service manager restarts it), "
-            "or see to the Redis behind the URL.", reason="store_unresponsive") from None
+            f"{hang_seconds:g}s ({exc}): its engine is hung or stopped{tls}. Nothing was "
+            "done; `tidings up` exits when its engine hangs (its service manager restarts "
+            "it), or see to the Redis behind the URL.", reason="store_unresponsive") from None
     except redis.exceptions.RedisError as exc:
         refused = refusals.refusal(exc, client, redact(url))
         if refused is not None:  # it answered: a credential or right problem, not no store

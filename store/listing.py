@@ -9,6 +9,12 @@ ctime, and a name's file type cannot change without such a change, so a listing
 here: readers still ``lstat`` the entries they use. As timestamps are coarse, a
 listing of a directory changed within :data:`RACY_SECONDS` is not reused (git's
 "racily clean" rule).
+
+What readers derive from a listing (the allowed channel names, the flaggable stems)
+is kept on the listing itself (:func:`derived`), so it goes when the listing goes. A
+process-wide memo keyed by listings kept every listing it ever saw alive: under steady
+publishing a directory is always racy, so every read made a new listing, and two
+16,384-entry memos of them grew ``tidings up`` by megabytes a minute (issue 30).
 """
 
 from __future__ import annotations
@@ -16,15 +22,16 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import TypeVar, cast
+
+T = TypeVar("T")
 
 #: A directory changed this recently (s) is listed afresh every time.
 RACY_SECONDS = 1.0
 #: Directories whose listing is kept (least recently used go first).
 MAX_LISTINGS = 20_000
-#: Listings a reader remembers what it derived from (its ``lru_cache`` size: one per agent
-#: directory, the allowed channel names of a read, the flaggable stems of a warnings scan).
-LISTING_MEMO_SIZE = 16_384
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +42,18 @@ class Listing:
 
     names: tuple[str, ...]
     regular: frozenset[str]
+    #: What readers derived from this listing (:func:`derived`), by their key.
+    memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
+
+
+def derived(listing: Listing, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, computed once per ``listing`` and ``key`` and kept on the listing, so it
+    lives exactly as long as the listing (two threads may both compute it: same value)."""
+    try:
+        return cast(T, listing.memo[key])
+    except KeyError:
+        value = listing.memo[key] = make()
+        return value
 
 
 class _Listings:

@@ -16,6 +16,7 @@ import re
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -143,7 +144,10 @@ class _FileLock:
                 pause = min(pause * 2, 0.02)
 
 
-_registry: dict[tuple[str, str], _FileLock] = {}
+#: The lock of each (workdir, lock file) while someone uses it: weakly held, so the
+#: locks of channels no longer written do not pile up in a long-running worker.
+_registry: weakref.WeakValueDictionary[tuple[str, str], _FileLock] = \
+    weakref.WeakValueDictionary()
 _registry_lock = threading.Lock()
 
 

@@ -9,7 +9,6 @@ allowlist admits but that is over the 1 MiB read limit gets the same treatment.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from tidings.jobs import log
 from tidings.jobs.channels import blocked_overflow, names, system_events
@@ -19,7 +18,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.store import replies
 from tidings.store.files import MAX_READ_BYTES, directory
 from tidings.store.keys import AgentKeys
-from tidings.store.listing import LISTING_MEMO_SIZE, Listing
+from tidings.store.listing import Listing, derived
 from tidings.store.models import AgentRecord
 
 #: C28: stems of files that are never flagged.
@@ -50,19 +49,22 @@ def flaggable_stem(name: str) -> str | None:
     return stem
 
 
-@lru_cache(maxsize=LISTING_MEMO_SIZE)
 def _flaggable(listing: Listing, hook_channels: frozenset[str]) -> tuple[tuple[str, ...],
                                                                           tuple[str, ...]]:
-    """The stems of flaggable regular files: (blocked, allowed); memoised per listing, so
-    a flood of rogue files costs nothing while the directory is unchanged (C50)."""
-    allow = Allowlist(hook_channels)
-    blocked: list[str] = []
-    allowed: list[str] = []
-    for name in listing.names:
-        stem = flaggable_stem(name) if name in listing.regular else None
-        if stem is not None:
-            (allowed if allow.allows(stem) else blocked).append(stem)
-    return tuple(blocked), tuple(allowed)
+    """The stems of flaggable regular files: (blocked, allowed); memoised on the listing,
+    so a flood of rogue files costs nothing while the directory is unchanged (C50)."""
+
+    def stems() -> tuple[tuple[str, ...], tuple[str, ...]]:
+        allow = Allowlist(hook_channels)
+        blocked: list[str] = []
+        allowed: list[str] = []
+        for name in listing.names:
+            stem = flaggable_stem(name) if name in listing.regular else None
+            if stem is not None:
+                (allowed if allow.allows(stem) else blocked).append(stem)
+        return tuple(blocked), tuple(allowed)
+
+    return derived(listing, (_flaggable, hook_channels), stems)
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from tidings.jobs import log
@@ -29,7 +28,7 @@ from tidings.jobs.channels import (
 from tidings.store import refusals
 from tidings.store.files import MAX_READ_BYTES, DirView, Entry, directory, stat_key
 from tidings.store.jsonfmt import sha256_hex
-from tidings.store.listing import LISTING_MEMO_SIZE, Listing
+from tidings.store.listing import Listing, derived
 from tidings.store.models import AgentRecord
 
 #: Cached content hashes kept per process.
@@ -89,16 +88,19 @@ def is_candidate(name: str) -> bool:
     return name.endswith(".json") and name not in NON_CHANNEL_FILES and not name.startswith(".")
 
 
-@lru_cache(maxsize=LISTING_MEMO_SIZE)
 def _channel_names(listing: Listing, hook_channels: frozenset[str]) -> tuple[str, ...]:
-    """The allowed channel file names of a listing, sorted (memoised per listing: a
+    """The allowed channel file names of a listing, sorted (memoised on the listing: a
     directory flooded with rogue names costs nothing while it is unchanged, C50)."""
-    allow = Allowlist(hook_channels)
-    return tuple(sorted(
-        name for name in listing.names
-        if name in listing.regular and is_candidate(name) and name[:-5] != DAEMON
-        and allow.allows(name[:-5])
-    ))
+
+    def names() -> tuple[str, ...]:
+        allow = Allowlist(hook_channels)
+        return tuple(sorted(
+            name for name in listing.names
+            if name in listing.regular and is_candidate(name) and name[:-5] != DAEMON
+            and allow.allows(name[:-5])
+        ))
+
+    return derived(listing, (_channel_names, hook_channels), names)
 
 
 def chosen(view: DirView, allow: Allowlist, exclude: str | None) -> list[Entry]:

@@ -106,7 +106,9 @@ def test_rediss_to_a_plain_server_fails_within_the_connect_timeout(
     started = time.monotonic()
     assert cli.main(["status", "--json", "--redis-url", url]) == 2
     elapsed = time.monotonic() - started
-    assert json.loads(capsys.readouterr().out)["reason"] == "no_store"
+    answer = json.loads(capsys.readouterr().out)
+    # The server takes the connection and never finishes the handshake (issue 30).
+    assert answer["reason"] == "store_unresponsive" and "TLS" in answer["message"]
     assert elapsed < 6.0, elapsed
     done = run_cli(["status", "--json"], {**e2e_env, "TIDINGS_REDIS_URL": url}, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr

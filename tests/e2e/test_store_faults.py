@@ -132,10 +132,9 @@ def test_store_json_lost_data_lost_and_a_damaged_aof_say_what_is_true(
     procs: ProcessGroup, e2e_env: dict[str, str], state: Path,
 ) -> None:
     """Acceptance 5: store.json deleted, then garbage, under a running `up`: written
-    again. A damaged AOF: the refusal names `tidings check-aof`, which runs the engine's
-    own checker. The state directory deleted under a running `up`: one
-    `store_data_missing` line, and the next start refuses to begin empty (exit 2)
-    unless --fresh."""
+    again. The state directory deleted under a running `up`: one `store_data_missing`
+    line, and the next start refuses to begin empty (exit 2) unless --fresh. A damaged
+    AOF: the refusal names `tidings check-aof`, which runs the engine's own checker."""
     up = start_up(procs, "--port", "0")
     kept = record(state)
     for damage in ("delete", "garbage"):
@@ -145,7 +144,13 @@ def test_store_json_lost_data_lost_and_a_damaged_aof_say_what_is_true(
             (state / "store.json").write_text("{not json")
         wait_until(lambda: _record_or_none(state) == kept, timeout=10,
                    what=f"store.json written again after {damage}")
+    shutil.rmtree(state)
+    wait_until(lambda: any(ln.startswith("tidings: store_data_missing: ") for ln in up.stderr),
+               timeout=10, what="the store_data_missing line")
     assert up.stop() == 0
+    line = refused(run_cli(["up", "--port", "0"], e2e_env, timeout=60), "store_data_missing")
+    assert "--fresh" in line and engines(state) == []
+    start_up(procs, "--port", "0", "--fresh").stop()  # writes a new marker into the AOF
 
     [incr] = (state / "store" / "data" / "appendonlydir").glob("*.incr.aof")
     good = incr.read_bytes()
@@ -154,17 +159,6 @@ def test_store_json_lost_data_lost_and_a_damaged_aof_say_what_is_true(
     assert "tidings check-aof --fix" in line and "valkey-check-aof" not in line
     checked = run_cli(["check-aof"], e2e_env, timeout=60)
     assert checked.returncode == 1 and "is not valid" in checked.stdout, checked
-    incr.write_bytes(good)
-
-    up = start_up(procs, "--port", "0")
-    shutil.rmtree(state)
-    wait_until(lambda: any(ln.startswith("tidings: store_data_missing: ") for ln in up.stderr),
-               timeout=10, what="the store_data_missing line")
-    assert up.stop() == 0
-    line = refused(run_cli(["up", "--port", "0"], e2e_env, timeout=60), "store_data_missing")
-    assert "--fresh" in line and engines(state) == []
-    start_up(procs, "--port", "0", "--fresh")
-    assert engines(state) == [record(state)["pid"]]
 
 
 def _record_or_none(state: Path) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ from tidings.engine.config import BIND
 from tidings.engine.dir_locks import FileLock
 from tidings.engine.orphan import clear_stale, stop_orphan
 from tidings.engine.state_paths import StatePaths
+from tidings.store.replies import text_or_none
 from tidings.store.settings import Settings
 
 #: The key holding the data's marker (issue 30): written with the first data, kept by
@@ -183,8 +184,7 @@ class DefaultStore:
         except FileNotFoundError:
             kept = None
         with client(BIND, engine.port, engine.secret) as c:
-            raw = c.get(MARKER_KEY)
-            held = raw.decode("ascii", "replace") if isinstance(raw, bytes) else None
+            held = text_or_none(c.get(MARKER_KEY))
             if kept is not None and held != kept and not self._fresh:
                 raise StoreUnavailable(
                     f"the data of {self.paths.root} is missing: the store engine loaded no "
