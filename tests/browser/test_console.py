@@ -355,8 +355,13 @@ def test_the_console_reads_at_800_1400_and_1900_px(stack: Stack, browser: Any) -
             store = text_of(browser, "#store")
             assert re.search(r"(valkey|redis) \d+\.\d+", store), store
             assert "AOF on · fsync everysec" in store, store
+            # the unfinished turn and the dead letter (issue 29's list), the agent by name
+            wait_until(lambda: "billing-agent" in text_of(browser, "#attention")
+                       and "dead_letters" in text_of(browser, "#attention"),
+                       timeout=10, what="the agents and queues that need attention")
+            assert "unfinished_turn" in text_of(browser, "#attention")
             browser.save_screenshot(str(shots / f"overview-{width}.png"))
-            for table in ("#hosts", "#queues"):
+            for table in ("#attention", "#hosts", "#queues"):
                 readable(browser, table, width)
 
             browser.get(f"{stack.web_actions}/agents?q=billing")

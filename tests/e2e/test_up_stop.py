@@ -123,7 +123,7 @@ def test_up_on_a_terminal_prints_one_line_for_people_and_down_stops_it(
     assert cli.main(["stop"]) == 1
     out, err = capsys.readouterr()
     assert json.loads(out)["reason"] == "not_running"
-    assert err.strip().splitlines() == [f"tidings: no `tidings up` serves {state}"]
+    assert err.strip().splitlines() == [f"tidings: not_running: no `tidings up` serves {state}"]
     nowhere = tmp_path / "never-served"
     monkeypatch.setenv("TIDINGS_STATE_DIR", str(nowhere))
     assert cli.main(["stop"]) == 1 and not nowhere.exists()

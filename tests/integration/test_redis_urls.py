@@ -9,7 +9,7 @@ import pytest
 import tidings
 from tests.support.redis_server import RedisServer, free_port
 from tidings.store.connection import redact
-from tidings.store.errors import NoStoreError
+from tidings.store.errors import NoStoreError, TidingsError
 from tidings.store.settings import RedisConfig, Settings
 
 pytestmark = pytest.mark.redis_server
@@ -28,8 +28,11 @@ def test_acl_user_and_password_in_the_url(tmp_path: Path) -> None:
             assert agent.publish_event("mcp.x", {"text": "hi"})["flushed"] is True
         finally:
             hub.close()
-        with pytest.raises(NoStoreError):
+        # The store answered: a refused password is auth_failed, never no_store (issue 29).
+        with pytest.raises(TidingsError) as refused:
             tidings.connect(f"redis://tidings:wrong@127.0.0.1:{server.port}/0")
+        assert not isinstance(refused.value, NoStoreError)
+        assert refused.value.reason == "auth_failed" and ":wrong@" not in refused.value.message
     finally:
         server.stop()
 

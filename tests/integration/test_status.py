@@ -118,8 +118,8 @@ def test_status_reports_queues_leaders_pending_items_and_live_delays(
     # interfaces.md, Never silent: the dead letter is the one thing that needs attention here
     assert agents["here"]["attention"] == agents["elsewhere"]["attention"] == []
     assert figures["needs_attention"] == [{"kind": "queue", "name": host_queue(host),
-                                           "host": None, "attention": ["dead_letters"],
-                                           "count": 1}]
+                                           "workdir": None, "host": None,
+                                           "attention": ["dead_letters"], "count": 1}]
 
     out = io.StringIO()
     print_tables(Console(file=out, width=200), figures)

@@ -106,11 +106,18 @@ def dismissal(tour: Tour) -> None:
               python='agent.publish("soul", {"header": "reflect", "data": {"prompt": "v1"}}, '
                      'wait=True)')
     tour.agent.publish("soul", {"header": "reflect", "data": {"prompt": "v1"}}, wait=True)
-    tour.agent.stamp({"status": "ok"})
+    tour.agent.stamp({"status": "ok"})  # the agent is shown v1
+    # A wake would show the agent v2 at once (a prompt visit); put off for a minute (a
+    # delay, chapter 7), soul is not shown again until the agent reads it.
+    tour.say("The agent has seen it, and puts [bold]soul[/] off for a minute; meanwhile the "
+             "producer rewrites it, so what the agent saw is no longer what is there:")
+    tour.does(cli="tidings delay soul 60 --workdir W",
+              python='agent.notification("delay", {"channel": "soul", "seconds": 60})')
+    put_off = tour.agent.notification("delay", {"channel": "soul", "seconds": 60})
+    tour.expect(put_off["status"] == "ok", "soul is put off")
     tour.agent.publish("soul", {"header": "reflect", "data": {"prompt": "v2"}}, wait=True)
-    tour.say("The producer rewrote [bold]soul[/] after the agent last saw it:")
     stale = tour.agent.notification("dismiss_channel", {"channel": "soul"})
-    tour.expect(stale["reason"] == "stale_channel_version", "a stale dismissal is refused")
+    tour.expect(stale.get("reason") == "stale_channel_version", "a stale dismissal is refused")
     tour.show("dismiss_channel {'channel': 'soul'}", stale)
     tour.say("The agent reads it again, or insists:")
     tour.does(cli="""tidings notification dismiss_channel --input '{"channel": "soul", """
@@ -119,6 +126,9 @@ def dismissal(tour: Tour) -> None:
     forced = tour.agent.notification("dismiss_channel", {"channel": "soul", "force": True})
     tour.expect(forced.get("cleared") is True, "force clears it")
     tour.show("dismiss_channel {'channel': 'soul', 'force': true}", forced)
+    tour.does(cli="tidings delay soul 0 --workdir W   # 0 cancels the delay")
+    cancelled = tour.agent.notification("delay", {"channel": "soul", "seconds": 0})
+    tour.expect(cancelled["status"] == "ok", "the delay is cancelled")
 
 
 def wake(tour: Tour) -> None:

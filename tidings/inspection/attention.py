@@ -45,6 +45,8 @@ class AttentionRow(TypedDict):
 
     kind: Literal["agent", "queue"]
     name: str
+    #: The agent's workdir, by whose name the console shows it; ``None`` for a queue.
+    workdir: str | None
     host: str | None
     attention: list[str]
     #: Dead letters of a queue; ``None`` for an agent.
@@ -84,12 +86,13 @@ def rows(agents: Sequence[AgentFigure],
          queues: Sequence[Mapping[str, object]]) -> list[AttentionRow]:
     """The list: agents with a reason, then queues with dead letters."""
     found: list[AttentionRow] = [
-        {"kind": "agent", "name": a["agent_id"], "host": a["host"],
+        {"kind": "agent", "name": a["agent_id"], "workdir": a["workdir"], "host": a["host"],
          "attention": list(a["attention"]), "count": None}
         for a in agents if a["attention"]]
     for queue in queues:
         dead = queue.get("dead")
         if isinstance(dead, int) and dead > 0:
-            found.append({"kind": "queue", "name": str(queue["name"]), "host": None,
+            found.append({"kind": "queue", "name": str(queue["name"]), "workdir": None,
+                          "host": None,
                           "attention": [DEAD_LETTERS], "count": dead})
     return found
