@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 
+from tidings.jobs.memory.model import ObserveResult
 from tidings.jobs.memory.repository import RepositoryUnavailable, opened
+from tidings.jobs.memory.watchdog import watched
 
 #: What each M13 reason means to the person who typed the path.
 WHY = {
@@ -40,7 +42,23 @@ REFUSED = frozenset({"missing", "not_a_repository"})
 
 def repository_problem(path: str) -> str | None:
     """A one-line reason why ``path`` is no memory repository (a missing path, a plain
-    folder, a bare repository, a folder inside a work tree), or ``None`` if it is one."""
+    folder, a bare repository, a folder inside a work tree), or ``None`` if it is one.
+
+    Opening it is an observation's first step, so it runs under the same M55 watchdog: a
+    metadata file swapped for a FIFO after the checks cannot hold the registering thread.
+    A repository that is hostile or slow registers (fail open); its observations say so.
+    """
+    found: list[str | None] = []
+
+    def probe() -> ObserveResult:
+        found.append(_problem(path))
+        return ObserveResult("baseline")
+
+    watched(path, probe)
+    return found[0] if found else None
+
+
+def _problem(path: str) -> str | None:
     try:
         with opened(path):
             return None
