@@ -52,7 +52,7 @@ def repository_problem(path: str) -> str | None:
 
     def probe() -> ObserveResult:
         found.append(_problem(path))
-        return ObserveResult("baseline")
+        return ObserveResult("ok")
 
     watched(path, probe)
     return found[0] if found else None
