@@ -152,7 +152,10 @@ def test_d18_scheduler_killed_before_deadline_restarted_after(
     wait_past(deadline_of(agent) + 0.5)
     assert not (agent.root / ALARM).exists(), "nothing publishes while no scheduler runs"
     second = procs.start("scheduler")
-    assert leader(second)["startup"]["expired"] == 1
+    # Its start-up reconcile (D18) expires the overdue delay, unless the prompt visit its
+    # watcher starts for the agent (C27) ran the visit's D9 backstop first: either way,
+    # exactly one alarm.
+    assert leader(second)["startup"]["expired"] in (0, 1)
     published_once(side, agent, result["request_id"])
 
 
