@@ -29,6 +29,7 @@ TYPECHECK := build/typecheck
 
 lint: venv
 	$(BIN)/ruff check tidings workers jobs scheduler store tests bench examples
+	$(BIN)/ruff format --check tidings workers jobs scheduler store tests bench examples
 	$(BIN)/python -m tests.support.linktree $(TYPECHECK)
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml
 	cd $(TYPECHECK) && $(CURDIR)/$(BIN)/lint-imports --no-cache $(CURDIR)/pyproject.toml

@@ -41,11 +41,17 @@ SYNC_CONNECTIONS = 5000
 
 
 def proc_status() -> dict[str, Any]:
-    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text()
-                  .splitlines() if ":" in line)
+    fields = dict(
+        line.split(":", 1)
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if ":" in line
+    )
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"threads": int(fields["Threads"]), "rss_kb": int(fields["VmRSS"].split()[0]),
-            "cpu_s": usage.ru_utime + usage.ru_stime}
+    return {
+        "threads": int(fields["Threads"]),
+        "rss_kb": int(fields["VmRSS"].split()[0]),
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+    }
 
 
 def wait_blocked(url: str, count: int) -> None:
@@ -157,8 +163,22 @@ def produce(url: str, count: int, rate: float, seconds: float) -> int:
 
 def run_side(mode: str, url: str, base: Path, args: argparse.Namespace) -> dict[str, Any]:
     side = subprocess.Popen(
-        [sys.executable, __file__, "--child", mode, "--url", url, "--base", str(base),
-         "--agents", str(args.agents)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            mode,
+            "--url",
+            url,
+            "--base",
+            str(base),
+            "--agents",
+            str(args.agents),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert side.stdin is not None and side.stdout is not None
     assert side.stdout.readline().strip() == "ready", f"{mode} side did not start"
     sent = produce(url, args.agents, args.rate, args.seconds)
@@ -169,16 +189,19 @@ def run_side(mode: str, url: str, base: Path, args: argparse.Namespace) -> dict[
     side.wait(120)
     lat = sorted(figures["latencies"])
     return {
-        "sent": sent, "delivered": len(lat),
+        "sent": sent,
+        "delivered": len(lat),
         "p50_ms": round(statistics.median(lat), 2),
         "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2),
         "threads_added": figures["during"]["threads"] - figures["before"]["threads"],
         "threads": figures["during"]["threads"],
         "rss_mb": round(figures["during"]["rss_kb"] / 1024, 1),
-        "cpu_ms_per_wake": round((figures["during"]["cpu_s"] - figures["before"]["cpu_s"])
-                                 * 1000 / max(len(lat), 1), 3),
-        "rss_added_mb": round((figures["during"]["rss_kb"] - figures["before"]["rss_kb"]) / 1024,
-                              1),
+        "cpu_ms_per_wake": round(
+            (figures["during"]["cpu_s"] - figures["before"]["cpu_s"]) * 1000 / max(len(lat), 1), 3
+        ),
+        "rss_added_mb": round(
+            (figures["during"]["rss_kb"] - figures["before"]["rss_kb"]) / 1024, 1
+        ),
     }
 
 
@@ -207,19 +230,34 @@ def main() -> None:
                 hub.agent(base / agent_id, agent_id=agent_id)
         aio = run_side("aio", url, base, args)
         threads = run_side("threads", url, base, args)
-    print(json.dumps({
-        "benchmark": "aio_wake", "agents": args.agents, "rate_per_s": args.rate,
-        "seconds": args.seconds, "aio": aio, "baseline_threads": threads,
-        "rss_ratio": round(aio["rss_mb"] / threads["rss_mb"], 3),
-        "rss_added_ratio": round(aio["rss_added_mb"] / max(threads["rss_added_mb"], 0.1), 3),
-        "load_average": os.getloadavg()[0],
-        "goals": {"p99_ms": GOAL_P99_MS, "threads_added": GOAL_ADDED_THREADS,
-                  "rss_ratio": GOAL_RSS_RATIO},
-        "met": {"p99": aio["p99_ms"] <= GOAL_P99_MS,
-                "threads": aio["threads_added"] <= GOAL_ADDED_THREADS,
-                "rss": aio["rss_mb"] <= GOAL_RSS_RATIO * threads["rss_mb"]},
-        "pid": os.getpid(),
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "aio_wake",
+                "agents": args.agents,
+                "rate_per_s": args.rate,
+                "seconds": args.seconds,
+                "aio": aio,
+                "baseline_threads": threads,
+                "rss_ratio": round(aio["rss_mb"] / threads["rss_mb"], 3),
+                "rss_added_ratio": round(
+                    aio["rss_added_mb"] / max(threads["rss_added_mb"], 0.1), 3
+                ),
+                "load_average": os.getloadavg()[0],
+                "goals": {
+                    "p99_ms": GOAL_P99_MS,
+                    "threads_added": GOAL_ADDED_THREADS,
+                    "rss_ratio": GOAL_RSS_RATIO,
+                },
+                "met": {
+                    "p99": aio["p99_ms"] <= GOAL_P99_MS,
+                    "threads": aio["threads_added"] <= GOAL_ADDED_THREADS,
+                    "rss": aio["rss_mb"] <= GOAL_RSS_RATIO * threads["rss_mb"],
+                },
+                "pid": os.getpid(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

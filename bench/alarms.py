@@ -54,8 +54,12 @@ TIMEOUT_SECONDS = 60.0
 
 def start_tidings(command: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start ``python -m tidings <command>`` and wait for its ``ready`` line."""
-    proc = subprocess.Popen([sys.executable, "-m", "tidings", command], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidings", command],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdout is not None
     want = "leader" if command == "scheduler" else "ready"
     for raw in iter(proc.stdout.readline, b""):
@@ -74,8 +78,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(values_ms: list[float]) -> dict[str, float]:
-    return {"p50": round(percentile(values_ms, 50), 1), "p99": round(percentile(values_ms, 99), 1),
-            "max": round(max(values_ms), 1), "min": round(min(values_ms), 1)}
+    return {
+        "p50": round(percentile(values_ms, 50), 1),
+        "p99": round(percentile(values_ms, 99), 1),
+        "max": round(max(values_ms), 1),
+        "min": round(min(values_ms), 1),
+    }
 
 
 class BareBaseline:
@@ -98,8 +106,12 @@ class BareBaseline:
 
     def add(self, deadline: float) -> None:
         when = datetime.fromtimestamp(deadline, UTC)
-        self.aps.add_job(self._fire, DateTrigger(run_date=when, timezone=UTC), args=[deadline],
-                         misfire_grace_time=None)
+        self.aps.add_job(
+            self._fire,
+            DateTrigger(run_date=when, timezone=UTC),
+            args=[deadline],
+            misfire_grace_time=None,
+        )
 
     def close(self) -> None:
         self.aps.shutdown(wait=True)
@@ -108,8 +120,12 @@ class BareBaseline:
 
 def run(tmp: Path, url: str) -> dict[str, Any]:
     host = f"bench-{uuid.uuid4().hex[:8]}"
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")},
-           "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": host, "TIDINGS_SYNC_INTERVAL": "60"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")},
+        "TIDINGS_REDIS_URL": url,
+        "TIDINGS_HOST": host,
+        "TIDINGS_SYNC_INTERVAL": "60",
+    }
     client = redis.Redis.from_url(url, protocol=2)
     processes: list[subprocess.Popen[bytes]] = []
     baseline = BareBaseline()
@@ -148,7 +164,9 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
             time.sleep(0.005)
         published = sum(
             json.loads((a.root / ".notification/.delay_state.json").read_bytes())["status"]
-            == "published" for a in agents)
+            == "published"
+            for a in agents
+        )
         early = 0
         for agent in agents:
             path = agent.root / ".notification/delay-alarm.json"
@@ -168,14 +186,17 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
             "lateness_ms": result_ms,
             "baseline_bare_apscheduler_noop_ms": base_ms,
             "p99_minus_baseline_p99_ms": round(result_ms["p99"] - base_ms["p99"], 1)
-            if result_ms and base_ms else None,
+            if result_ms and base_ms
+            else None,
             "early_by_actual_seconds": early,
             "worker_poll_ms": settings.worker_poll_ms,
             "goal_p99_ms": GOAL_P99_MS,
-            "goal_met": bool(result_ms) and len(alarms) == len(agents)
-            and result_ms["p99"] <= GOAL_P99_MS and early == 0,
+            "goal_met": bool(result_ms)
+            and len(alarms) == len(agents)
+            and result_ms["p99"] <= GOAL_P99_MS
+            and early == 0,
             "setup": "1 tidings worker (8 threads) + 1 tidings scheduler, real redis-server, "
-                     "sync tick slowed to 60 s",
+            "sync tick slowed to 60 s",
         }
     finally:
         baseline.close()

@@ -65,9 +65,12 @@ class _Recording:
 def counters(client: redis.Redis) -> dict[str, float]:
     info = client.info("all")
     calls = sum(v["calls"] for k, v in info.items() if k.startswith("cmdstat_"))
-    return {"commands": calls, "in": info["total_net_input_bytes"],
-            "out": info["total_net_output_bytes"],
-            "cpu": info["used_cpu_user"] + info["used_cpu_sys"]}
+    return {
+        "commands": calls,
+        "in": info["total_net_input_bytes"],
+        "out": info["total_net_output_bytes"],
+        "cpu": info["used_cpu_user"] + info["used_cpu_sys"],
+    }
 
 
 def per_op(client: redis.Redis, action: Callable[[], object], n: int) -> dict[str, float]:
@@ -76,10 +79,12 @@ def per_op(client: redis.Redis, action: Callable[[], object], n: int) -> dict[st
     for _ in range(n):
         action()
     after = counters(client)
-    return {"commands": round((after["commands"] - before["commands"] - 1) / n, 2),
-            "bytes_in": round((after["in"] - before["in"]) / n),
-            "bytes_out": round((after["out"] - before["out"]) / n),
-            "redis_cpu_us": round((after["cpu"] - before["cpu"]) / n * 1e6, 1)}
+    return {
+        "commands": round((after["commands"] - before["commands"] - 1) / n, 2),
+        "bytes_in": round((after["in"] - before["in"]) / n),
+        "bytes_out": round((after["out"] - before["out"]) / n),
+        "redis_cpu_us": round((after["cpu"] - before["cpu"]) / n * 1e6, 1),
+    }
 
 
 def make_agents(rt: Runtime, root: Path) -> list[AgentRecord]:
@@ -136,6 +141,7 @@ def main() -> None:
                 for _ in range(batch):
                     publish()
                 flush_channel(rt, one, "mcp.news")
+
             return run
 
         flush_1 = per_op(client, publish_then_flush(1), N)
@@ -151,7 +157,8 @@ def main() -> None:
             seq[0] += 1
             for r in records:
                 (r.root / ".notification" / "mcp.c0.json").write_text(
-                    json.dumps({"header": "y", "data": {"n": seq[0]}}))
+                    json.dumps({"header": "y", "data": {"n": seq[0]}})
+                )
             tick.sync_host(rt, HOST, ids)
 
         visit = per_op(client, changed_visit, 5)
@@ -175,17 +182,20 @@ def main() -> None:
             out["turn"] = per_op(client, turn, 50)
         out["sustained"] = sustained(url, records)
         client.close()
-    event = out["publish_event"]["redis_cpu_us"] + out["flush_of_100_records"][
-        "redis_cpu_us"] / 100
+    event = out["publish_event"]["redis_cpu_us"] + out["flush_of_100_records"]["redis_cpu_us"] / 100
     woken = event + out["tick_visit_woken_agent"]["redis_cpu_us"]
     out["model"] = {
         "redis_cpu_us_per_event_batched": round(event, 1),
         "events_per_s_one_redis_core_batched": round(1e6 / event),
         "redis_cpu_us_per_event_flushed_alone_and_woken": round(
-            out["publish_event"]["redis_cpu_us"] + out["flush_of_1_record"]["redis_cpu_us"]
-            + out["tick_visit_woken_agent"]["redis_cpu_us"], 1),
-        "events_per_s_one_redis_core_each_flushed_and_woken": round(1e6 / max(
-            woken + out["flush_of_1_record"]["redis_cpu_us"], 1)),
+            out["publish_event"]["redis_cpu_us"]
+            + out["flush_of_1_record"]["redis_cpu_us"]
+            + out["tick_visit_woken_agent"]["redis_cpu_us"],
+            1,
+        ),
+        "events_per_s_one_redis_core_each_flushed_and_woken": round(
+            1e6 / max(woken + out["flush_of_1_record"]["redis_cpu_us"], 1)
+        ),
     }
     print(json.dumps(out))
 
@@ -223,10 +233,13 @@ def sustained(url: str, records: list[AgentRecord]) -> dict[str, Any]:
     probe.close()
     events = sum(done)
     busy = (after["cpu"] - before["cpu"]) / elapsed
-    return {"client_threads": LOAD_THREADS, "events_per_s": round(events / elapsed),
-            "redis_cpu_busy_fraction": round(busy, 3),
-            "commands_per_s": round((after["commands"] - before["commands"]) / elapsed),
-            "events_per_s_at_full_redis_core": round(events / elapsed / busy) if busy else None}
+    return {
+        "client_threads": LOAD_THREADS,
+        "events_per_s": round(events / elapsed),
+        "redis_cpu_busy_fraction": round(busy, 3),
+        "commands_per_s": round((after["commands"] - before["commands"]) / elapsed),
+        "events_per_s_at_full_redis_core": round(events / elapsed / busy) if busy else None,
+    }
 
 
 if __name__ == "__main__":

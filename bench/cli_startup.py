@@ -44,34 +44,59 @@ def main() -> None:
         workdir = str(Path(tmp) / "agent")
         os.mkdir(workdir)
         env = {**os.environ, "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": "bench-cli"}
-        subprocess.run([*tidings, "agents", "add", "--workdir", workdir], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*tidings, "agents", "add", "--workdir", workdir],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         commands = {
             "baseline_import_redis": [sys.executable, "-c", "import redis"],
             "help": [*tidings, "--help"],
-            "publish": [*tidings, "publish", "system", "--event", '{"text": "hi"}',
-                        "--workdir", workdir],
+            "publish": [
+                *tidings,
+                "publish",
+                "system",
+                "--event",
+                '{"text": "hi"}',
+                "--workdir",
+                workdir,
+            ],
             "check": [*tidings, "check", "--workdir", workdir],
         }
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for _ in range(ROUNDS):
             for name, argv in commands.items():
                 samples[name].append(timed(argv, env))
-    medians = {name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
-               for name, runs in samples.items()}
+    medians = {
+        name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+        for name, runs in samples.items()
+    }
     base_wall, base_cpu = medians["baseline_import_redis"]
     figures = {
-        name: {"wall_ms": round(wall, 1), "cpu_ms": round(cpu, 1),
-               "over_baseline_wall_ms": round(wall - base_wall, 1),
-               "over_baseline_cpu_ms": round(cpu - base_cpu, 1)}
+        name: {
+            "wall_ms": round(wall, 1),
+            "cpu_ms": round(cpu, 1),
+            "over_baseline_wall_ms": round(wall - base_wall, 1),
+            "over_baseline_cpu_ms": round(cpu - base_cpu, 1),
+        }
         for name, (wall, cpu) in medians.items()
     }
-    print(json.dumps({
-        "benchmark": "cli_startup", "rounds": ROUNDS, "goal_over_baseline_ms": GOAL_MS,
-        "baseline": "python -c 'import redis'", "figures": figures,
-        "goal_met": {name: figures[name]["over_baseline_cpu_ms"] <= GOAL_MS
-                     for name in ("help", "publish")},
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "cli_startup",
+                "rounds": ROUNDS,
+                "goal_over_baseline_ms": GOAL_MS,
+                "baseline": "python -c 'import redis'",
+                "figures": figures,
+                "goal_met": {
+                    name: figures[name]["over_baseline_cpu_ms"] <= GOAL_MS
+                    for name in ("help", "publish")
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,12 @@ def produce(agent: Any, stop: threading.Event, log: list[tuple[float, float, boo
     while not stop.is_set():
         started = time.monotonic()
         try:
-            ok = agent.publish_event("mcp.f", {"n": n}, idempotency_key=f"k{n}",
-                                     wait=True).get("status") == "ok"
+            ok = (
+                agent.publish_event("mcp.f", {"n": n}, idempotency_key=f"k{n}", wait=True).get(
+                    "status"
+                )
+                == "ok"
+            )
         except Exception:  # counted: that is the figure
             ok = False
         log.append((started, time.monotonic(), ok))
@@ -68,13 +72,14 @@ def run(tmp: Path, agents: int, after: float, baseline: bool) -> dict[str, Any]:
         for n in range(agents):
             (tmp / f"w{n}").mkdir()
             made.append(hub.agent(tmp / f"w{n}", max_events={"mcp.f": 10_000}))
-        held = {port: sum(f"{AgentKeys(a.agent_id).tag}:record" in found for a in made)
-                for port, found in cluster.keys_by_node().items()}
+        held = {
+            port: sum(f"{AgentKeys(a.agent_id).tag}:record" in found for a in made)
+            for port, found in cluster.keys_by_node().items()
+        }
         victim = next(n for n in cluster.nodes if n.port == max(held, key=held.__getitem__))
         log: list[tuple[float, float, bool]] = []
         stop = threading.Event()
-        threads = [threading.Thread(target=produce, args=(a, stop, log), daemon=True)
-                   for a in made]
+        threads = [threading.Thread(target=produce, args=(a, stop, log), daemon=True) for a in made]
         for thread in threads:
             thread.start()
         time.sleep(2)
@@ -95,8 +100,9 @@ def run(tmp: Path, agents: int, after: float, baseline: bool) -> dict[str, Any]:
         "calls_after_kill": len(later),
         "failed_calls": sum(1 for _, _, ok in later if not ok),
         "slowest_call_s": round(max((e - s for s, e, _ in later), default=0.0), 2),
-        "longest_pause_between_acks_s": round(max(
-            (b - a for a, b in pairwise(acks)), default=0.0), 2),
+        "longest_pause_between_acks_s": round(
+            max((b - a for a, b in pairwise(acks)), default=0.0), 2
+        ),
     }
 
 
@@ -108,14 +114,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tidings-bench-failover-") as tmp:
         ours = run(Path(tmp) / "tidings", args.agents, args.after, baseline=False)
         base = run(Path(tmp) / "baseline", args.agents, args.after, baseline=True)
-    print(json.dumps({
-        "benchmark": "cluster_failover", "primaries": 3, "replicas_each": 1,
-        "node_timeout_ms": 1000, "agents": args.agents,
-        "tidings": ours, "baseline_redis_py_retry": base,
-        "ratios": {"failed_calls": f"{ours['failed_calls']} vs {base['failed_calls']}"},
-        "goals": {"no_failed_call": ours["failed_calls"] == 0,
-                  "slowest_within_30s": ours["slowest_call_s"] < GOAL_SECONDS},
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "cluster_failover",
+                "primaries": 3,
+                "replicas_each": 1,
+                "node_timeout_ms": 1000,
+                "agents": args.agents,
+                "tidings": ours,
+                "baseline_redis_py_retry": base,
+                "ratios": {"failed_calls": f"{ours['failed_calls']} vs {base['failed_calls']}"},
+                "goals": {
+                    "no_failed_call": ours["failed_calls"] == 0,
+                    "slowest_within_30s": ours["slowest_call_s"] < GOAL_SECONDS,
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,9 @@ def node_stats(cluster: RedisCluster) -> tuple[int, int]:
     return getkeys, accepted
 
 
-async def run(client: Any, cluster: RedisCluster, waiters: int, rate: float,
-              prefix: str) -> dict[str, Any]:
+async def run(
+    client: Any, cluster: RedisCluster, waiters: int, rate: float, prefix: str
+) -> dict[str, Any]:
     streams = [f"{{a:{prefix}-{n}}}:wake" for n in range(waiters)]
     received: dict[int, float] = {}
     errors: list[str] = []
@@ -70,8 +71,7 @@ async def run(client: Any, cluster: RedisCluster, waiters: int, rate: float,
     getkeys_before, accepted_before = node_stats(cluster)
     tasks = [asyncio.create_task(wait(n)) for n in range(waiters)]
     await asyncio.sleep(1.0)  # every waiter is blocked (or failed) by now
-    writer = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port,
-                                        protocol=2)
+    writer = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port, protocol=2)
     try:
         for n in range(waiters):
             writer.xadd(streams[n], {"at": repr(time.time())})
@@ -84,7 +84,8 @@ async def run(client: Any, cluster: RedisCluster, waiters: int, rate: float,
     getkeys_after, accepted_after = node_stats(cluster)
     latencies = [v * 1000 for v in received.values()]
     return {
-        "failed_waits": len(errors), "errors": sorted(set(errors)),
+        "failed_waits": len(errors),
+        "errors": sorted(set(errors)),
         "woken": len(received),
         "latency_p50_ms": round(percentile(latencies, 50), 1),
         "latency_p99_ms": round(percentile(latencies, 99), 1),
@@ -99,8 +100,9 @@ async def both(cluster: RedisCluster, waiters: int, rate: float) -> dict[str, An
         tidings_figures = await run(ours, cluster, waiters, rate, "tidings")
     finally:
         await ours.aclose()
-    plain = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port,
-                                               protocol=2)
+    plain = redis.asyncio.cluster.RedisCluster(
+        host="127.0.0.1", port=cluster.nodes[0].port, protocol=2
+    )
     try:
         baseline = await run(plain, cluster, waiters, rate, "plain")
     finally:
@@ -120,18 +122,28 @@ def main() -> None:
         finally:
             cluster.stop()
     ours, base = figures["tidings"], figures["baseline_redis_py"]
-    print(json.dumps({
-        "benchmark": "cluster_waits", "primaries": 3, "waiters": args.waiters,
-        "rate": args.rate, **figures,
-        "ratios": {
-            "failed_waits": f"{ours['failed_waits']} vs {base['failed_waits']}",
-            "getkeys_per_wait": f"{ours['getkeys_per_wait']} vs {base['getkeys_per_wait']}",
-            "latency_p99": round(ours["latency_p99_ms"] / base["latency_p99_ms"], 2)
-            if base["latency_p99_ms"] else None,
-        },
-        "goals": {"no_failed_wait": ours["failed_waits"] == 0,
-                  "no_getkeys": ours["getkeys_per_wait"] == 0},
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "cluster_waits",
+                "primaries": 3,
+                "waiters": args.waiters,
+                "rate": args.rate,
+                **figures,
+                "ratios": {
+                    "failed_waits": f"{ours['failed_waits']} vs {base['failed_waits']}",
+                    "getkeys_per_wait": f"{ours['getkeys_per_wait']} vs {base['getkeys_per_wait']}",
+                    "latency_p99": round(ours["latency_p99_ms"] / base["latency_p99_ms"], 2)
+                    if base["latency_p99_ms"]
+                    else None,
+                },
+                "goals": {
+                    "no_failed_wait": ours["failed_waits"] == 0,
+                    "no_getkeys": ours["getkeys_per_wait"] == 0,
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

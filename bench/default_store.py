@@ -74,10 +74,23 @@ class Up:
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
         started = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, "-m", "tidings", "up", "--port", "0",
-                                      "--threads", str(THREADS), *args], env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tidings",
+                "up",
+                "--port",
+                "0",
+                "--threads",
+                str(THREADS),
+                *args,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if '"ready"' in line:
@@ -163,14 +176,21 @@ def populate(hub: Any, root: Path) -> None:
 def settings_for(env: dict[str, str]) -> Any:
     import tidings
 
-    return tidings.Settings(host=env["TIDINGS_HOST"], state_dir=Path(env["TIDINGS_STATE_DIR"]),
-                            sync_interval=SYNC_INTERVAL)
+    return tidings.Settings(
+        host=env["TIDINGS_HOST"],
+        state_dir=Path(env["TIDINGS_STATE_DIR"]),
+        sync_interval=SYNC_INTERVAL,
+    )
 
 
 def environment(tmp: Path, name: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")}
-    env.update(TIDINGS_HOST=f"bench-{name}", TIDINGS_STATE_DIR=str(tmp / name / "state"),
-               TIDINGS_SYNC_INTERVAL=str(SYNC_INTERVAL), PYTHONUNBUFFERED="1")
+    env.update(
+        TIDINGS_HOST=f"bench-{name}",
+        TIDINGS_STATE_DIR=str(tmp / name / "state"),
+        TIDINGS_SYNC_INTERVAL=str(SYNC_INTERVAL),
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -180,9 +200,23 @@ def plain_server(tmp: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     if binary is None:
         raise SystemExit("redis-server is not on PATH")
     port = _free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(tmp)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         import redis
 
@@ -215,15 +249,23 @@ def run(tmp: Path) -> dict[str, dict[str, Any]]:
 
     envs = {name: environment(tmp, name) for name in ("default", "plain", "embedded")}
     figures: dict[str, dict[str, list[float]]] = {
-        name: {"publish_events_per_s": [], "publish_to_visible_p99_ms": [],
-               "ready_s_with_state": []} for name in envs}
+        name: {
+            "publish_events_per_s": [],
+            "publish_to_visible_p99_ms": [],
+            "ready_s_with_state": [],
+        }
+        for name in envs
+    }
     with plain_server(tmp) as (url, server):
         envs["plain"]["TIDINGS_REDIS_URL"] = url
         ups = {"default": Up(envs["default"]), "plain": Up(envs["plain"])}
-        hubs = {"default": tidings.connect(settings=settings_for(envs["default"])),
-                "plain": tidings.connect(url, settings=settings_for(envs["plain"])),
-                "embedded": tidings.connect("embedded", background=True,
-                                            settings=settings_for(envs["embedded"]))}
+        hubs = {
+            "default": tidings.connect(settings=settings_for(envs["default"])),
+            "plain": tidings.connect(url, settings=settings_for(envs["plain"])),
+            "embedded": tidings.connect(
+                "embedded", background=True, settings=settings_for(envs["embedded"])
+            ),
+        }
         try:
             for r in range(ROUNDS):
                 for name, hub in hubs.items():
@@ -232,7 +274,8 @@ def run(tmp: Path) -> dict[str, dict[str, Any]]:
                     agent = hub.agent(workdir, max_events={"mcp.steady": 1000})
                     figures[name]["publish_events_per_s"].append(throughput(agent, "mcp.bench"))
                     figures[name]["publish_to_visible_p99_ms"].append(
-                        steady_p99(agent, workdir, "mcp.steady"))
+                        steady_p99(agent, workdir, "mcp.steady")
+                    )
             embedded_before = rss_mb(os.getpid())
             for name, hub in hubs.items():
                 populate(hub, tmp / name / "agents")
@@ -251,13 +294,16 @@ def run(tmp: Path) -> dict[str, dict[str, Any]]:
                     default_rss, default_engine = rss_mb(store["pid"]), store["engine"]
                 up.stop()
         plain_rss = rss_mb(server.pid)
-    results = {name: {k: (median(v) if v else None) for k, v in f.items()}
-               for name, f in figures.items()}
+    results = {
+        name: {k: (median(v) if v else None) for k, v in f.items()} for name, f in figures.items()
+    }
     results["default"].update(engine_rss_mb=default_rss, engine=f"{default_engine}, AOF everysec")
     results["plain"].update(engine_rss_mb=plain_rss, engine="redis-server, no AOF")
-    results["embedded"].update(engine_rss_mb=round(embedded_rss, 1),
-                               engine="fakeredis in this process (nothing survives it)",
-                               engine_rss_note="growth of this process with the 2,000 agents")
+    results["embedded"].update(
+        engine_rss_mb=round(embedded_rss, 1),
+        engine="fakeredis in this process (nothing survives it)",
+        engine_rss_note="growth of this process with the 2,000 agents",
+    )
     return results
 
 
@@ -267,28 +313,36 @@ def main() -> None:
     default, plain = results["default"], results["plain"]
     ratios = {
         "publish_throughput_plain_over_default": round(
-            plain["publish_events_per_s"] / default["publish_events_per_s"], 2),
+            plain["publish_events_per_s"] / default["publish_events_per_s"], 2
+        ),
         "p99_default_over_plain": round(
-            default["publish_to_visible_p99_ms"] / plain["publish_to_visible_p99_ms"], 2),
+            default["publish_to_visible_p99_ms"] / plain["publish_to_visible_p99_ms"], 2
+        ),
         "ready_default_over_plain": round(
-            default["ready_s_with_state"] / plain["ready_s_with_state"], 2),
+            default["ready_s_with_state"] / plain["ready_s_with_state"], 2
+        ),
         "rss_default_over_plain": round(default["engine_rss_mb"] / plain["engine_rss_mb"], 2),
     }
-    print(json.dumps({
-        "benchmark": "default_store",
-        "worker_threads": THREADS,
-        "producer_threads": PRODUCERS,
-        "throughput_events": THROUGHPUT_EVENTS,
-        "steady_rate_events_per_s": LATENCY_RATE,
-        "agents_in_store": AGENTS,
-        "rounds": ROUNDS,
-        "stores": results,
-        "ratios": ratios,
-        "goal_ratio_max": GOAL_RATIO,
-        "goal_ready_s": GOAL_READY_S,
-        "peak_rss_of_this_process_mb": round(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "default_store",
+                "worker_threads": THREADS,
+                "producer_threads": PRODUCERS,
+                "throughput_events": THROUGHPUT_EVENTS,
+                "steady_rate_events_per_s": LATENCY_RATE,
+                "agents_in_store": AGENTS,
+                "rounds": ROUNDS,
+                "stores": results,
+                "ratios": ratios,
+                "goal_ratio_max": GOAL_RATIO,
+                "goal_ready_s": GOAL_READY_S,
+                "peak_rss_of_this_process_mb": round(
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+                ),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

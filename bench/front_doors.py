@@ -29,8 +29,9 @@ def packages(jobs: Path) -> list[str]:
     return sorted(p.name for p in jobs.iterdir() if (p / "__init__.py").exists())
 
 
-def reaches_inside(jobs: Path, pkgs: list[str], node: ast.ImportFrom,
-                   home: str | None) -> list[str]:
+def reaches_inside(
+    jobs: Path, pkgs: list[str], node: ast.ImportFrom, home: str | None
+) -> list[str]:
     """The modules inside a ``jobs/`` package (other than ``home``) that ``node`` imports."""
     parts = (node.module or "").split(".")
     if node.level or parts[:2] != ["tidings", "jobs"] or len(parts) < 3:
@@ -39,8 +40,9 @@ def reaches_inside(jobs: Path, pkgs: list[str], node: ast.ImportFrom,
         return []
     if len(parts) > 3:
         return [".".join(parts[:4])]
-    return [f"{node.module}.{a.name}" for a in node.names
-            if (jobs / parts[2] / f"{a.name}.py").exists()]
+    return [
+        f"{node.module}.{a.name}" for a in node.names if (jobs / parts[2] / f"{a.name}.py").exists()
+    ]
 
 
 def root_module(jobs: Path, node: ast.ImportFrom) -> bool:
@@ -77,17 +79,31 @@ def main() -> None:
     doors: dict[str, int] = {}
     for pkg in pkgs:
         init = ast.parse((jobs / pkg / "__init__.py").read_text())
-        names = [n.value for n in ast.walk(init) if isinstance(n, ast.Assign)
-                 and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
+        names = [
+            n.value
+            for n in ast.walk(init)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+        ]
         doors[pkg] = len(names[0].elts) if names and isinstance(names[0], ast.List) else 0
-    print(json.dumps({
-        "benchmark": "front_doors", "tree": str(tree),
-        "tests": {"files": len(tests), "importing_inside": inside,
-                  "share": round(inside / len(tests), 3), "with_root": with_root,
-                  "share_with_root": round(with_root / len(tests), 3)},
-        "entry_points": {"count": len(entry), "modules": sorted(entry)},
-        "doors": doors,
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "benchmark": "front_doors",
+                "tree": str(tree),
+                "tests": {
+                    "files": len(tests),
+                    "importing_inside": inside,
+                    "share": round(inside / len(tests), 3),
+                    "with_root": with_root,
+                    "share_with_root": round(with_root / len(tests), 3),
+                },
+                "entry_points": {"count": len(entry), "modules": sorted(entry)},
+                "doors": doors,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -56,19 +56,26 @@ FILES_PER_DIR = 100
 DISTINCT_BODIES = 50
 #: Threads one observation runs on (the listing is a single libgit2 pass, M23/M24).
 OBSERVE_THREADS = 1
-GOALS = {"no_change_vs_git_status": 1.0, "dirty_vs_git_status": 1.2,
-         "touched_second_vs_no_change": 1.2}
+GOALS = {
+    "no_change_vs_git_status": 1.0,
+    "dirty_vs_git_status": 1.2,
+    "touched_second_vs_no_change": 1.2,
+}
 GIT_ENV = {
     **os.environ,
-    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
 }
 
 
 def git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    done = subprocess.run(["git", *args], cwd=root, env=GIT_ENV, input=stdin,
-                          capture_output=True, check=True)
+    done = subprocess.run(
+        ["git", *args], cwd=root, env=GIT_ENV, input=stdin, capture_output=True, check=True
+    )
     return done.stdout
 
 
@@ -175,23 +182,36 @@ def measure(root: Path, agent: Any, rounds: int) -> dict[str, Any]:
             samples[name].append(wall)
             cpu[name].append(used)
     figures: dict[str, Any] = {
-        name: round(statistics.median(values), 5) for name, values in samples.items()}
+        name: round(statistics.median(values), 5) for name, values in samples.items()
+    }
     figures["cpu"] = {name: round(statistics.median(values), 5) for name, values in cpu.items()}
     return figures
 
 
-def ratio(figures: dict[str, Any], baseline: dict[str, Any], name: str, goal: float,
-          key: str = "observe_s") -> dict[str, Any]:
+def ratio(
+    figures: dict[str, Any],
+    baseline: dict[str, Any],
+    name: str,
+    goal: float,
+    key: str = "observe_s",
+) -> dict[str, Any]:
     wall = figures["observe_s"] / baseline[key]
-    return {"ratio": round(wall, 3), "goal": goal, "met": wall <= goal,
-            "cpu_ratio": round(figures["cpu"]["observe_s"] / baseline["cpu"][key], 3),
-            "baseline": name}
+    return {
+        "ratio": round(wall, 3),
+        "goal": goal,
+        "met": wall <= goal,
+        "cpu_ratio": round(figures["cpu"]["observe_s"] / baseline["cpu"][key], 3),
+        "baseline": name,
+    }
 
 
 def threads_ratio(figures: dict[str, Any]) -> dict[str, float]:
-    return {"wall": round(figures["snapshot_2_threads_s"] / figures["snapshot_1_thread_s"], 3),
-            "cpu": round(figures["cpu"]["snapshot_2_threads_s"]
-                         / figures["cpu"]["snapshot_1_thread_s"], 3)}
+    return {
+        "wall": round(figures["snapshot_2_threads_s"] / figures["snapshot_1_thread_s"], 3),
+        "cpu": round(
+            figures["cpu"]["snapshot_2_threads_s"] / figures["cpu"]["snapshot_1_thread_s"], 3
+        ),
+    }
 
 
 def touch_all(root: Path) -> None:
@@ -215,12 +235,16 @@ def bench_size(hub: Any, scratch: Path, files: int) -> dict[str, Any]:
     rounds = ROUNDS.get(files, 5)
     no_change = measure(root, agent, rounds)
     result: dict[str, Any] = {
-        "generate_s": round(generated, 2), "rounds": rounds, "threads": OBSERVE_THREADS,
+        "generate_s": round(generated, 2),
+        "rounds": rounds,
+        "threads": OBSERVE_THREADS,
         "no_change": no_change,
-        "no_change_vs_git_status": ratio(no_change, no_change, "git_status_s",
-                                         GOALS["no_change_vs_git_status"], "git_status_s"),
-        "no_change_vs_libgit2_pass": ratio(no_change, no_change, "libgit2_status_pass_s",
-                                           1.0, "libgit2_status_pass_s"),
+        "no_change_vs_git_status": ratio(
+            no_change, no_change, "git_status_s", GOALS["no_change_vs_git_status"], "git_status_s"
+        ),
+        "no_change_vs_libgit2_pass": ratio(
+            no_change, no_change, "libgit2_status_pass_s", 1.0, "libgit2_status_pass_s"
+        ),
         "snapshot_2_threads_vs_1": threads_ratio(no_change),
     }
     if files <= 10_000:
@@ -231,8 +255,9 @@ def bench_size(hub: Any, scratch: Path, files: int) -> dict[str, Any]:
     assert agent.observe_memory()["status"] == "changed"
     dirty_figures = measure(root, agent, rounds)
     result[f"dirty_{DIRTY_FILES}"] = dirty_figures
-    result["dirty_vs_git_status"] = ratio(dirty_figures, dirty_figures, "git_status_s",
-                                          GOALS["dirty_vs_git_status"], "git_status_s")
+    result["dirty_vs_git_status"] = ratio(
+        dirty_figures, dirty_figures, "git_status_s", GOALS["dirty_vs_git_status"], "git_status_s"
+    )
     return result
 
 
@@ -244,8 +269,12 @@ def bench_touched(root: Path, agent: Any, rounds: int, before: dict[str, Any]) -
     return {
         "first_after_touch": {"wall_s": round(wall, 5), "cpu_s": round(used, 5)},
         "following": after,
-        "second_vs_no_change_before": ratio(after, before, "no-change observation before "
-                                            "the touch", GOALS["touched_second_vs_no_change"]),
+        "second_vs_no_change_before": ratio(
+            after,
+            before,
+            "no-change observation before the touch",
+            GOALS["touched_second_vs_no_change"],
+        ),
         "git_status_after_vs_before": round(after["git_status_s"] / before["git_status_s"], 3),
     }
 
@@ -254,20 +283,23 @@ def main() -> None:
     parent = os.environ.get("TIDINGS_BENCH_TMP") or None
     scratch = Path(tempfile.mkdtemp(prefix="tidings-bench-memory-", dir=parent))
     try:
-        with redis_server() as url, tidings.connect(
-            url, settings=Settings(redis_url=url)
-        ) as hub:
+        with redis_server() as url, tidings.connect(url, settings=Settings(redis_url=url)) as hub:
             sizes = {str(n): bench_size(hub, scratch, n) for n in SIZES}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(json.dumps({
-        "bench": "memory",
-        "cpus": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-        "dirty_files": DIRTY_FILES,
-        "goals": GOALS,
-        "sizes": sizes,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "bench": "memory",
+                "cpus": os.cpu_count(),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+                "dirty_files": DIRTY_FILES,
+                "goals": GOALS,
+                "sizes": sizes,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,12 @@ def make_repo(path: Path) -> pygit2.Repository:
 
 def run_child(repo: Path, count: int, timeout: float, variant: str) -> tuple[str, float, int]:
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(repo), str(count), variant],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(repo), str(count), variant],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -85,17 +89,20 @@ def fifo_at(rel: str) -> Callable[[Path, pygit2.Repository], None]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.unlink(missing_ok=True)
         os.mkfifo(target)
+
     return make
 
 
 def config_names_fifo(key: str) -> Callable[[Path, pygit2.Repository], None]:
     """``config`` names a FIFO (written as text: pygit2 would read an include itself)."""
+
     def make(path: Path, repo: pygit2.Repository) -> None:
         fifo = path.parent / f"named-{key}"
         os.mkfifo(fifo)
         section, name = key.split(".")
         with open(path / ".git" / "config", "a") as config:
             config.write(f"[{section}]\n\t{name} = {fifo}\n")
+
     return make
 
 
@@ -135,8 +142,9 @@ def race(base: Path, name: str, variant: str) -> dict[str, object]:
         regular = target.read_bytes()
         stop = threading.Event()
 
-        def swap(target: Path = target, regular: bytes = regular,
-                 stop: threading.Event = stop) -> None:
+        def swap(
+            target: Path = target, regular: bytes = regular, stop: threading.Event = stop
+        ) -> None:
             nonlocal swaps
             temp_fifo, temp_file = target.with_name("swap-fifo"), target.with_name("swap-reg")
             while not stop.is_set():
@@ -149,15 +157,22 @@ def race(base: Path, name: str, variant: str) -> dict[str, object]:
         swapper = threading.Thread(target=swap)
         swapper.start()
         outcome, seconds, count = run_child(path, OBSERVATIONS, RACE_TIMEOUT, variant)
-        print(f"race {variant} {name} trial {trial}: {outcome} after {count} in {seconds}s",
-              file=sys.stderr)
+        print(
+            f"race {variant} {name} trial {trial}: {outcome} after {count} in {seconds}s",
+            file=sys.stderr,
+        )
         stop.set()
         swapper.join()
         hung += outcome == "hung"
         observed.append(count)
         elapsed.append(seconds)
-    return {"trials": TRIALS, "hung": hung, "swaps": swaps,
-            "observations_before_end": observed, "seconds": elapsed}
+    return {
+        "trials": TRIALS,
+        "hung": hung,
+        "swaps": swaps,
+        "observations_before_end": observed,
+        "seconds": elapsed,
+    }
 
 
 def main() -> None:

@@ -101,17 +101,21 @@ def main() -> None:
             plain_client.close()
         finally:
             server.stop()
-    print(json.dumps({
-        "publishes": PUBLISHES,
-        "publish_per_s_failover_client": round(failover, 1),
-        "publish_per_s_plain_client": round(plain, 1),
-        "failover_client_ratio": round(failover / plain, 3),
-        "actor_calls": ACTOR_CALLS,
-        "actor_call_us_with_fence": round(wrapped * 1e6, 1),
-        "job_call_us_direct": round(direct * 1e6, 1),
-        "fence_enter_leave_us": round(fence * 1e6, 1),
-        "fence_share_of_publish_with_flush": round(fence * failover, 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "publishes": PUBLISHES,
+                "publish_per_s_failover_client": round(failover, 1),
+                "publish_per_s_plain_client": round(plain, 1),
+                "failover_client_ratio": round(failover / plain, 3),
+                "actor_calls": ACTOR_CALLS,
+                "actor_call_us_with_fence": round(wrapped * 1e6, 1),
+                "job_call_us_direct": round(direct * 1e6, 1),
+                "fence_enter_leave_us": round(fence * 1e6, 1),
+                "fence_share_of_publish_with_flush": round(fence * failover, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

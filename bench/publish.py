@@ -60,8 +60,14 @@ def plain_worker(url: str) -> None:
             mirror["applied"] = mirror.get("applied", 0) + 1
             atomic_write(root, ".notification/plain.json", compact(mirror).encode())
 
-    dramatiq.Actor(plain_write, broker=broker, actor_name="plain_write",
-                   queue_name="bench.plain", priority=0, options={})
+    dramatiq.Actor(
+        plain_write,
+        broker=broker,
+        actor_name="plain_write",
+        queue_name="bench.plain",
+        priority=0,
+        options={},
+    )
     worker = Worker(broker, queues={"bench.plain"}, worker_threads=THREADS)
     worker.start()
     print(json.dumps({"status": "ready"}), flush=True)
@@ -70,8 +76,14 @@ def plain_worker(url: str) -> None:
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        args,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if '"ready"' in line:
@@ -108,13 +120,28 @@ def produce(mode: str, url: str, workdir: str, count: int, offset: int) -> None:
         if mode == "coalesced":
             agent.publish_event("mcp.bench", {"n": n})
         else:
-            hub.broker.enqueue(Message(queue_name="bench.plain", actor_name="plain_write",
-                                       args=(workdir, {"n": n}), kwargs={}, options={}))
+            hub.broker.enqueue(
+                Message(
+                    queue_name="bench.plain",
+                    actor_name="plain_write",
+                    args=(workdir, {"n": n}),
+                    kwargs={},
+                    options={},
+                )
+            )
     hub.close()
 
 
-def throughput(mode: str, url: str, workdir: Path, total: int, delivered: Any,
-               env: dict[str, str], *, backlog: bool) -> float:
+def throughput(
+    mode: str,
+    url: str,
+    workdir: Path,
+    total: int,
+    delivered: Any,
+    env: dict[str, str],
+    *,
+    backlog: bool,
+) -> float:
     """Events/s to the last event applied, with PRODUCERS producer processes.
 
     ``backlog=False``: timed from "go", producers and workers running together.
@@ -127,8 +154,19 @@ def throughput(mode: str, url: str, workdir: Path, total: int, delivered: Any,
     scope = "channel:mcp.bench" if mode == "coalesced" else "channel:plain"
     each = total // PRODUCERS
     producers = [
-        start([sys.executable, __file__, "--produce", mode, url, str(workdir), str(each),
-               str(i * each)], env)
+        start(
+            [
+                sys.executable,
+                __file__,
+                "--produce",
+                mode,
+                url,
+                str(workdir),
+                str(each),
+                str(i * each),
+            ],
+            env,
+        )
         for i in range(PRODUCERS)
     ]
     with locks.hold(workdir, scope) if backlog else contextlib.nullcontext():
@@ -222,8 +260,12 @@ def steady_latency(url: str, workdir: Path) -> dict[str, float]:
         stop_watch.set()
         watcher.join()
         lat = [(seen[k] - sent[k]) * 1000 for k in sent]
-        return {"events": total, "p50_ms": round(percentile(lat, 50), 2),
-                "p99_ms": round(percentile(lat, 99), 2), "max_ms": round(max(lat), 2)}
+        return {
+            "events": total,
+            "p50_ms": round(percentile(lat, 50), 2),
+            "p99_ms": round(percentile(lat, 99), 2),
+            "max_ms": round(max(lat), 2),
+        }
 
 
 def main() -> None:
@@ -234,21 +276,39 @@ def main() -> None:
         produce(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
         return
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="tidings-bench-") as tmp:
-        env = {**os.environ, "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": HOST,
-               "PYTHONUNBUFFERED": "1"}
-        tidings_worker = start([sys.executable, "-m", "tidings", "worker", "--threads",
-                                str(THREADS)], env)
+        env = {
+            **os.environ,
+            "TIDINGS_REDIS_URL": url,
+            "TIDINGS_HOST": HOST,
+            "PYTHONUNBUFFERED": "1",
+        }
+        tidings_worker = start(
+            [sys.executable, "-m", "tidings", "worker", "--threads", str(THREADS)], env
+        )
         plain = start([sys.executable, __file__, "--plain-worker", url], env)
         for name in ("a", "b", "c", "d", "e"):
             (Path(tmp) / name).mkdir()
         try:
             figures = {}
             for backlog, (a, b) in ((False, ("a", "b")), (True, ("d", "e"))):
-                coalesced = throughput("coalesced", url, Path(tmp) / a, THROUGHPUT_EVENTS,
-                                       coalesced_delivered(url, Path(tmp) / a), env,
-                                       backlog=backlog)
-                plain_rate = throughput("plain", url, Path(tmp) / b, PLAIN_EVENTS,
-                                        plain_delivered(Path(tmp) / b), env, backlog=backlog)
+                coalesced = throughput(
+                    "coalesced",
+                    url,
+                    Path(tmp) / a,
+                    THROUGHPUT_EVENTS,
+                    coalesced_delivered(url, Path(tmp) / a),
+                    env,
+                    backlog=backlog,
+                )
+                plain_rate = throughput(
+                    "plain",
+                    url,
+                    Path(tmp) / b,
+                    PLAIN_EVENTS,
+                    plain_delivered(Path(tmp) / b),
+                    env,
+                    backlog=backlog,
+                )
                 figures["backlog_drain" if backlog else "live_producers"] = {
                     "coalesced_events_per_s": round(coalesced, 1),
                     "plain_actor_events_per_s": round(plain_rate, 1),
@@ -258,16 +318,20 @@ def main() -> None:
         finally:
             stop(tidings_worker)
             stop(plain)
-    print(json.dumps({
-        "benchmark": "publish",
-        "worker_threads": THREADS,
-        "producer_processes": PRODUCERS,
-        **figures,
-        "goal_speedup": 10,
-        "steady_rate_events_per_s": LATENCY_RATE,
-        "latency": latency,
-        "goal_p99_ms": 100,
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "publish",
+                "worker_threads": THREADS,
+                "producer_processes": PRODUCERS,
+                **figures,
+                "goal_speedup": 10,
+                "steady_rate_events_per_s": LATENCY_RATE,
+                "latency": latency,
+                "goal_p99_ms": 100,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,9 @@ def populate(root: Path) -> None:
         if n < OVERSIZED:
             data: dict[str, Any] = {
                 "message_ids": [f"m{n}-{i}" for i in range(MESSAGES)],
-                "messages": [{"id": f"m{n}-{i}", "text": f"{n}/{i} " + "x" * CHARS}
-                             for i in range(MESSAGES)],
+                "messages": [
+                    {"id": f"m{n}-{i}", "text": f"{n}/{i} " + "x" * CHARS} for i in range(MESSAGES)
+                ],
             }
         else:
             data = {"event_id": f"e{n}", "text": "ok"}
@@ -97,10 +98,14 @@ def timed(calls: dict[str, Callable[[], Any]]) -> dict[str, dict[str, float]]:
             fn()
             wall[name].append((time.perf_counter() - started) * 1000)
             cpu[name] += time.process_time() - cpu_started
-    return {name: {"p50_ms": round(percentile(wall[name], 50), 3),
-                   "p99_ms": round(percentile(wall[name], 99), 3),
-                   "cpu_ms_mean": round(cpu[name] * 1000 / ITERATIONS, 3)}
-            for name in calls}
+    return {
+        name: {
+            "p50_ms": round(percentile(wall[name], 50), 3),
+            "p99_ms": round(percentile(wall[name], 99), 3),
+            "cpu_ms_mean": round(cpu[name] * 1000 / ITERATIONS, 3),
+        }
+        for name in calls
+    }
 
 
 def main() -> None:
@@ -124,8 +129,9 @@ def main() -> None:
         populate(root)
         client = client_for(RedisConfig.from_url(url))
         settings = Settings(host="bench")
-        rt = Runtime(client, SystemClock(), settings,
-                     BrokerDispatcher(make_broker(client, settings)))
+        rt = Runtime(
+            client, SystemClock(), settings, BrokerDispatcher(make_broker(client, settings))
+        )
         agent = AgentRecord(agent_id="bench", workdir=str(root), host="bench")
         AgentRegistry(client).put(agent)
         cap = max_chars(root)
@@ -133,32 +139,40 @@ def main() -> None:
         assert "overflow" in lane and measure(lane) <= cap
         assert naive_render(root, cap) == lane
         obs = observe(rt, agent)
-        figures = timed({
-            "render": partial(render_attention, rt, agent),
-            "coherent_read": partial(observe, rt, agent),
-            "cap_unchanged_lane": partial(attention_lane, rt, agent, obs, None),
-            "cap_first_time": partial(cap_attention, rt, agent, obs.payloads),
-            "naive_baseline": partial(naive_render, root, cap),
-        })
+        figures = timed(
+            {
+                "render": partial(render_attention, rt, agent),
+                "coherent_read": partial(observe, rt, agent),
+                "cap_unchanged_lane": partial(attention_lane, rt, agent, obs, None),
+                "cap_first_time": partial(cap_attention, rt, agent, obs.payloads),
+                "naive_baseline": partial(naive_render, root, cap),
+            }
+        )
         client.close()
-    print(json.dumps({
-        "benchmark": "render",
-        "channels": CHANNELS,
-        "oversized_channels": OVERSIZED,
-        "lane_chars": lane["overflow"]["full_chars"],
-        "capped_chars": measure(lane),
-        "cap": cap,
-        "iterations": ITERATIONS,
-        **figures,
-        "speedup_p50": round(figures["naive_baseline"]["p50_ms"] / figures["render"]["p50_ms"],
-                             2),
-        "speedup_cpu": round(figures["naive_baseline"]["cpu_ms_mean"]
-                             / figures["render"]["cpu_ms_mean"], 2),
-        "goal_p50_ms": GOAL_P50_MS,
-        "goal_met": figures["render"]["p50_ms"] <= GOAL_P50_MS,
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "cpus": os.cpu_count(),
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "render",
+                "channels": CHANNELS,
+                "oversized_channels": OVERSIZED,
+                "lane_chars": lane["overflow"]["full_chars"],
+                "capped_chars": measure(lane),
+                "cap": cap,
+                "iterations": ITERATIONS,
+                **figures,
+                "speedup_p50": round(
+                    figures["naive_baseline"]["p50_ms"] / figures["render"]["p50_ms"], 2
+                ),
+                "speedup_cpu": round(
+                    figures["naive_baseline"]["cpu_ms_mean"] / figures["render"]["cpu_ms_mean"], 2
+                ),
+                "goal_p50_ms": GOAL_P50_MS,
+                "goal_met": figures["render"]["p50_ms"] <= GOAL_P50_MS,
+                "load_average_1m": round(os.getloadavg()[0], 2),
+                "cpus": os.cpu_count(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ LOAD_SECONDS = 4.0
 
 # -- servers -------------------------------------------------------------------------------
 
+
 @contextmanager
 def servers(count: int, *extra: str) -> Iterator[list[int]]:
     """``count`` fresh non-persistent redis-servers (never the shared one on 6379)."""
@@ -86,12 +87,31 @@ def servers(count: int, *extra: str) -> Iterator[list[int]]:
                 port = _free_port()
                 d = Path(tmp) / f"n{n}"
                 d.mkdir()
-                more = [a.replace("{dir}", str(d)).replace("{bus}", str(_free_port()))
-                        for a in extra]
-                procs.append(subprocess.Popen(
-                    [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                     "--appendonly", "no", "--dir", str(d), "--enable-debug-command", "yes",
-                     *more], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                more = [
+                    a.replace("{dir}", str(d)).replace("{bus}", str(_free_port())) for a in extra
+                ]
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            binary,
+                            "--port",
+                            str(port),
+                            "--bind",
+                            "127.0.0.1",
+                            "--save",
+                            "",
+                            "--appendonly",
+                            "no",
+                            "--dir",
+                            str(d),
+                            "--enable-debug-command",
+                            "yes",
+                            *more,
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
                 ports.append(port)
             for port in ports:
                 wait_for_ping(port)
@@ -106,12 +126,30 @@ def servers(count: int, *extra: str) -> Iterator[list[int]]:
 @contextmanager
 def cluster() -> Iterator[list[int]]:
     """Three primaries, as the test fixture starts them (tests/support/redis_cluster.py)."""
-    with servers(3, "--cluster-enabled", "yes", "--cluster-config-file", "{dir}/nodes.conf",
-                 "--cluster-port", "{bus}", "--cluster-node-timeout", "1000") as ports:
-        subprocess.run([shutil.which("redis-cli") or "redis-cli", "--cluster", "create",
-                        *(f"127.0.0.1:{p}" for p in ports), "--cluster-yes"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       timeout=60)
+    with servers(
+        3,
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "{dir}/nodes.conf",
+        "--cluster-port",
+        "{bus}",
+        "--cluster-node-timeout",
+        "1000",
+    ) as ports:
+        subprocess.run(
+            [
+                shutil.which("redis-cli") or "redis-cli",
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{p}" for p in ports),
+                "--cluster-yes",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
         for port in ports:
             client = redis.Redis(port=port)
             while client.cluster("info").get("cluster_state") != "ok":
@@ -121,6 +159,7 @@ def cluster() -> Iterator[list[int]]:
 
 
 # -- counting ------------------------------------------------------------------------------
+
 
 class RoundTrips:
     """Socket writes by server port, counted while :attr:`on` (every client's connections)."""
@@ -162,8 +201,9 @@ def usec(port: int) -> float:
     return float(sum(v["usec"] for k, v in stats.items() if k != "cmdstat_info"))
 
 
-def per_unit(trips: RoundTrips, ports: list[int], control: int, runs: list[Callable[[], Any]]
-             ) -> dict[str, Any]:
+def per_unit(
+    trips: RoundTrips, ports: list[int], control: int, runs: list[Callable[[], Any]]
+) -> dict[str, Any]:
     """Round trips (state / control) and Redis CPU per call, over the calls of ``runs``."""
     runs[0]()  # warm: scripts loaded, caches filled
     trips.take()
@@ -177,16 +217,20 @@ def per_unit(trips: RoundTrips, ports: list[int], control: int, runs: list[Calla
     counted = trips.take()
     ctl = counted.pop(control, 0) if control not in ports or len(ports) > 1 else 0
     state = sum(counted.values())
-    return {"round_trips": round((state + ctl) / n, 2), "state": round(state / n, 2),
-            "control": round(ctl / n, 2),
-            "redis_cpu_us": round(sum(a - b for a, b in zip(after, before, strict=True))
-                                  / n * 1e6, 1)}
+    return {
+        "round_trips": round((state + ctl) / n, 2),
+        "state": round(state / n, 2),
+        "control": round(ctl / n, 2),
+        "redis_cpu_us": round(sum(a - b for a, b in zip(after, before, strict=True)) / n * 1e6, 1),
+    }
 
 
 # -- units ---------------------------------------------------------------------------------
 
-def units(trips: RoundTrips, ports: list[int], control: int, hub: Any, root: Path
-          ) -> dict[str, Any]:
+
+def units(
+    trips: RoundTrips, ports: list[int], control: int, hub: Any, root: Path
+) -> dict[str, Any]:
     rt: Runtime = hub.runtime
     workdir = root / "w"
     (workdir / ".notification").mkdir(parents=True)
@@ -200,6 +244,7 @@ def units(trips: RoundTrips, ports: list[int], control: int, hub: Any, root: Pat
         def run() -> None:
             seq[0] += 1
             assert agent.publish_event(channel, {"n": seq[0]})["status"] == "ok"
+
         return run
 
     def flush(channel: str) -> Callable[[], None]:
@@ -213,12 +258,14 @@ def units(trips: RoundTrips, ports: list[int], control: int, hub: Any, root: Pat
             assert found is not None
             flush_channel(rt, found, channel)
             fence.leave(record.agent_id, token)
+
         return run
 
     def visit() -> None:
         seq[0] += 1
         (workdir / ".notification" / "mcp.c0.json").write_text(
-            json.dumps({"header": "y", "data": {"n": seq[0]}}))
+            json.dumps({"header": "y", "data": {"n": seq[0]}})
+        )
         tick.sync_host(rt, HOST, [record.agent_id])
 
     out: dict[str, Any] = {}
@@ -237,23 +284,29 @@ def units(trips: RoundTrips, ports: list[int], control: int, hub: Any, root: Pat
 
     out["inline_turn"] = per_unit(trips, ports, control, [turn] * 21)
     out["redis_cpu_us_per_event_that_wakes"] = round(
-        out["publish"]["redis_cpu_us"] + out["flush_of_1_record"]["redis_cpu_us"]
-        + out["woken_visit"]["redis_cpu_us"], 1)
+        out["publish"]["redis_cpu_us"]
+        + out["flush_of_1_record"]["redis_cpu_us"]
+        + out["woken_visit"]["redis_cpu_us"],
+        1,
+    )
     return out
 
 
 # -- registry at scale ----------------------------------------------------------------------
 
+
 def fill(client: redis.Redis, agents: int, hosts: int, root: str) -> None:
-    records = [AgentRecord(agent_id=f"r{n:06d}", workdir=f"{root}/r{n:06d}",
-                           host=f"host{n % hosts:03d}") for n in range(agents)]
+    records = [
+        AgentRecord(agent_id=f"r{n:06d}", workdir=f"{root}/r{n:06d}", host=f"host{n % hosts:03d}")
+        for n in range(agents)
+    ]
     registry = AgentRegistry(client)
     if hasattr(registry, "put_many"):
         registry.put_many(records)
     else:  # the layout before issue 25: one hash
         for start in range(0, agents, 5000):
             with client.pipeline(transaction=False) as pipe:
-                for record in records[start:start + 5000]:
+                for record in records[start : start + 5000]:
                     pipe.hset("tidings:agents", record.agent_id, record.model_dump_json())
                 pipe.execute()
 
@@ -267,9 +320,11 @@ def timed(trips: RoundTrips, port: int, run: Callable[[], Any], n: int) -> dict[
         run()
     trips.on = False
     wall = (time.perf_counter() - started) / n
-    return {"redis_ms": round((usec(port) - before) / n / 1000, 3),
-            "wall_ms": round(wall * 1000, 1),
-            "round_trips": round(sum(trips.take().values()) / n, 1)}
+    return {
+        "redis_ms": round((usec(port) - before) / n / 1000, 3),
+        "wall_ms": round(wall * 1000, 1),
+        "round_trips": round(sum(trips.take().values()) / n, 1),
+    }
 
 
 def top_commands(port: int, run: Callable[[], Any]) -> dict[str, Any]:
@@ -278,8 +333,11 @@ def top_commands(port: int, run: Callable[[], Any]) -> dict[str, Any]:
         c.config_resetstat()
         run()
         stats = c.info("commandstats")
-    found = {k.removeprefix("cmdstat_"): {"calls": v["calls"], "usec": v["usec"]}
-             for k, v in stats.items() if k not in ("cmdstat_info", "cmdstat_config|resetstat")}
+    found = {
+        k.removeprefix("cmdstat_"): {"calls": v["calls"], "usec": v["usec"]}
+        for k, v in stats.items()
+        if k not in ("cmdstat_info", "cmdstat_config|resetstat")
+    }
     return dict(sorted(found.items(), key=lambda kv: -kv[1]["usec"])[:8])
 
 
@@ -298,7 +356,8 @@ def registry_part(trips: RoundTrips, agents: int, hosts: int) -> dict[str, Any]:
         out["agents_on_host"] = len(registry.on_host(host))
         out["on_host"] = timed(trips, port, lambda: registry.on_host(host), 20)
         out["status_without_foreign_keys"] = timed(
-            trips, port, lambda: status(client, SystemClock()), 2)
+            trips, port, lambda: status(client, SystemClock()), 2
+        )
         foreign = 1_000_000 - int(client.dbsize())
         client.execute_command("DEBUG", "POPULATE", foreign, "other-app")
         out["keys"] = int(client.dbsize())
@@ -311,6 +370,7 @@ def registry_part(trips: RoundTrips, agents: int, hosts: int) -> dict[str, Any]:
 
 
 # -- throughput ----------------------------------------------------------------------------
+
 
 class _Recording:
     deferred = False
@@ -362,8 +422,11 @@ def throughput(make_client: Callable[[], Any], ports: list[int], root: Path) -> 
     elapsed = time.monotonic() - started
     busy = [(a - b) / elapsed for a, b in zip(cpu(ports), before, strict=True)]
     events = sum(done) / elapsed
-    return {"events_per_s": round(events), "redis_busy_per_node": [round(b, 3) for b in busy],
-            "events_per_s_at_saturation": round(events / max(busy)) if max(busy) else None}
+    return {
+        "events_per_s": round(events),
+        "redis_busy_per_node": [round(b, 3) for b in busy],
+        "events_per_s_at_saturation": round(events / max(busy)) if max(busy) else None,
+    }
 
 
 def flush_rates() -> None:
@@ -375,6 +438,7 @@ def flush_rates() -> None:
 
 
 # -- main ----------------------------------------------------------------------------------
+
 
 def standalone_units(trips: RoundTrips, root: Path) -> dict[str, Any]:
     with servers(1) as (port,):
@@ -395,7 +459,8 @@ def cluster_units(trips: RoundTrips, root: Path) -> dict[str, Any]:
         with tidings.connect(url, broker_url=broker, settings=settings) as hub:  # type: ignore[call-arg]
             out = units(trips, [*ports, control], control, hub, root)
         out["throughput"] = throughput(
-            lambda: RedisCluster(host="127.0.0.1", port=ports[0], protocol=2), ports, root / "tp")
+            lambda: RedisCluster(host="127.0.0.1", port=ports[0], protocol=2), ports, root / "tp"
+        )
     return out
 
 
@@ -414,7 +479,9 @@ def main() -> None:
             out["cluster"] = cluster_units(trips, Path(tmp) / "c")
             out["throughput_ratio_cluster_to_one"] = round(
                 out["cluster"]["throughput"]["events_per_s_at_saturation"]
-                / out["standalone"]["throughput"]["events_per_s_at_saturation"], 2)
+                / out["standalone"]["throughput"]["events_per_s_at_saturation"],
+                2,
+            )
     out["registry"] = registry_part(trips, args.agents, args.hosts)
     if args.baseline is not None:
         base = json.loads(args.baseline.read_text())

@@ -85,7 +85,11 @@ class Up:
     def __init__(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tidings", "up", "--port", "0", "--threads", str(THREADS)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None and self.proc.stderr is not None
         for line in self.proc.stdout:
             if '"ready"' in line:
@@ -94,8 +98,9 @@ class Up:
             raise RuntimeError(f"tidings up did not start: {self.proc.stderr.read()[-2000:]}")
         self.stderr: list[str] = []
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr or ()),
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: self.stderr.extend(self.proc.stderr or ()), daemon=True
+        ).start()
         state = Path(env["TIDINGS_STATE_DIR"])
         self.engine_pid = int(json.loads((state / "store.json").read_text())["pid"])
 
@@ -116,8 +121,9 @@ class Producers:
         self.latencies: list[float] = []
         self.errors: dict[str, int] = {}
         self._lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
-                        for i in range(PRODUCERS)]
+        self.threads = [
+            threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(PRODUCERS)
+        ]
 
     def _run(self, offset: int) -> None:
         n = offset
@@ -164,11 +170,16 @@ def sample(minute: int, up: Up, hub: Any, agents: list[Any], acked: int) -> dict
     streams = [AgentKeys(agent.agent_id).wake_stream for agent in agents]
     wake = sum(int(hub.redis.memory_usage(key, samples=0) or 0) for key in streams)
     entries = sum(int(hub.redis.xlen(key)) for key in streams)
-    return {"minute": minute, "up_mb": rss_mb(up.proc.pid), "engine_mb": rss_mb(up.engine_pid),
-            "engine_dataset_mb": round(int(engine["used_memory"]) / 2**20, 1),
-            "wake_mb": round(wake / 2**20, 1),
-            "wake_entries_per_agent": round(entries / max(1, len(streams))),
-            "queued": int(hub.redis.hlen(f"tidings:{host_queue(HOST)}.msgs")), "acked": acked}
+    return {
+        "minute": minute,
+        "up_mb": rss_mb(up.proc.pid),
+        "engine_mb": rss_mb(up.engine_pid),
+        "engine_dataset_mb": round(int(engine["used_memory"]) / 2**20, 1),
+        "wake_mb": round(wake / 2**20, 1),
+        "wake_entries_per_agent": round(entries / max(1, len(streams))),
+        "queued": int(hub.redis.hlen(f"tidings:{host_queue(HOST)}.msgs")),
+        "acked": acked,
+    }
 
 
 def delivered(workdirs: list[Path]) -> dict[tuple[int, str], list[str]]:
@@ -180,7 +191,7 @@ def delivered(workdirs: list[Path]) -> dict[tuple[int, str], list[str]]:
                 events = json.loads(path.read_bytes())["data"]["events"]
             except (OSError, ValueError, KeyError):
                 continue
-            found[(index, path.name[:-len(".json")])] = [e["event_id"] for e in events]
+            found[(index, path.name[: -len(".json")])] = [e["event_id"] for e in events]
     return found
 
 
@@ -189,8 +200,7 @@ def minted_ms(event_id: str) -> int:
     return int(event_id.split("_")[1], 16)
 
 
-def tally(acked: list[tuple[int, str, str]], workdirs: list[Path],
-          retained: int) -> dict[str, int]:
+def tally(acked: list[tuple[int, str, str]], workdirs: list[Path], retained: int) -> dict[str, int]:
     """Acknowledged events found, missing and found twice. Below :data:`FULL_COUNT` a
     file drops its oldest events on purpose (C12): an acknowledged event counts as lost
     only if it was minted :data:`RETENTION_MARGIN_MS` after the oldest event its file
@@ -208,9 +218,14 @@ def tally(acked: list[tuple[int, str, str]], workdirs: list[Path],
 
     checked = [item for item in acked if expected(item)]
     lost = sum(1 for item in checked if item not in present)
-    return {"acked": len(acked), "checked": len(checked), "delivered": len(checked) - lost,
-            "lost": lost,
-            "duplicated": total - len(present), "in_files": total}
+    return {
+        "acked": len(acked),
+        "checked": len(checked),
+        "delivered": len(checked) - lost,
+        "lost": lost,
+        "duplicated": total - len(present),
+        "in_files": total,
+    }
 
 
 def soak(minutes: float, rate: float, channels: int, retained: int) -> dict[str, Any]:
@@ -219,11 +234,16 @@ def soak(minutes: float, rate: float, channels: int, retained: int) -> dict[str,
     with tempfile.TemporaryDirectory(prefix="tidings-soak-") as tmp:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")}
-        env.update(TIDINGS_HOST=HOST, TIDINGS_STATE_DIR=str(root / "state"),
-                   TIDINGS_SYNC_INTERVAL=str(SYNC_INTERVAL), PYTHONUNBUFFERED="1")
+        env.update(
+            TIDINGS_HOST=HOST,
+            TIDINGS_STATE_DIR=str(root / "state"),
+            TIDINGS_SYNC_INTERVAL=str(SYNC_INTERVAL),
+            PYTHONUNBUFFERED="1",
+        )
         up = Up(env)
-        settings = tidings.Settings(host=HOST, state_dir=root / "state",
-                                    sync_interval=SYNC_INTERVAL)
+        settings = tidings.Settings(
+            host=HOST, state_dir=root / "state", sync_interval=SYNC_INTERVAL
+        )
         try:
             with tidings.connect(settings=settings) as hub:
                 workdirs = [root / f"agent{n}" for n in range(AGENTS)]
@@ -256,21 +276,34 @@ def soak(minutes: float, rate: float, channels: int, retained: int) -> dict[str,
     up_ratio = round(last["up_mb"] / base["up_mb"], 3)
     engine_ratio = round(last["engine_mb"] / base["engine_mb"], 3)
     return {
-        "bench": "soak", "agents": AGENTS, "channels_per_agent": channels,
-        "producers": PRODUCERS, "threads": THREADS,
-        "minutes": minutes, "rate_goal": rate, "retained": retained,
+        "bench": "soak",
+        "agents": AGENTS,
+        "channels_per_agent": channels,
+        "producers": PRODUCERS,
+        "threads": THREADS,
+        "minutes": minutes,
+        "rate_goal": rate,
+        "retained": retained,
         "rate": round(counts["acked"] / elapsed, 1),
-        "rss_per_minute": samples, "rss_after_drain": idle,
+        "rss_per_minute": samples,
+        "rss_after_drain": idle,
         "baseline": f"minute {base['minute']} of this run",
-        "up_rss_ratio": up_ratio, "engine_rss_ratio": engine_ratio,
-        **counts, "publish_errors": producers.errors,
+        "up_rss_ratio": up_ratio,
+        "engine_rss_ratio": engine_ratio,
+        **counts,
+        "publish_errors": producers.errors,
         "publish_p50_ms": round(percentile(producers.latencies, 50), 2),
         "publish_p99_ms": round(percentile(producers.latencies, 99), 2),
-        "drain_s": round(drain_s, 1), "up_exit": code,
+        "drain_s": round(drain_s, 1),
+        "up_exit": code,
         "up_stderr_tail": up.stderr[-3:],
         "goal": {"rss_band": GOAL_RSS_BAND, "lost": 0, "duplicated": 0},
-        "goal_met": (abs(up_ratio - 1) <= GOAL_RSS_BAND and abs(engine_ratio - 1) <= GOAL_RSS_BAND
-                     and counts["lost"] == 0 and counts["duplicated"] == 0),
+        "goal_met": (
+            abs(up_ratio - 1) <= GOAL_RSS_BAND
+            and abs(engine_ratio - 1) <= GOAL_RSS_BAND
+            and counts["lost"] == 0
+            and counts["duplicated"] == 0
+        ),
     }
 
 
@@ -279,9 +312,13 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=RATE, help="publishes per second")
     parser.add_argument("--channels", type=int, default=CHANNELS, help="channels per agent")
-    parser.add_argument("--retained", type=int, default=RETAINED,
-                        help=f"events each channel file retains ({FULL_COUNT}: every acknowledged "
-                             "event is counted; below, those the files still ought to hold)")
+    parser.add_argument(
+        "--retained",
+        type=int,
+        default=RETAINED,
+        help=f"events each channel file retains ({FULL_COUNT}: every acknowledged "
+        "event is counted; below, those the files still ought to hold)",
+    )
     args = parser.parse_args()
     print(json.dumps(soak(args.minutes, args.rate, args.channels, args.retained)))
 

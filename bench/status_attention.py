@@ -42,8 +42,10 @@ def one(client: redis.Redis, read: Callable[[], object]) -> tuple[float, int]:
 
 
 def summary(samples: list[tuple[float, int]]) -> dict[str, float]:
-    return {"wall_ms": round(statistics.median(s[0] for s in samples) * 1000, 2),
-            "redis_ms": round(statistics.median(s[1] for s in samples) / 1000, 2)}
+    return {
+        "wall_ms": round(statistics.median(s[0] for s in samples) * 1000, 2),
+        "redis_ms": round(statistics.median(s[1] for s in samples) / 1000, 2),
+    }
 
 
 def main() -> None:
@@ -57,8 +59,14 @@ def main() -> None:
         workdir.mkdir()
         (memory / ".git").mkdir(parents=True)
         for n in range(args.agents):
-            registry.put(AgentRecord(agent_id=f"a{n}", workdir=str(workdir),
-                                     memory_repo=str(memory), host=f"h{n % HOSTS}"))
+            registry.put(
+                AgentRecord(
+                    agent_id=f"a{n}",
+                    workdir=str(workdir),
+                    memory_repo=str(memory),
+                    host=f"h{n % HOSTS}",
+                )
+            )
         clock = SystemClock()
         mark = attention.mark
         with_it: list[tuple[float, int]] = []
@@ -73,12 +81,19 @@ def main() -> None:
                 attention.mark = mark  # type: ignore[assignment]
         with_attention, baseline = summary(with_it), summary(without)
         client.close()
-    print(json.dumps({
-        "bench": "status_attention", "agents": args.agents, "repeats": REPEATS,
-        "with_attention": with_attention, "baseline_without_attention": baseline,
-        "ratio_wall": round(with_attention["wall_ms"] / baseline["wall_ms"], 2),
-        "ratio_redis": round(with_attention["redis_ms"] / baseline["redis_ms"], 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "status_attention",
+                "agents": args.agents,
+                "repeats": REPEATS,
+                "with_attention": with_attention,
+                "baseline_without_attention": baseline,
+                "ratio_wall": round(with_attention["wall_ms"] / baseline["wall_ms"], 2),
+                "ratio_redis": round(with_attention["redis_ms"] / baseline["redis_ms"], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,12 @@ def main() -> None:
     figures: dict[str, dict[str, int | float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")}
-        env.update(PYTHONUNBUFFERED="1", TIDINGS_HOST=f"bench-{uuid.uuid4().hex[:8]}",
-                   TIDINGS_LOG_JSON="true", TIDINGS_STATE_DIR=str(Path(tmp) / "state"))
+        env.update(
+            PYTHONUNBUFFERED="1",
+            TIDINGS_HOST=f"bench-{uuid.uuid4().hex[:8]}",
+            TIDINGS_LOG_JSON="true",
+            TIDINGS_STATE_DIR=str(Path(tmp) / "state"),
+        )
         workdir = Path(tmp) / "wd"
         workdir.mkdir()
         procs = ProcessGroup(env)
@@ -48,21 +52,36 @@ def main() -> None:
                     total: Tally = {"acked": 0, "lost": 0, "duplicated": 0}
                     struck = 0
                     for r in range(ROUNDS):
-                        tally = run_round(fault, store, agent, workdir, n,
-                                          commands=CUTS[r % len(CUTS)])
+                        tally = run_round(
+                            fault, store, agent, workdir, n, commands=CUTS[r % len(CUTS)]
+                        )
                         n += 1
                         struck += tally["duplicated"] > 0
-                        total = {"acked": total["acked"] + tally["acked"],
-                                 "lost": total["lost"] + tally["lost"],
-                                 "duplicated": total["duplicated"] + tally["duplicated"]}
+                        total = {
+                            "acked": total["acked"] + tally["acked"],
+                            "lost": total["lost"] + tally["lost"],
+                            "duplicated": total["duplicated"] + tally["duplicated"],
+                        }
                     figures[fault] = {
-                        "acked": total["acked"], "lost": total["lost"],
-                        "duplicated": total["duplicated"], "rounds_with_duplicates": struck,
-                        "seconds": round(time.monotonic() - started, 1)}
+                        "acked": total["acked"],
+                        "lost": total["lost"],
+                        "duplicated": total["duplicated"],
+                        "rounds_with_duplicates": struck,
+                        "seconds": round(time.monotonic() - started, 1),
+                    }
         finally:
             procs.cleanup()
-    print(json.dumps({"bench": "store_faults", "rounds": ROUNDS, "aof_cuts": CUTS,
-                      "baseline": "none", "faults": figures}))
+    print(
+        json.dumps(
+            {
+                "bench": "store_faults",
+                "rounds": ROUNDS,
+                "aof_cuts": CUTS,
+                "baseline": "none",
+                "faults": figures,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

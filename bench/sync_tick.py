@@ -118,11 +118,15 @@ def timed_ms(fn: Any) -> float:
 class Host:
     """A ticker whose messages run ``sync_host`` inline (or on worker threads)."""
 
-    def __init__(self, rt: Runtime, watcher: Watcher | None, full_scan_seconds: float,
-                 pool: ThreadPoolExecutor | None = None) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        watcher: Watcher | None,
+        full_scan_seconds: float,
+        pool: ThreadPoolExecutor | None = None,
+    ) -> None:
         self.rt, self.pool = rt, pool
-        self.ticker = SyncTicker(rt.redis, HOST, INTERVAL, full_scan_seconds, self.send,
-                                 watcher)
+        self.ticker = SyncTicker(rt.redis, HOST, INTERVAL, full_scan_seconds, self.send, watcher)
 
         #: Seconds each full scan took (it steps aside while changed ticks run).
         self.full_scans_s: list[float] = []
@@ -147,9 +151,14 @@ def wait_changes(watcher: Watcher, count: int) -> None:
         time.sleep(0.01)
 
 
-def hundred_changed(rt: Runtime, host: Host, watcher: Watcher | None,
-                    records: list[AgentRecord], counter: list[int],
-                    rounds: int = ROUNDS) -> dict[str, float]:
+def hundred_changed(
+    rt: Runtime,
+    host: Host,
+    watcher: Watcher | None,
+    records: list[AgentRecord],
+    counter: list[int],
+    rounds: int = ROUNDS,
+) -> dict[str, float]:
     """Median tick over the host with 100 agents changed, and over those 100 alone."""
     picked = random.Random(7).sample(records, CHANGED)
     ids = [r.agent_id for r in picked]
@@ -168,12 +177,20 @@ def hundred_changed(rt: Runtime, host: Host, watcher: Watcher | None,
         if watcher is not None:  # the alone tick's events are not the next round's
             wait_changes(watcher, CHANGED)
             watcher.take()
-    return {"host_ms": round(statistics.median(host_ms), 1),
-            "alone_ms": round(statistics.median(alone_ms), 1)}
+    return {
+        "host_ms": round(statistics.median(host_ms), 1),
+        "alone_ms": round(statistics.median(alone_ms), 1),
+    }
 
 
-def latency(rt: Runtime, watcher: Watcher | None, records: list[AgentRecord],
-            seconds: float, counter: list[int], full_scan_seconds: float) -> dict[str, Any]:
+def latency(
+    rt: Runtime,
+    watcher: Watcher | None,
+    records: list[AgentRecord],
+    seconds: float,
+    counter: list[int],
+    full_scan_seconds: float,
+) -> dict[str, Any]:
     """Writes at RATE/s to random agents; seconds from each write to its wake signal."""
     written: dict[str, float] = {}
     samples: list[float] = []
@@ -221,11 +238,15 @@ def latency(rt: Runtime, watcher: Watcher | None, records: list[AgentRecord],
         stop.set()
         ticker.join()
     visit.sync_agent = real  # type: ignore[assignment]
-    return {"writes": writes, "woken": len(samples), "unwoken": len(written),
-            "p50_s": round(percentile(samples, 50), 3),
-            "p99_s": round(percentile(samples, 99), 3),
-            "max_s": round(max(samples, default=float("nan")), 3),
-            "full_scans_s": host.full_scans_s}
+    return {
+        "writes": writes,
+        "woken": len(samples),
+        "unwoken": len(written),
+        "p50_s": round(percentile(samples, 50), 3),
+        "p99_s": round(percentile(samples, 99), 3),
+        "max_s": round(max(samples, default=float("nan")), 3),
+        "full_scans_s": host.full_scans_s,
+    }
 
 
 def _rogue_agent(rt: Runtime, root: Path, rogues: int, channels: int) -> AgentRecord:
@@ -253,20 +274,30 @@ def _flood(rt: Runtime, root: Path, channels: int) -> dict[str, Any]:
         base.append(timed_ms(lambda: visit.sync_agent(rt, baseline)))
         flood.append(timed_ms(lambda: visit.sync_agent(rt, flooded)))
     base_ms, flood_ms = statistics.median(base), statistics.median(flood)
-    return {"rogue_files": FLOOD_ROGUES, "baseline_rogue_files": BASELINE_ROGUES,
-            "tick_ms": round(flood_ms, 3), "baseline_tick_ms": round(base_ms, 3),
-            "ratio": round(flood_ms / base_ms, 2), "goal_ratio": 2.0}
+    return {
+        "rogue_files": FLOOD_ROGUES,
+        "baseline_rogue_files": BASELINE_ROGUES,
+        "tick_ms": round(flood_ms, 3),
+        "baseline_tick_ms": round(base_ms, 3),
+        "ratio": round(flood_ms / base_ms, 2),
+        "goal_ratio": 2.0,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--channels", type=int, default=20)
-    parser.add_argument("--force-full-scan", action="store_true",
-                        help="only today's design: every tick a full scan")
+    parser.add_argument(
+        "--force-full-scan", action="store_true", help="only today's design: every tick a full scan"
+    )
     args = parser.parse_args()
-    out: dict[str, Any] = {"bench": "sync_tick", "agents": args.agents,
-                           "channels_per_agent": args.channels, "interval_s": INTERVAL}
+    out: dict[str, Any] = {
+        "bench": "sync_tick",
+        "agents": args.agents,
+        "channels_per_agent": args.channels,
+        "interval_s": INTERVAL,
+    }
     counter = [0]
     with redis_server() as url, tempfile.TemporaryDirectory() as tmp:
         client = redis.Redis.from_url(url)
@@ -283,16 +314,18 @@ def main() -> None:
         today["quiet_host_tick_ms"] = round(statistics.median(quiet), 1)
         rss_today = rss_kb()
         today_host = Host(rt, None, 30.0)
-        today["hundred_changed"] = hundred_changed(rt, today_host, None, records, counter,
-                                                   rounds=2)
-        today["latency_200_per_s"] = latency(rt, None, records, TODAY_LATENCY_SECONDS,
-                                             counter, 30.0)
+        today["hundred_changed"] = hundred_changed(rt, today_host, None, records, counter, rounds=2)
+        today["latency_200_per_s"] = latency(
+            rt, None, records, TODAY_LATENCY_SECONDS, counter, 30.0
+        )
         out["today_full_scan_every_tick"] = today
         if not args.force_full_scan:
             out["watcher"] = watched(rt, records, counter, rss_today)
-        out["rss"] = {"before_ticks_kb": rss_before, "after_full_scans_kb": rss_today,
-                      "full_scan_caches_per_agent_kb": round(
-                          (rss_today - rss_before) / args.agents, 2)}
+        out["rss"] = {
+            "before_ticks_kb": rss_before,
+            "after_full_scans_kb": rss_today,
+            "full_scan_caches_per_agent_kb": round((rss_today - rss_before) / args.agents, 2),
+        }
         out["blocked_flood"] = _flood(rt, Path(tmp), args.channels)
         client.close()
     ratios: dict[str, Any] = {}
@@ -302,20 +335,22 @@ def main() -> None:
             "quiet_tick_over_goal_50ms": round(w["quiet_host_tick_ms"] / 50, 3),
             "quiet_tick_over_today": round(w["quiet_host_tick_ms"] / t["quiet_host_tick_ms"], 4),
             "hundred_changed_over_alone": round(
-                w["hundred_changed"]["host_ms"] / w["hundred_changed"]["alone_ms"], 2),
+                w["hundred_changed"]["host_ms"] / w["hundred_changed"]["alone_ms"], 2
+            ),
             "today_hundred_changed_over_alone": round(
-                t["hundred_changed"]["host_ms"] / t["hundred_changed"]["alone_ms"], 2),
+                t["hundred_changed"]["host_ms"] / t["hundred_changed"]["alone_ms"], 2
+            ),
             "latency_p99_over_interval": round(w["latency_200_per_s"]["p99_s"] / INTERVAL, 2),
-            "today_latency_p99_over_interval": round(
-                t["latency_200_per_s"]["p99_s"] / INTERVAL, 2),
+            "today_latency_p99_over_interval": round(t["latency_200_per_s"]["p99_s"] / INTERVAL, 2),
             "rss_per_agent_kb": w["rss_per_agent_kb"],
         }
     out["ratios"] = ratios
     print(json.dumps(out))
 
 
-def watched(rt: Runtime, records: list[AgentRecord], counter: list[int],
-            rss_start: int) -> dict[str, Any]:
+def watched(
+    rt: Runtime, records: list[AgentRecord], counter: list[int], rss_start: int
+) -> dict[str, Any]:
     """The new design over the same host."""
     before = rss_kb()
     watcher = Watcher()
@@ -323,9 +358,11 @@ def watched(rt: Runtime, records: list[AgentRecord], counter: list[int],
         host = Host(rt, watcher, 1e9)
         started = time.perf_counter()
         first = host.ticker.tick()  # registers every agent (watches) + the full scan
-        out: dict[str, Any] = {"register_and_first_tick_ms": round(
-            (time.perf_counter() - started) * 1000), "watches": watcher.watches,
-            "first_tick_full": first["full"]}
+        out: dict[str, Any] = {
+            "register_and_first_tick_ms": round((time.perf_counter() - started) * 1000),
+            "watches": watcher.watches,
+            "first_tick_full": first["full"],
+        }
         watcher.take()
         quiet = [timed_ms(host.ticker.tick) for _ in range(20)]
         out["quiet_host_tick_ms"] = round(statistics.median(quiet), 3)
@@ -334,8 +371,7 @@ def watched(rt: Runtime, records: list[AgentRecord], counter: list[int],
         out["rss_per_agent_kb"] = round((rss_after - before) / len(records), 2)
         out["hundred_changed"] = hundred_changed(rt, host, watcher, records, counter)
         full = 30.0
-        out["latency_200_per_s"] = latency(rt, watcher, records, LATENCY_SECONDS, counter,
-                                           full)
+        out["latency_200_per_s"] = latency(rt, watcher, records, LATENCY_SECONDS, counter, full)
         out["latency_window_includes_a_full_scan"] = full < LATENCY_SECONDS
     finally:
         watcher.close()

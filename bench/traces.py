@@ -118,20 +118,31 @@ def code_root() -> Path:
 
 def writes(suffix: str = "", prefix: str = "") -> Callable[[FrameType], bool]:
     """The effect: a write by ``store/files.py`` of a path with ``prefix`` and ``suffix``."""
+
     def wanted(frame: FrameType) -> bool:
         code = frame.f_code
         rel = str(frame.f_locals.get("rel", ""))
-        return (code.co_name in WRITERS and code.co_filename.endswith("files.py")
-                and rel.startswith(prefix) and rel.endswith(suffix))
+        return (
+            code.co_name in WRITERS
+            and code.co_filename.endswith("files.py")
+            and rel.startswith(prefix)
+            and rel.endswith(suffix)
+        )
+
     return wanted
 
 
 def script(name: str) -> Callable[[FrameType], bool]:
     """The effect: a Lua script of the store run by name (``Scripts.__call__``)."""
+
     def wanted(frame: FrameType) -> bool:
         code = frame.f_code
-        return (code.co_name == "__call__" and "scripts" in code.co_filename
-                and frame.f_locals.get("name") == name)
+        return (
+            code.co_name == "__call__"
+            and "scripts" in code.co_filename
+            and frame.f_locals.get("name") == name
+        )
+
     return wanted
 
 
@@ -245,16 +256,26 @@ def behaviours(hub: Any, base: Path, root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, crossed in (
         ("delay_expiry", list(dict.fromkeys(request + expiry))),
-        ("publish", whole(root, lambda: producer.publish_event("mcp.build", {"text": "x"},
-                                                               wait=True))),
-        ("attention_spill", whole(
-            root, lambda: spill.publish("mcp.big", {"header": "big", "data": {"text": OVER_CAP}},
-                                        wait=True),
-            lambda: spill.stamp(spill.notification("check")))),
+        (
+            "publish",
+            whole(root, lambda: producer.publish_event("mcp.build", {"text": "x"}, wait=True)),
+        ),
+        (
+            "attention_spill",
+            whole(
+                root,
+                lambda: spill.publish(
+                    "mcp.big", {"header": "big", "data": {"text": OVER_CAP}}, wait=True
+                ),
+                lambda: spill.stamp(spill.notification("check")),
+            ),
+        ),
     ):
-        out[name] = {"folders": len(crossed),
-                     "jobs_packages": sum(f.startswith("jobs/") for f in crossed),
-                     "crossed": sorted(crossed)}
+        out[name] = {
+            "folders": len(crossed),
+            "jobs_packages": sum(f.startswith("jobs/") for f in crossed),
+            "crossed": sorted(crossed),
+        }
     return out
 
 
@@ -295,16 +316,21 @@ def main() -> None:
         base = Path(tmp)
         hub = tidings.connect("embedded")
         try:
-            for name, run in (("delay_expiry", delay_expiry),
-                              ("memory_admission", memory_admission),
-                              ("attention_spill", attention_spill),
-                              ("blocked_warning", blocked_warning)):
+            for name, run in (
+                ("delay_expiry", delay_expiry),
+                ("memory_admission", memory_admission),
+                ("attention_spill", attention_spill),
+                ("blocked_warning", blocked_warning),
+            ):
                 trace = run(hub, base, root)
                 files = trace.files
-                out[name] = {"files": len(files) if files is not None else None,
-                             "folders": folders(files) if files is not None else None,
-                             "touched": len(trace.touched),
-                             "touched_folders": folders(list(trace.touched)), "trace": files}
+                out[name] = {
+                    "files": len(files) if files is not None else None,
+                    "folders": folders(files) if files is not None else None,
+                    "touched": len(trace.touched),
+                    "touched_folders": folders(list(trace.touched)),
+                    "trace": files,
+                }
             out["behaviours"] = behaviours(hub, base, root)
         finally:
             hub.close()
@@ -312,12 +338,16 @@ def main() -> None:
         legs = [leg.files or [] for leg in traces]
         union = list(dict.fromkeys(file for leg in legs for file in leg))
         touched = {file for leg in traces for file in leg.touched}
-        out["mcp_update"] = {"files": len(union) if all(legs) else None,
-                             "folders": folders(union) if all(legs) else None,
-                             "touched": len(touched),
-                             "touched_folders": folders(sorted(touched)),
-                             "legs": [len(leg) for leg in legs],
-                             "trace": legs[0], "tick_trace": legs[1], "server_trace": legs[2]}
+        out["mcp_update"] = {
+            "files": len(union) if all(legs) else None,
+            "folders": folders(union) if all(legs) else None,
+            "touched": len(touched),
+            "touched_folders": folders(sorted(touched)),
+            "legs": [len(leg) for leg in legs],
+            "trace": legs[0],
+            "tick_trace": legs[1],
+            "server_trace": legs[2],
+        }
     print(json.dumps(out, indent=1))
 
 

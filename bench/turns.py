@@ -52,8 +52,22 @@ def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
         sys.exit("bench/turns.py needs redis-server on PATH")
     port = free_port()
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-         "no", "--dir", str(directory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(directory),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 10
     while True:
@@ -88,11 +102,14 @@ def make_repo(path: Path, files: int) -> None:
 
 
 def start_worker(url: str, host: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": host,
-           "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "tidings", "worker", "--threads", "2"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
+    env = {**os.environ, "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": host, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidings", "worker", "--threads", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if '"ready"' in line:
@@ -118,8 +135,9 @@ def process_cpu(pid: int | None) -> float:
     return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(agent: Any, turns: int, kind: str = "ordinary",
-            worker_pid: int | None = None) -> dict[str, float]:
+def measure(
+    agent: Any, turns: int, kind: str = "ordinary", worker_pid: int | None = None
+) -> dict[str, float]:
     """Turn by turn: one no-change observation, then prepare_turn, then finish_turn."""
     observe: list[tuple[float, float]] = []
     prepare: list[tuple[float, float]] = []
@@ -146,9 +164,13 @@ def measure(agent: Any, turns: int, kind: str = "ordinary",
     for name, goal in (("prepare", GOAL_PREPARE_VS_OBSERVE), ("turn", GOAL_TURN_VS_OBSERVE)):
         ratio = figures[f"{name}_p50_ms"] / figures["observe_p50_ms"]
         figures[f"{name}_vs_observe"] = {
-            "ratio": round(ratio, 3), "goal": goal, "met": ratio <= goal,
+            "ratio": round(ratio, 3),
+            "goal": goal,
+            "met": ratio <= goal,
             "cpu_ratio": round(figures[f"{name}_cpu_p50_ms"] / figures["observe_cpu_p50_ms"], 3)
-            if figures["observe_cpu_p50_ms"] else None}
+            if figures["observe_cpu_p50_ms"]
+            else None,
+        }
     return figures
 
 
@@ -183,16 +205,20 @@ def main() -> None:
                 worker.wait(30)
             redis_proc.terminate()
             redis_proc.wait(10)
-    print(json.dumps({
-        "benchmark": "turns",
-        "files": args.files,
-        "turns": args.turns,
-        "baseline_observation_ms": round(baseline_ms, 1),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-        "observation_threads": 1,
-        "worker": worker_figures,
-        "inline": inline_figures,
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "turns",
+                "files": args.files,
+                "turns": args.turns,
+                "baseline_observation_ms": round(baseline_ms, 1),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+                "observation_threads": 1,
+                "worker": worker_figures,
+                "inline": inline_figures,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,15 @@ def _token_figures(source: str) -> tuple[int, int, int, int]:
     code_lines: set[int] = set()
     any_count = 0
     stripped: list[str] = []
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-            tokenize.ENDMARKER, tokenize.ENCODING}
+    skip = {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+        tokenize.ENCODING,
+    }
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type in skip:
             continue
@@ -59,8 +66,9 @@ def _ast_figures(tree: ast.Module) -> tuple[int, int, list[tuple[str, str]]]:
     pairs: list[tuple[str, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
-            bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
-                     for b in node.bases}
+            bases = {
+                b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+            }
             typeddicts += "TypedDict" in bases
         elif isinstance(node, ast.Import):
             for a in node.names:

@@ -124,7 +124,9 @@ class Processes:
             self.procs[role] = subprocess.Popen(
                 [sys.executable, "-m", "tidings", role],
                 env={**env, "TIDINGS_METRICS_PORT": str(self.ports[role])},
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         self._wait("worker", "ready")
         self._wait("scheduler", "leader")
 
@@ -188,8 +190,9 @@ def wait_full_scan(client: Any, broker: Any, host: str) -> None:
         time.sleep(0.05)
 
 
-def latency(client: Any, records: list[AgentRecord], rate: float, seconds: float,
-            settle: float) -> tuple[list[float], int, int]:
+def latency(
+    client: Any, records: list[AgentRecord], rate: float, seconds: float, settle: float
+) -> tuple[list[float], int, int]:
     """Writes at ``rate`` to agents in a random order (each at most once per run, or
     once per pass); returns the wake latencies (ms), the writes and the missing wakes."""
     order = records[:]
@@ -236,17 +239,26 @@ def quiescent(procs: Processes, role: str, scan: str) -> float:
 def summary(values: list[float]) -> dict[str, float]:
     if not values:
         return {}
-    return {"p50": round(percentile(values, 50), 1), "p99": round(percentile(values, 99), 1),
-            "max": round(max(values), 1)}
+    return {
+        "p50": round(percentile(values, 50), 1),
+        "p99": round(percentile(values, 99), 1),
+        "max": round(max(values), 1),
+    }
 
 
-def run_design(url: str, records: list[AgentRecord], host: str, prompt: bool,
-               args: argparse.Namespace) -> dict[str, Any]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")},
-           "TIDINGS_REDIS_URL": url, "TIDINGS_HOST": host, "TIDINGS_SYNC_INTERVAL": "1",
-           "TIDINGS_FULL_SCAN_SECONDS": "300", "TIDINGS_LOG_LEVEL": "WARNING",
-           "TIDINGS_VISIT_DEBOUNCE_MS": str(DEBOUNCE_MS),
-           "TIDINGS_PROMPT_VISITS": "true" if prompt else "false"}
+def run_design(
+    url: str, records: list[AgentRecord], host: str, prompt: bool, args: argparse.Namespace
+) -> dict[str, Any]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_")},
+        "TIDINGS_REDIS_URL": url,
+        "TIDINGS_HOST": host,
+        "TIDINGS_SYNC_INTERVAL": "1",
+        "TIDINGS_FULL_SCAN_SECONDS": "300",
+        "TIDINGS_LOG_LEVEL": "WARNING",
+        "TIDINGS_VISIT_DEBOUNCE_MS": str(DEBOUNCE_MS),
+        "TIDINGS_PROMPT_VISITS": "true" if prompt else "false",
+    }
     client = redis.Redis.from_url(url, protocol=2)
     settings = Settings(host=host, redis_url=url)
     broker = make_broker(client, settings)
@@ -284,10 +296,14 @@ def run_design(url: str, records: list[AgentRecord], host: str, prompt: bool,
             "full_scan_cpu_s": round(full_scan_cpu, 2),
             "with_backstop_cores": round(quiet + full_scan_cpu / BACKSTOP_SECONDS, 4),
             "cpu_ms_per_change": round(busy * 1000 / max(1, writes), 2),
-            "burst": {"writes": BURST_WRITES, "seconds": round(burst_seconds, 3),
-                      "visits": int(visits), "wakes": int(wakes),
-                      "debounce_windows": round(windows, 1),
-                      "within_one_visit_per_window": visits <= windows},
+            "burst": {
+                "writes": BURST_WRITES,
+                "seconds": round(burst_seconds, 3),
+                "visits": int(visits),
+                "wakes": int(wakes),
+                "debounce_windows": round(windows, 1),
+                "within_one_visit_per_window": visits <= windows,
+            },
         }
     finally:
         procs.close()
@@ -300,14 +316,21 @@ def main() -> None:
     parser.add_argument("--agents", type=int, nargs="+", default=[2000, 10000])
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rate", type=float, default=200.0)
-    parser.add_argument("--baseline", action="store_true",
-                        help="only the tick alone (prompt visits off)")
+    parser.add_argument(
+        "--baseline", action="store_true", help="only the tick alone (prompt visits off)"
+    )
     args = parser.parse_args()
-    out: dict[str, Any] = {"benchmark": "wake", "rate_per_s": args.rate,
-                           "seconds": args.seconds, "channels": CHANNELS,
-                           "debounce_ms": DEBOUNCE_MS, "goal_p99_ms": GOAL_P99_MS,
-                           "goal_quiet_cores": GOAL_QUIET_CORES,
-                           "load_average": os.getloadavg()[0], "sizes": {}}
+    out: dict[str, Any] = {
+        "benchmark": "wake",
+        "rate_per_s": args.rate,
+        "seconds": args.seconds,
+        "channels": CHANNELS,
+        "debounce_ms": DEBOUNCE_MS,
+        "goal_p99_ms": GOAL_P99_MS,
+        "goal_quiet_cores": GOAL_QUIET_CORES,
+        "load_average": os.getloadavg()[0],
+        "sizes": {},
+    }
     for agents in args.agents:
         with redis_server() as url, tempfile.TemporaryDirectory(prefix="tidings-wake-") as tmp:
             host = f"wake-{agents}"
@@ -321,7 +344,8 @@ def main() -> None:
             if "prompt" in size:
                 p, b = size["prompt"], size["baseline_tick_only"]
                 size["goals"] = {
-                    "p99_le_100ms": bool(p["wake_ms"]) and p["wake_ms"]["p99"] <= GOAL_P99_MS
+                    "p99_le_100ms": bool(p["wake_ms"])
+                    and p["wake_ms"]["p99"] <= GOAL_P99_MS
                     and p["missing_wakes"] == 0,
                     "quiet_le_baseline_or_goal": p["with_backstop_cores"]
                     <= max(GOAL_QUIET_CORES, b["with_backstop_cores"]),

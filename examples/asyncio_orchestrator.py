@@ -50,8 +50,10 @@ async def main() -> None:
             async with asyncio.timeout(60):
                 while len(set(turns)) < PRODUCED:
                     await asyncio.sleep(0.1)
-            print(f"{len(set(turns))} agents took a turn; {threading.active_count()} threads "
-                  f"for {AGENTS} waiting agents")
+            print(
+                f"{len(set(turns))} agents took a turn; {threading.active_count()} threads "
+                f"for {AGENTS} waiting agents"
+            )
             stop.set()
             await asyncio.gather(*loops)
 

@@ -45,8 +45,9 @@ async def client(server: StdioServerParameters, workdir: Path) -> None:
         print("tools:", [tool.name for tool in (await session.list_tools()).tools])
         check = await session.call_tool("notification", {"action": "check"})
         print("check:", check.structured_content)
-        delay = await session.call_tool("notification", {
-            "action": "delay", "input": {"channel": "mcp.lint", "seconds": 60}})
+        delay = await session.call_tool(
+            "notification", {"action": "delay", "input": {"channel": "mcp.lint", "seconds": 60}}
+        )
         print("delay:", delay.structured_content)
         # subscriptions/listen: one event each time the attention resource changes.
         async with session.listen(resource_subscriptions=["tidings://attention"]) as updates:
@@ -76,13 +77,19 @@ def main() -> None:
         workdir.mkdir()
         env = {**os.environ, "TIDINGS_HOST": f"example-{port}", "TIDINGS_STATE_DIR": str(state)}
         env.pop("TIDINGS_REDIS_URL", None)
-        up = subprocess.Popen([TIDINGS, "up", "--port", str(port), "--workdir", str(workdir)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        up = subprocess.Popen(
+            [TIDINGS, "up", "--port", str(port), "--workdir", str(workdir)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_for_store(up, state)
             server = StdioServerParameters(
-                command=TIDINGS, args=["mcp", "--workdir", str(workdir)],
-                env={"TIDINGS_HOST": env["TIDINGS_HOST"], "TIDINGS_STATE_DIR": str(state)})
+                command=TIDINGS,
+                args=["mcp", "--workdir", str(workdir)],
+                env={"TIDINGS_HOST": env["TIDINGS_HOST"], "TIDINGS_STATE_DIR": str(state)},
+            )
             anyio.run(client, server, workdir)
         finally:
             up.terminate()

@@ -22,15 +22,28 @@ import tidings
 
 def scripted_llm(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Check first; dismiss what the check showed; then answer."""
-    returns = [part for message in messages for part in getattr(message, "parts", [])
-               if isinstance(part, ToolReturnPart)]
+    returns = [
+        part
+        for message in messages
+        for part in getattr(message, "parts", [])
+        if isinstance(part, ToolReturnPart)
+    ]
     if not returns:
         return ModelResponse(parts=[ToolCallPart("notification", {"action": "check"})])
     if len(returns) == 1:
         live = json.loads(returns[0].content)["_meta"]["agent_meta"]["notifications"]
         channel = next(iter(live["attention"]))
-        return ModelResponse(parts=[ToolCallPart("notification", {
-            "action": "dismiss_channel", "input": {"channel": channel, "reason": "read it"}})])
+        return ModelResponse(
+            parts=[
+                ToolCallPart(
+                    "notification",
+                    {
+                        "action": "dismiss_channel",
+                        "input": {"channel": channel, "reason": "read it"},
+                    },
+                )
+            ]
+        )
     return ModelResponse(parts=[TextPart(f"Done: {returns[-1].content}")])
 
 
@@ -47,9 +60,12 @@ def main() -> None:
             return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
         schema = tidings.notification_tool_schema("anthropic")
-        tool = Tool.from_schema(notification, name=schema["name"],
-                                description=schema["description"],
-                                json_schema=schema["input_schema"])
+        tool = Tool.from_schema(
+            notification,
+            name=schema["name"],
+            description=schema["description"],
+            json_schema=schema["input_schema"],
+        )
         llm_agent = Agent(FunctionModel(scripted_llm), tools=[tool])
         answer = llm_agent.run_sync("Anything new for me?").output
         print(answer)

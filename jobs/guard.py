@@ -39,6 +39,7 @@ class ErrorAnswer(TypedDict):
     reason: str
     message: str
 
+
 #: C52: the reason of an unexpected internal failure.
 INTERNAL_ERROR = "internal_error"
 #: Logged event of an unexpected failure (with its traceback).
@@ -59,8 +60,11 @@ def _agent_id(args: tuple[object, ...]) -> str | None:
 def _client(args: tuple[object, ...]) -> object:
     """The state store's client of the agent or hub a call is made on, if one is."""
     for arg in args:
-        for holder in (getattr(arg, "runtime", None),
-                       getattr(getattr(arg, "sync", None), "runtime", None), arg):
+        for holder in (
+            getattr(arg, "runtime", None),
+            getattr(getattr(arg, "sync", None), "runtime", None),
+            arg,
+        ):
             client = getattr(holder, "redis", None)
             if client is not None:
                 return client
@@ -74,20 +78,24 @@ def store_refusal(exc: Exception, args: tuple[object, ...] = ()) -> TidingsError
     return refusals.refusal(exc, _client(args)) or store_fault(exc)
 
 
-def internal_error(
-    call: str, exc: Exception, args: tuple[object, ...] = ()
-) -> ErrorAnswer:
+def internal_error(call: str, exc: Exception, args: tuple[object, ...] = ()) -> ErrorAnswer:
     """Log ``exc`` with its traceback and answer C52's ``internal_error``."""
-    log.event(FAILED_EVENT, logging.ERROR, exc_info=exc, call=call, agent_id=_agent_id(args),
-              error=f"{type(exc).__name__}: {exc}"[:300])
-    return {"status": "error", "reason": INTERNAL_ERROR,
-            "message": f"{call} failed unexpectedly ({type(exc).__name__}); "
-                       "the failure is logged"}
+    log.event(
+        FAILED_EVENT,
+        logging.ERROR,
+        exc_info=exc,
+        call=call,
+        agent_id=_agent_id(args),
+        error=f"{type(exc).__name__}: {exc}"[:300],
+    )
+    return {
+        "status": "error",
+        "reason": INTERNAL_ERROR,
+        "message": f"{call} failed unexpectedly ({type(exc).__name__}); the failure is logged",
+    }
 
 
-def unexpected_answer(
-    call: str, exc: Exception, args: tuple[object, ...] = ()
-) -> ErrorAnswer:
+def unexpected_answer(call: str, exc: Exception, args: tuple[object, ...] = ()) -> ErrorAnswer:
     """What an exception no one expected answers: the store's own answer when it is
     one (:func:`store_refusal`), else :func:`internal_error`."""
     fault = store_refusal(exc, args)
@@ -104,8 +112,13 @@ def unexpected(call: str, exc: Exception, args: tuple[object, ...] = ()) -> Tidi
 
 def refused(call: str, exc: TidingsError, args: tuple[object, ...] = ()) -> ErrorAnswer:
     """Log a refusal that surfaced as ``exc``; its error dict (``exc.as_result()``)."""
-    log.event(REFUSED_EVENT, call=call, agent_id=_agent_id(args), reason=exc.reason,
-              error=exc.message[:300])
+    log.event(
+        REFUSED_EVENT,
+        call=call,
+        agent_id=_agent_id(args),
+        reason=exc.reason,
+        error=exc.message[:300],
+    )
     return {"status": "error", "reason": exc.reason, "message": exc.message}
 
 

@@ -56,7 +56,9 @@ def delay_cap(*, log_invalid: bool = True) -> int:
     if log_invalid:
         log.event(
             "notification_delay_max_seconds_invalid",
-            env=DELAY_CAP_ENV, raw_value=raw[:100], fallback_seconds=DEFAULT_DELAY_CAP,
+            env=DELAY_CAP_ENV,
+            raw_value=raw[:100],
+            fallback_seconds=DEFAULT_DELAY_CAP,
         )
     return DEFAULT_DELAY_CAP
 

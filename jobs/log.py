@@ -8,7 +8,10 @@ logger = logging.getLogger("tidings")
 
 
 def event(
-    name: str, level: int = logging.WARNING, *, exc_info: BaseException | None = None,
+    name: str,
+    level: int = logging.WARNING,
+    *,
+    exc_info: BaseException | None = None,
     **fields: object,
 ) -> None:
     """Log ``name`` with ``fields`` attached (``record.event``, ``record.fields``);

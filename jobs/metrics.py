@@ -89,15 +89,18 @@ def counter(name: str, documentation: str, labels: Sequence[str] = ()) -> Lazy[C
         from prometheus_client import Counter  # noqa: PLC0415 - see module doc
 
         return Counter(name, documentation, labels, registry=on)
+
     return Lazy(make)
 
 
-def histogram(name: str, documentation: str, buckets: Sequence[float],
-              labels: Sequence[str] = ()) -> Lazy[Histogram]:
+def histogram(
+    name: str, documentation: str, buckets: Sequence[float], labels: Sequence[str] = ()
+) -> Lazy[Histogram]:
     def make(on: CollectorRegistry) -> Histogram:
         from prometheus_client import Histogram  # noqa: PLC0415 - see module doc
 
         return Histogram(name, documentation, labels, buckets=buckets, registry=on)
+
     return Lazy(make)
 
 
@@ -110,6 +113,7 @@ def gauge(name: str, documentation: str, multiprocess_mode: GaugeMode) -> Lazy[G
         from prometheus_client import Gauge  # noqa: PLC0415 - see module doc
 
         return Gauge(name, documentation, registry=on, multiprocess_mode=multiprocess_mode)
+
     return Lazy(make)
 
 
@@ -125,23 +129,31 @@ EVENTS_COALESCED = counter(
     "(each saved one write)",
 )
 FLUSH_BATCH_RECORDS = histogram(
-    "tidings_flush_batch_records", "Records applied by one flush file write (C14)",
+    "tidings_flush_batch_records",
+    "Records applied by one flush file write (C14)",
     BATCH_BUCKETS,
 )
 ALARMS_PUBLISHED = counter("tidings_alarms_published", "Delay alarms written (delay.md)")
 ALARM_LATENESS = histogram(
-    "tidings_alarm_lateness_seconds", "Seconds from a delay's deadline to its alarm",
+    "tidings_alarm_lateness_seconds",
+    "Seconds from a delay's deadline to its alarm",
     LATENESS_BUCKETS,
 )
 OBSERVATIONS = counter(
-    "tidings_observations", "Memory observations, by reason and outcome", ["reason", "outcome"],
+    "tidings_observations",
+    "Memory observations, by reason and outcome",
+    ["reason", "outcome"],
 )
 OBSERVATION_SECONDS = histogram(
-    "tidings_observation_duration_seconds", "Duration of one memory observation, by reason",
-    DURATION_BUCKETS, ["reason"],
+    "tidings_observation_duration_seconds",
+    "Duration of one memory observation, by reason",
+    DURATION_BUCKETS,
+    ["reason"],
 )
 INBOX_ADMISSIONS = counter(
-    "tidings_inbox_admissions", "Inbox admissions, by the state the item entered", ["state"],
+    "tidings_inbox_admissions",
+    "Inbox admissions, by the state the item entered",
+    ["state"],
 )
 SPILLS = counter("tidings_spills", "Spill files written by the block cap, by lane", ["lane"])
 SYNC_TICKS = counter(
@@ -151,12 +163,13 @@ SYNC_TICKS = counter(
     ["scan"],
 )
 SYNC_AGENTS_VISITED = counter(
-    "tidings_sync_agents_visited", "Agents visited by sync ticks (C27), by scan", ["scan"],
+    "tidings_sync_agents_visited",
+    "Agents visited by sync ticks (C27), by scan",
+    ["scan"],
 )
 SYNC_FULL_SCANS = counter(
     "tidings_sync_full_scans",
-    "Full scans the scheduler asked for, by reason (interval, overflow, watcher_error, "
-    "no_watcher)",
+    "Full scans the scheduler asked for, by reason (interval, overflow, watcher_error, no_watcher)",
     ["reason"],
 )
 SYNC_UNWATCHED_AGENTS = gauge(

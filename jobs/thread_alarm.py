@@ -50,9 +50,13 @@ class _Itimerspec(ctypes.Structure):
 class _Sigevent(ctypes.Structure):
     """``struct sigevent`` as Linux lays it out (64 bytes; the thread id in the union)."""
 
-    _fields_ = [("sigev_value", ctypes.c_void_p), ("sigev_signo", ctypes.c_int),
-                ("sigev_notify", ctypes.c_int), ("thread_id", ctypes.c_int),
-                ("_pad", ctypes.c_int * 11)]
+    _fields_ = [
+        ("sigev_value", ctypes.c_void_p),
+        ("sigev_signo", ctypes.c_int),
+        ("sigev_notify", ctypes.c_int),
+        ("thread_id", ctypes.c_int),
+        ("_pad", ctypes.c_int * 11),
+    ]
 
 
 class _Timers:
@@ -60,11 +64,18 @@ class _Timers:
 
     def __init__(self, library: ctypes.CDLL) -> None:
         self.create = library.timer_create
-        self.create.argtypes = [ctypes.c_int, ctypes.POINTER(_Sigevent),
-                                ctypes.POINTER(ctypes.c_void_p)]
+        self.create.argtypes = [
+            ctypes.c_int,
+            ctypes.POINTER(_Sigevent),
+            ctypes.POINTER(ctypes.c_void_p),
+        ]
         self.settime = library.timer_settime
-        self.settime.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_Itimerspec),
-                                 ctypes.c_void_p]
+        self.settime.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.POINTER(_Itimerspec),
+            ctypes.c_void_p,
+        ]
         self.delete = library.timer_delete
         self.delete.argtypes = [ctypes.c_void_p]
 
@@ -120,8 +131,9 @@ def armed(first: float = FIRST_SECONDS, every: float = EVERY_SECONDS) -> Iterato
     if timers is None or not (_installed or install()):
         yield False
         return
-    event = _Sigevent(sigev_signo=SIGNAL, sigev_notify=SIGEV_THREAD_ID,
-                      thread_id=threading.get_native_id())
+    event = _Sigevent(
+        sigev_signo=SIGNAL, sigev_notify=SIGEV_THREAD_ID, thread_id=threading.get_native_id()
+    )
     timer = ctypes.c_void_p()
     if timers.create(CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
         logger.debug("thread_alarm: timer_create failed (errno %d)", ctypes.get_errno())

@@ -36,8 +36,10 @@ from tidings.workers.routing import host_queue
 ALARM_JOB_REF = "tidings.scheduler.alarm_job:expire_here"
 #: The same body under the names job stores written by earlier versions hold (the body
 #: then only enqueued ``expire_delay``; it now runs it here first).
-LEGACY_ALARM_JOB_REFS = ("tidings.scheduler.alarm_job:enqueue_expire",
-                         "scheduler.alarm_job:enqueue_expire")
+LEGACY_ALARM_JOB_REFS = (
+    "tidings.scheduler.alarm_job:enqueue_expire",
+    "scheduler.alarm_job:enqueue_expire",
+)
 #: The job store alias of alarm jobs (the sync tick lives in memory).
 ALARM_STORE = "alarms"
 
@@ -68,8 +70,13 @@ def expire_here(rt: Runtime, broker: Broker, agent_id: str, request_id: str) -> 
         finally:
             fence.leave(agent_id, token)
     except Exception as exc:  # the queue is the fallback, whatever failed here
-        log.event("scheduler_alarm_fallback", agent_id=agent_id, request_id=request_id,
-                  error=type(exc).__name__, detail=str(exc)[:200])
+        log.event(
+            "scheduler_alarm_fallback",
+            agent_id=agent_id,
+            request_id=request_id,
+            error=type(exc).__name__,
+            detail=str(exc)[:200],
+        )
     if not ran:
         enqueue_expire(broker, host, agent_id, request_id)
 
@@ -79,8 +86,9 @@ def bind(rt: Runtime, broker: Broker) -> AlarmBody:
     return partial(expire_here, rt, broker)
 
 
-def schedule(scheduler: BaseScheduler, body: AlarmBody, agent_id: str, request_id: str,
-             deadline_epoch: float) -> None:
+def schedule(
+    scheduler: BaseScheduler, body: AlarmBody, agent_id: str, request_id: str, deadline_epoch: float
+) -> None:
     """D15 ``add``: one job per request id, replaced if it exists, never skipped as late."""
     scheduler.add_job(
         body,

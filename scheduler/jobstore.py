@@ -59,8 +59,9 @@ def _utc(epoch: float) -> datetime:
 class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
     """Jobs of one host under ``{h:<host>}:aps.jobs`` / ``{h:<host>}:aps.run_times``."""
 
-    def __init__(self, redis: Redis, host: str,
-                 callables: Mapping[str, Callable[..., object]]) -> None:
+    def __init__(
+        self, redis: Redis, host: str, callables: Mapping[str, Callable[..., object]]
+    ) -> None:
         super().__init__()
         self.redis = redis
         self.host = host
@@ -83,10 +84,17 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
             raise ValueError(f"job {job.id!r}: only DateTrigger jobs are stored")
         next_run = job.next_run_time
         return StoredJob(
-            version=1, id=job.id, func=self._ref_of(job), args=list(job.args),
-            kwargs=dict(job.kwargs), run_date=datetime_to_utc_timestamp(job.trigger.run_date),
-            executor=job.executor, name=job.name, misfire_grace_time=job.misfire_grace_time,
-            coalesce=job.coalesce, max_instances=job.max_instances,
+            version=1,
+            id=job.id,
+            func=self._ref_of(job),
+            args=list(job.args),
+            kwargs=dict(job.kwargs),
+            run_date=datetime_to_utc_timestamp(job.trigger.run_date),
+            executor=job.executor,
+            name=job.name,
+            misfire_grace_time=job.misfire_grace_time,
+            coalesce=job.coalesce,
+            max_instances=job.max_instances,
             next_run_time=datetime_to_utc_timestamp(next_run) if next_run else None,
         ).model_dump_json()
 
@@ -103,8 +111,10 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
         func = self._callables.get(stored.func)
         if func is None:
             return self._reject(job_id, "callable_not_allowed")
-        if not (math.isfinite(stored.run_date) and
-                (stored.next_run_time is None or math.isfinite(stored.next_run_time))):
+        if not (
+            math.isfinite(stored.run_date)
+            and (stored.next_run_time is None or math.isfinite(stored.next_run_time))
+        ):
             return self._reject(job_id, "bad_run_time")
         try:
             check_callable_args(func, stored.args, stored.kwargs)
@@ -132,13 +142,16 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
 
     def _reject(self, job_id: bytes | str, reason: str) -> Job | None:
         """Remove and report an entry that is not a job of ours; it never runs."""
-        log.event("scheduler_job_rejected", host=self.host,
-                  job_id=replies.text(job_id)[:MAX_ID_CHARS], reason=reason)
+        log.event(
+            "scheduler_job_rejected",
+            host=self.host,
+            job_id=replies.text(job_id)[:MAX_ID_CHARS],
+            reason=reason,
+        )
         scheduler_scripts.remove_job(self._scripts, self.host, job_id=job_id)
         return None
 
-    def _decode_all(self,
-                    entries: Iterable[tuple[bytes | str, bytes | str | None]]) -> list[Job]:
+    def _decode_all(self, entries: Iterable[tuple[bytes | str, bytes | str | None]]) -> list[Job]:
         jobs = [self._decode(job_id, raw) for job_id, raw in entries]
         return [job for job in jobs if job is not None]
 
@@ -167,8 +180,13 @@ class JsonRedisJobStore(BaseJobStore):  # type: ignore[misc]  # untyped base
     def _put(self, job: Job, mode: Literal["add", "update"]) -> bool:
         next_run = job.next_run_time
         return scheduler_scripts.put_job(
-            self._scripts, self.host, job_id=job.id, job_json=self.encode(job),
-            next_run=datetime_to_utc_timestamp(next_run) if next_run else None, mode=mode)
+            self._scripts,
+            self.host,
+            job_id=job.id,
+            job_json=self.encode(job),
+            next_run=datetime_to_utc_timestamp(next_run) if next_run else None,
+            mode=mode,
+        )
 
     def add_job(self, job: Job) -> None:
         if not self._put(job, "add"):

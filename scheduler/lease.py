@@ -77,8 +77,9 @@ class LeaderLease:
         """Take the lease if nobody holds it, or if its holder process is gone from this
         host. A key holding this very value means an earlier try of this SET took it and
         only its reply was lost (the client re-sent it)."""
-        value = compact_sorted({"holder": self.holder, "since": utc_stamp(now),
-                                "token": self._token})
+        value = compact_sorted(
+            {"holder": self.holder, "since": utc_stamp(now), "token": self._token}
+        )
         if self.redis.set(self.key, value, nx=True, px=self._expiry_ms):
             self._value = value
             return True
@@ -88,12 +89,16 @@ class LeaderLease:
             return True
         if held is None or not holder_gone(_token(held)):
             return False
-        if not scheduler_scripts.take_over_lease(self._scripts, self.host, gone_value=held,
-                                                 value=value, expiry_ms=self._expiry_ms):
+        if not scheduler_scripts.take_over_lease(
+            self._scripts, self.host, gone_value=held, value=value, expiry_ms=self._expiry_ms
+        ):
             return False
         gone = _leader(held)
-        log.event("scheduler_lease_taken_over", host=self.host,
-                  holder=gone["leader"] if gone is not None else None)
+        log.event(
+            "scheduler_lease_taken_over",
+            host=self.host,
+            holder=gone["leader"] if gone is not None else None,
+        )
         self._value = value
         return True
 
@@ -101,8 +106,9 @@ class LeaderLease:
         """Extend the lease; ``False`` once another holder has it (or nobody does)."""
         if self._value is None:
             return False
-        return scheduler_scripts.renew_lease(self._scripts, self.host, value=self._value,
-                                             expiry_ms=self._expiry_ms)
+        return scheduler_scripts.renew_lease(
+            self._scripts, self.host, value=self._value, expiry_ms=self._expiry_ms
+        )
 
     def release(self) -> None:
         """Give the lease up at once, if it is still ours."""

@@ -55,20 +55,26 @@ def apply(scheduler: BaseScheduler, body: alarm_job.AlarmBody, request: object) 
         log.event("scheduler_request_invalid", error=str(exc.errors()[0]["msg"])[:200])
         return "invalid"
     if isinstance(parsed, AddRequest):
-        alarm_job.schedule(scheduler, body, parsed.agent_id, parsed.request_id,
-                           parsed.deadline_epoch)
+        alarm_job.schedule(
+            scheduler, body, parsed.agent_id, parsed.request_id, parsed.deadline_epoch
+        )
         return "added"
     return "removed" if alarm_job.unschedule(scheduler, parsed.request_id) else "unknown"
 
 
-def declare_request_actor(broker: Broker, host: str, scheduler: BaseScheduler,
-                          body: alarm_job.AlarmBody) -> dramatiq.Actor[[object], None]:
+def declare_request_actor(
+    broker: Broker, host: str, scheduler: BaseScheduler, body: alarm_job.AlarmBody
+) -> dramatiq.Actor[[object], None]:
     """The ``alarm_request`` actor on the host's scheduler queue (scheduler process only)."""
 
     def alarm_request(request: object) -> None:
         apply(scheduler, body, request)
 
     return dramatiq.Actor(
-        alarm_request, broker=broker, actor_name=actor_names.ALARM_REQUEST,
-        queue_name=scheduler_queue(host), priority=0, options={},
+        alarm_request,
+        broker=broker,
+        actor_name=actor_names.ALARM_REQUEST,
+        queue_name=scheduler_queue(host),
+        priority=0,
+        options={},
     )

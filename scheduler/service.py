@@ -51,9 +51,15 @@ EventSink = Callable[[dict[str, object]], None]
 class Activation:
     """Everything that runs while this process leads its host."""
 
-    def __init__(self, redis: Redis, settings: Settings, clock: Clock,
-                 on_failure: Callable[[], None], control: Redis,
-                 visits: PromptVisits | None = None) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        settings: Settings,
+        clock: Clock,
+        on_failure: Callable[[], None],
+        control: Redis,
+        visits: PromptVisits | None = None,
+    ) -> None:
         self.host = settings.host
         self._on_failure = on_failure
         self.broker = make_broker(control, settings)
@@ -64,7 +70,8 @@ class Activation:
             timezone=UTC,
             jobstores={
                 alarm_job.ALARM_STORE: JsonRedisJobStore(
-                    redis, self.host, dict.fromkeys(refs, self.body)),
+                    redis, self.host, dict.fromkeys(refs, self.body)
+                ),
                 LOCAL_STORE: MemoryJobStore(),
             },
         )
@@ -73,17 +80,27 @@ class Activation:
         self.visits = start_prompt_visits(self.runtime) if visits is None else visits
         self.watcher = watcher.start(self.visits.poke if self.visits is not None else None)
         self.ticker = sync_tick.SyncTicker(
-            redis, self.host, settings.sync_interval, settings.full_scan_seconds,
-            sync_tick.broker_sender(self.broker, self.host), self.watcher, clock.now,
-            clock.monotonic)
+            redis,
+            self.host,
+            settings.sync_interval,
+            settings.full_scan_seconds,
+            sync_tick.broker_sender(self.broker, self.host),
+            self.watcher,
+            clock.now,
+            clock.monotonic,
+        )
         sync_tick.add_tick_job(self.aps, self.ticker, LOCAL_STORE)
         requests.declare_request_actor(self.broker, self.host, self.aps, self.body)
         fetching(self.broker)
-        self.worker = Worker(self.broker, queues={scheduler_queue(self.host)},
-                             worker_threads=REQUEST_THREADS,
-                             worker_timeout=settings.worker_poll_ms)
-        self._thread = threading.Thread(target=self._run_scheduler, name="tidings-apscheduler",
-                                        daemon=True)
+        self.worker = Worker(
+            self.broker,
+            queues={scheduler_queue(self.host)},
+            worker_threads=REQUEST_THREADS,
+            worker_timeout=settings.worker_poll_ms,
+        )
+        self._thread = threading.Thread(
+            target=self._run_scheduler, name="tidings-apscheduler", daemon=True
+        )
         self._worker_started = False
         self._stopping = False
 
@@ -95,8 +112,12 @@ class Activation:
         except Exception as exc:
             if self._stopping:
                 return  # a job that fired during shutdown; nothing is lost (D17)
-            log.event("scheduler_loop_failed", host=self.host, error=type(exc).__name__,
-                      detail=str(exc)[:200])
+            log.event(
+                "scheduler_loop_failed",
+                host=self.host,
+                error=type(exc).__name__,
+                detail=str(exc)[:200],
+            )
             self._on_failure()
 
     def start(self) -> dict[str, int]:
@@ -158,8 +179,16 @@ class SchedulerService:
         self._thread: threading.Thread | None = None
 
     def _emit(self, status: str, **fields: object) -> None:
-        self._on_event({"status": status, "role": "scheduler", "host": self.settings.host,
-                        "pid": os.getpid(), "holder": self.holder, **fields})
+        self._on_event(
+            {
+                "status": status,
+                "role": "scheduler",
+                "host": self.settings.host,
+                "pid": os.getpid(),
+                "holder": self.holder,
+                **fields,
+            }
+        )
 
     def start(self) -> None:
         if self._thread is not None:
@@ -179,8 +208,9 @@ class SchedulerService:
             try:
                 acquired = self.lease.try_acquire(self.clock.now())
             except RedisError as exc:
-                log.event("scheduler_lease_error", host=self.settings.host,
-                          error=type(exc).__name__)
+                log.event(
+                    "scheduler_lease_error", host=self.settings.host, error=type(exc).__name__
+                )
                 acquired = False
             if acquired:
                 self._lead()
@@ -191,20 +221,26 @@ class SchedulerService:
         step_down = self._step_down = threading.Event()
         if self._stop.is_set():
             step_down.set()
-        keeper = threading.Thread(target=self._keep_lease, args=(step_down,),
-                                  name="tidings-scheduler-lease", daemon=True)
+        keeper = threading.Thread(
+            target=self._keep_lease, args=(step_down,), name="tidings-scheduler-lease", daemon=True
+        )
         keeper.start()
         activation: Activation | None = None
         try:
-            activation = Activation(self.redis, self.settings, self.clock, step_down.set,
-                                    self.control, self.visits)
+            activation = Activation(
+                self.redis, self.settings, self.clock, step_down.set, self.control, self.visits
+            )
             counts = activation.start()
             self.leading.set()
             self._emit("leader", startup=counts)
             step_down.wait()
         except Exception as exc:
-            log.event("scheduler_activation_failed", host=self.settings.host,
-                      error=type(exc).__name__, detail=str(exc)[:200])
+            log.event(
+                "scheduler_activation_failed",
+                host=self.settings.host,
+                error=type(exc).__name__,
+                detail=str(exc)[:200],
+            )
         finally:
             self.leading.clear()
             step_down.set()

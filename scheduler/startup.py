@@ -18,8 +18,9 @@ from tidings.store.registry import AgentRegistry
 from tidings.store.registry_migration import migrate_legacy
 
 
-def reconcile_host(rt: Runtime, scheduler: BaseScheduler,
-                   body: alarm_job.AlarmBody) -> dict[str, int]:
+def reconcile_host(
+    rt: Runtime, scheduler: BaseScheduler, body: alarm_job.AlarmBody
+) -> dict[str, int]:
     """D18 for ``rt.settings.host``; returns counts of ``added``, ``expired``, ``removed``."""
     keep: set[str] = set()
     counts = {"added": 0, "expired": 0, "removed": 0}
@@ -34,15 +35,17 @@ def reconcile_host(rt: Runtime, scheduler: BaseScheduler,
                 continue
             keep.add(plan.request_id)
             if plan.action == "add":
-                alarm_job.schedule(scheduler, body, agent.agent_id, plan.request_id,
-                                   plan.deadline_epoch)
+                alarm_job.schedule(
+                    scheduler, body, agent.agent_id, plan.request_id, plan.deadline_epoch
+                )
                 counts["added"] += 1
             else:
                 rt.dispatch.expire_delay(agent, plan.request_id)
                 counts["expired"] += 1
         except Exception as exc:
-            log.event("scheduler_startup_agent_failed", agent_id=agent.agent_id,
-                      error=type(exc).__name__)
+            log.event(
+                "scheduler_startup_agent_failed", agent_id=agent.agent_id, error=type(exc).__name__
+            )
             failed = True
     if failed:
         return counts

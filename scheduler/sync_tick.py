@@ -70,6 +70,7 @@ def broker_sender(broker: Broker, host: str) -> Sender:
             send(broker, actor_names.SYNC_HOST, host_queue(host), host)
         else:
             send(broker, actor_names.SYNC_HOST, host_queue(host), host, list(agent_ids))
+
     return sender
 
 
@@ -84,10 +85,17 @@ class TickResult(TypedDict):
 class SyncTicker:
     """The tick job of one host's scheduler, over a :class:`Watcher` (or none)."""
 
-    def __init__(self, redis: Redis, host: str, interval: float, full_scan_seconds: float,
-                 sender: Sender, watcher: Watcher | None,
-                 wall: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        host: str,
+        interval: float,
+        full_scan_seconds: float,
+        sender: Sender,
+        watcher: Watcher | None,
+        wall: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.redis, self.host, self.interval = redis, host, interval
         self.full_scan_seconds = full_scan_seconds
         self.watcher = watcher
@@ -112,8 +120,9 @@ class SyncTicker:
             changes = self.watcher.take()
             reason = self._full_reason or changes.reason
             now = self._monotonic()
-            if not reason and (self._last_full is None
-                               or now - self._last_full >= self.full_scan_seconds):
+            if not reason and (
+                self._last_full is None or now - self._last_full >= self.full_scan_seconds
+            ):
                 reason = "interval"
             sent_full = ""
             if reason:
@@ -137,8 +146,14 @@ class SyncTicker:
                 else:
                     self._carried = visit
             if sent or sent_full:
-                log.event("notification_sync_planned", logging.DEBUG, host=self.host,
-                          full=sent_full, changed=len(sent), unwatched=len(changes.unwatched))
+                log.event(
+                    "notification_sync_planned",
+                    logging.DEBUG,
+                    host=self.host,
+                    full=sent_full,
+                    changed=len(sent),
+                    unwatched=len(changes.unwatched),
+                )
             return {"full": sent_full, "changed": sent}
 
     def watch(self) -> None:
@@ -149,8 +164,14 @@ class SyncTicker:
                 self._refresh(int(self.redis.get(keys.host_agents_version(self.host)) or 0))
 
     def _claim(self, *, changed: bool) -> bool:
-        return bool(self.redis.set(keys.sync_running(self.host, changed=changed), "1", nx=True,
-                                   ex=flag_ttl(self.interval)))
+        return bool(
+            self.redis.set(
+                keys.sync_running(self.host, changed=changed),
+                "1",
+                nx=True,
+                ex=flag_ttl(self.interval),
+            )
+        )
 
     def _full(self, reason: str) -> bool:
         if not self._claim(changed=False):
@@ -175,13 +196,25 @@ def run_tick(ticker: SyncTicker) -> None:
     try:
         ticker.tick()
     except RedisError as exc:
-        log.event("notification_sync_failed", host=ticker.host, error=type(exc).__name__,
-                  detail=str(exc)[:200])
+        log.event(
+            "notification_sync_failed",
+            host=ticker.host,
+            error=type(exc).__name__,
+            detail=str(exc)[:200],
+        )
 
 
 def add_tick_job(scheduler: BaseScheduler, ticker: SyncTicker, jobstore: str) -> None:
     scheduler.add_job(
-        run_tick, "interval", args=(ticker,), seconds=ticker.interval, id=TICK_JOB_ID,
-        name="sync tick", jobstore=jobstore, coalesce=True, max_instances=1,
-        misfire_grace_time=None, replace_existing=True,
+        run_tick,
+        "interval",
+        args=(ticker,),
+        seconds=ticker.interval,
+        id=TICK_JOB_ID,
+        name="sync tick",
+        jobstore=jobstore,
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=None,
+        replace_existing=True,
     )

@@ -40,9 +40,19 @@ from tidings.jobs import log, metrics
 from tidings.jobs.channels import NOTIFICATION_DIR
 
 #: Events that may change what a tick reads.
-CHANGE_MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.CLOSE_WRITE | flags.ATTRIB
-               | flags.MOVED_FROM | flags.MOVED_TO | flags.DELETE_SELF | flags.MOVE_SELF
-               | flags.ONLYDIR | flags.DONT_FOLLOW)
+CHANGE_MASK = (
+    flags.CREATE
+    | flags.DELETE
+    | flags.MODIFY
+    | flags.CLOSE_WRITE
+    | flags.ATTRIB
+    | flags.MOVED_FROM
+    | flags.MOVED_TO
+    | flags.DELETE_SELF
+    | flags.MOVE_SELF
+    | flags.ONLYDIR
+    | flags.DONT_FOLLOW
+)
 #: Events that say a watched directory itself is gone or moved.
 SELF_GONE = flags.DELETE_SELF | flags.MOVE_SELF
 #: Names inside a workdir that a tick reads.
@@ -75,8 +85,11 @@ class Changes:
 class Watcher:
     """inotify watches over the registered agents of one host; thread-safe."""
 
-    def __init__(self, inotify: Callable[[], INotify] = INotify,
-                 on_change: Callable[[frozenset[str]], None] | None = None) -> None:
+    def __init__(
+        self,
+        inotify: Callable[[], INotify] = INotify,
+        on_change: Callable[[frozenset[str]], None] | None = None,
+    ) -> None:
         self._inotify = inotify()
         self._on_change = on_change
         self._lock = threading.Lock()
@@ -165,9 +178,12 @@ class Watcher:
             if exc.errno == errno.ENOSPC and not self._limit_warned:
                 self._limit_warned = True
                 self._full_reason = self._full_reason or "watch_limit"
-                log.event("notification_watch_limit", watches=len(self._owners),
-                          detail="fs.inotify.max_user_watches reached; agents left over "
-                                 "are scanned every tick")
+                log.event(
+                    "notification_watch_limit",
+                    watches=len(self._owners),
+                    detail="fs.inotify.max_user_watches reached; agents left over "
+                    "are scanned every tick",
+                )
             return
         self._unwatched.discard(agent_id)
 
@@ -195,8 +211,11 @@ class Watcher:
                 events = self._inotify.read(timeout=READ_TIMEOUT_MS)
             except (OSError, ValueError) as exc:
                 if not self._closed.is_set():
-                    log.event("notification_watcher_failed", error=type(exc).__name__,
-                              detail=str(exc)[:200])
+                    log.event(
+                        "notification_watcher_failed",
+                        error=type(exc).__name__,
+                        detail=str(exc)[:200],
+                    )
                 return
             if not events:
                 continue
@@ -214,8 +233,11 @@ class Watcher:
         for event in events:
             if event.mask & flags.Q_OVERFLOW:
                 if not self._full_reason:
-                    log.event("notification_watch_overflow", logging.WARNING,
-                              detail="inotify queue overflowed; full scan now")
+                    log.event(
+                        "notification_watch_overflow",
+                        logging.WARNING,
+                        detail="inotify queue overflowed; full scan now",
+                    )
                 self._full_reason = "overflow"
                 continue
             owners = self._owners.get(event.wd)
@@ -224,8 +246,7 @@ class Watcher:
             if event.mask & flags.IGNORED:
                 del self._owners[event.wd]
                 for agent_id in owners:
-                    self._wds[agent_id] = [w for w in self._wds.get(agent_id, [])
-                                           if w != event.wd]
+                    self._wds[agent_id] = [w for w in self._wds.get(agent_id, []) if w != event.wd]
                 rewatch.update(owners)
                 continue
             for agent_id, role in owners.items():
@@ -264,6 +285,7 @@ def start(on_change: Callable[[frozenset[str]], None] | None = None) -> Watcher 
     try:
         return Watcher(on_change=on_change)
     except OSError as exc:
-        log.event("notification_watcher_unavailable", error=type(exc).__name__,
-                  detail=str(exc)[:200])
+        log.event(
+            "notification_watcher_unavailable", error=type(exc).__name__, detail=str(exc)[:200]
+        )
         return None

@@ -36,9 +36,16 @@ class AsyncStateCluster(RedisCluster):
     """A :class:`redis.asyncio.cluster.RedisCluster` whose commands wait for a free
     connection and ride out a failover."""
 
-    def __init__(self, *, max_connections: int, retry_seconds: float,
-                 retry_on: tuple[type[Exception], ...], backoff: ExponentialBackoff,
-                 stopping: threading.Event, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        max_connections: int,
+        retry_seconds: float,
+        retry_on: tuple[type[Exception], ...],
+        backoff: ExponentialBackoff,
+        stopping: threading.Event,
+        **kwargs: Any,
+    ) -> None:
         self._slots = asyncio.Semaphore(max_connections)
         self._retry_seconds = retry_seconds
         self._retry_on = retry_on

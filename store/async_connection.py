@@ -93,21 +93,41 @@ def async_client_for(config: RedisConfig) -> AsyncRedis:
     """An asyncio client for ``config`` (plain, TLS and unix URLs; Sentinel without TLS;
     a cluster's seed nodes, typed as the plain client it answers like)."""
     if config.is_cluster:
-        return cast(AsyncRedis, AsyncStateCluster(
-            startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
-            username=config.username, password=config.password, ssl=config.tls,
-            socket_timeout=COMMAND_TIMEOUT, socket_connect_timeout=CONNECT_TIMEOUT, protocol=2,
-            max_connections=MAX_CONNECTIONS, retry_seconds=FAILOVER_RETRY_SECONDS,
-            retry_on=RETRY_ON + CLUSTER_RETRY_ON, backoff=_backoff(), stopping=PROCESS_STOPPING))
+        return cast(
+            AsyncRedis,
+            AsyncStateCluster(
+                startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
+                username=config.username,
+                password=config.password,
+                ssl=config.tls,
+                socket_timeout=COMMAND_TIMEOUT,
+                socket_connect_timeout=CONNECT_TIMEOUT,
+                protocol=2,
+                max_connections=MAX_CONNECTIONS,
+                retry_seconds=FAILOVER_RETRY_SECONDS,
+                retry_on=RETRY_ON + CLUSTER_RETRY_ON,
+                backoff=_backoff(),
+                stopping=PROCESS_STOPPING,
+            ),
+        )
     if config.is_sentinel:
-        sentinel = Sentinel(list(config.sentinels), sentinel_kwargs={
-            "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT,
-            **({"password": config.password} if config.password else {}),
-        })
+        sentinel = Sentinel(
+            list(config.sentinels),
+            sentinel_kwargs={
+                "socket_timeout": SENTINEL_TIMEOUT,
+                "socket_connect_timeout": SENTINEL_TIMEOUT,
+                **({"password": config.password} if config.password else {}),
+            },
+        )
         master: AsyncRedis = sentinel.master_for(
-            config.service_name or "mymaster", connection_pool_class=BlockingSentinelPool,
-            timeout=None, db=config.db, username=config.username, password=config.password,
-            **_common())
+            config.service_name or "mymaster",
+            connection_pool_class=BlockingSentinelPool,
+            timeout=None,
+            db=config.db,
+            username=config.username,
+            password=config.password,
+            **_common(),
+        )
         return master
     return _blocking(BlockingConnectionPool.from_url(config.url, timeout=None, **_common()))
 
@@ -122,13 +142,22 @@ def async_client_like(client: redis.Redis) -> AsyncRedis:
     if server is not None:
         import fakeredis.aioredis  # noqa: PLC0415 - only an embedded or test store loads it
 
-        return fakeredis.aioredis.FakeRedis(server=server, version=kwargs.get("version", (7,)),
-                                            max_connections=MAX_CONNECTIONS)
+        return fakeredis.aioredis.FakeRedis(
+            server=server, version=kwargs.get("version", (7,)), max_connections=MAX_CONNECTIONS
+        )
     carried = {key: kwargs[key] for key in _CARRIED if key in kwargs}
     if "path" in carried:
-        return _blocking(BlockingConnectionPool(connection_class=UnixDomainSocketConnection,
-                                                timeout=None, **carried, **_common()))
+        return _blocking(
+            BlockingConnectionPool(
+                connection_class=UnixDomainSocketConnection, timeout=None, **carried, **_common()
+            )
+        )
     tls = issubclass(client.connection_pool.connection_class, SSLConnection)
-    return _blocking(BlockingConnectionPool(
-        connection_class=AsyncSSLConnection if tls else AsyncConnection, timeout=None,
-        **carried, **_common()))
+    return _blocking(
+        BlockingConnectionPool(
+            connection_class=AsyncSSLConnection if tls else AsyncConnection,
+            timeout=None,
+            **carried,
+            **_common(),
+        )
+    )

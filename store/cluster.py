@@ -31,7 +31,10 @@ from tidings.store.settings import RedisConfig
 
 #: Errors a cluster answers while it fails a primary over, besides the Sentinel ones.
 CLUSTER_RETRY_ON: tuple[type[Exception], ...] = (
-    ClusterDownError, SlotNotCoveredError, TryAgainError)
+    ClusterDownError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 #: redis-py's own retry inside one attempt: none (every attempt re-reads the slot map).
 NO_RETRY = Retry(NoBackoff(), 0)
 
@@ -43,7 +46,7 @@ def stream_keys(args: Sequence[EncodableT]) -> list[EncodableT] | None:
     words = [a.upper() if isinstance(a, str) else a for a in args]
     for marker in ("STREAMS", b"STREAMS"):
         if marker in words:
-            rest = list(args[words.index(marker) + 1:])
+            rest = list(args[words.index(marker) + 1 :])
             return rest[: len(rest) // 2]
     return None
 
@@ -65,8 +68,10 @@ class StateCluster(RedisCluster):
 
     def execute_command(self, *args: EncodableT, **kwargs: object) -> ResponseT:
         run = super().execute_command
-        return self.failover_retry.call_with_retry(lambda: run(*args, **kwargs),  # type: ignore[no-untyped-call]
-                                                   lambda _error: None)
+        return self.failover_retry.call_with_retry(
+            lambda: run(*args, **kwargs),  # type: ignore[no-untyped-call]
+            lambda _error: None,
+        )
 
     def determine_slot(self, *args: EncodableT) -> int | None:
         streams = stream_keys(args)
@@ -79,8 +84,9 @@ class StateCluster(RedisCluster):
         found: int | None = super().determine_slot(*args)
         return found
 
-    def pipeline(self, transaction: bool | None = None,
-                 shard_hint: str | None = None) -> StatePipeline:
+    def pipeline(
+        self, transaction: bool | None = None, shard_hint: str | None = None
+    ) -> StatePipeline:
         pipe: StatePipeline = super().pipeline(transaction, shard_hint)  # type: ignore[no-untyped-call]
         # The same pipeline with an execute that retries; redis-py offers no factory hook.
         pipe.__class__ = StatePipeline

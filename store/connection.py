@@ -81,9 +81,12 @@ class FailoverRetry(Retry):
     Once ``stopping`` is set it retries no more, and its back-off pause ends at once.
     """
 
-    def __init__(self, seconds: float = FAILOVER_RETRY_SECONDS,
-                 stopping: threading.Event = PROCESS_STOPPING,
-                 errors: tuple[type[Exception], ...] = RETRY_ON) -> None:
+    def __init__(
+        self,
+        seconds: float = FAILOVER_RETRY_SECONDS,
+        stopping: threading.Event = PROCESS_STOPPING,
+        errors: tuple[type[Exception], ...] = RETRY_ON,
+    ) -> None:
         super().__init__(
             ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE), -1, errors
         )
@@ -122,7 +125,8 @@ class FailoverRetry(Retry):
                 deadline = deadline if deadline is not None else now + self.seconds
                 # A set event ends the pause at once: a stopping process retries no more.
                 if now >= deadline or self.stopping.wait(
-                        min(self._backoff.compute(failures), deadline - now)):
+                    min(self._backoff.compute(failures), deadline - now)
+                ):
                     raise
 
 
@@ -150,8 +154,9 @@ class SentinelFailoverConnection(SentinelManagedConnection):
     the retried command to the new master.
     """
 
-    def send_packed_command(self, command: bytes | str | Iterable[bytes],
-                            check_health: bool = True) -> None:
+    def send_packed_command(
+        self, command: bytes | str | Iterable[bytes], check_health: bool = True
+    ) -> None:
         if not self._sock:
             self.connect()
         super().send_packed_command(command, check_health)
@@ -199,15 +204,19 @@ def client_for(config: RedisConfig, retry_seconds: float = FAILOVER_RETRY_SECOND
     return redis.Redis.from_url(config.url, **retrying)
 
 
-def _cluster_client(config: RedisConfig, retry_seconds: float,
-                    settings: ClientSettings) -> redis.Redis:
+def _cluster_client(
+    config: RedisConfig, retry_seconds: float, settings: ClientSettings
+) -> redis.Redis:
     """A :class:`~tidings.store.cluster.StateCluster` over the seed nodes; the layers
     type it as a plain client, which it answers like for every command they send."""
     client = StateCluster(
         config=config,
         startup_nodes=[ClusterNode(host, port) for host, port in config.nodes],
         failover_retry=FailoverRetry(retry_seconds, errors=RETRY_ON + CLUSTER_RETRY_ON),
-        username=config.username, password=config.password, ssl=config.tls, **settings,
+        username=config.username,
+        password=config.password,
+        ssl=config.tls,
+        **settings,
     )
     return cast(redis.Redis, client)
 
@@ -233,8 +242,7 @@ def _ping_within(client: redis.Redis, seconds: float) -> None:
         return
     connection = pool.make_connection()
     connection.socket_timeout = seconds
-    connection.socket_connect_timeout = min(seconds, connection.socket_connect_timeout
-                                            or seconds)
+    connection.socket_connect_timeout = min(seconds, connection.socket_connect_timeout or seconds)
     connection.retry = Retry(NoBackoff(), 0)
     try:
         connection.send_command("PING")
@@ -243,8 +251,9 @@ def _ping_within(client: redis.Redis, seconds: float) -> None:
         connection.disconnect()
 
 
-def ping(client: redis.Redis, url: str, *, broker: bool = False,
-         hang_seconds: float = STORE_HANG_SECONDS) -> None:
+def ping(
+    client: redis.Redis, url: str, *, broker: bool = False, hang_seconds: float = STORE_HANG_SECONDS
+) -> None:
     """Raise :class:`NoStoreError` naming both fixes if nothing answers (``broker``: the
     control store, named by its own variable), or with reason ``store_unresponsive``
     when the store takes the connection and does not answer within ``hang_seconds``; a
@@ -268,13 +277,18 @@ def ping(client: redis.Redis, url: str, *, broker: bool = False,
     except redis.exceptions.TimeoutError as exc:
         # A plain server under a rediss:// URL takes the connection and never finishes
         # the TLS handshake: the same silence as a hung engine, so both are named.
-        tls = (" or it does not speak TLS (the URL says rediss://: a plain server wants "
-               "redis://)" if url.startswith("rediss://") else "")
+        tls = (
+            " or it does not speak TLS (the URL says rediss://: a plain server wants redis://)"
+            if url.startswith("rediss://")
+            else ""
+        )
         raise NoStoreError(
             f"the store at {redact(url)} took the connection but did not answer PING within "
             f"{hang_seconds:g}s ({exc}): its engine is hung or stopped{tls}. Nothing was "
             "done; `tidings up` exits when its engine hangs (its service manager restarts "
-            "it), or see to the Redis behind the URL.", reason="store_unresponsive") from None
+            "it), or see to the Redis behind the URL.",
+            reason="store_unresponsive",
+        ) from None
     except redis.exceptions.RedisError as exc:
         refused = refusals.refusal(exc, client, redact(url))
         if refused is not None:  # it answered: a credential or right problem, not no store

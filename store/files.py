@@ -55,9 +55,12 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
 def describe(mode: int) -> str:
     """C51: what a non-regular file is, for warnings (``is a FIFO``, ``is a directory``)."""
     for test, text in (
-        (stat.S_ISLNK, "is a symlink"), (stat.S_ISDIR, "is a directory"),
-        (stat.S_ISFIFO, "is a FIFO"), (stat.S_ISSOCK, "is a socket"),
-        (stat.S_ISCHR, "is a character device"), (stat.S_ISBLK, "is a block device"),
+        (stat.S_ISLNK, "is a symlink"),
+        (stat.S_ISDIR, "is a directory"),
+        (stat.S_ISFIFO, "is a FIFO"),
+        (stat.S_ISSOCK, "is a socket"),
+        (stat.S_ISCHR, "is a character device"),
+        (stat.S_ISBLK, "is a block device"),
     ):
         if test(mode):
             return text
@@ -135,8 +138,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _write_temp(dir_fd: int, temp: str, data: bytes) -> None:
     fd = os.open(
-        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-        file_mode(dir_fd), dir_fd=dir_fd,
+        temp,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        file_mode(dir_fd),
+        dir_fd=dir_fd,
     )
     try:
         _write_all(fd, data)

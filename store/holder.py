@@ -41,7 +41,7 @@ def process_start(pid: int) -> str | None:
             stat = handle.read()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2:].split()  # the name in () may hold spaces
+    fields = stat[stat.rfind(b")") + 2 :].split()  # the name in () may hold spaces
     if len(fields) < 20 or fields[0].decode("ascii", "replace") in _EXITED_STATES:
         return None
     return fields[19].decode("ascii", "replace")

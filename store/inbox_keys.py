@@ -134,5 +134,13 @@ class InboxKeys:
 
     def item_keys(self) -> list[str]:
         """The keys of the item tables, in the order the inbox scripts expect."""
-        return [self.events, self.admissions, self.selectable, self.running, self.open,
-                self.terminal, self.listing, self.key_index]
+        return [
+            self.events,
+            self.admissions,
+            self.selectable,
+            self.running,
+            self.open,
+            self.terminal,
+            self.listing,
+            self.key_index,
+        ]

@@ -90,7 +90,10 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 
 def parse(
-    data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int | None = None,
+    data: bytes | str,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_bytes: int | None = None,
     unique_keys: bool = False,
 ) -> Parsed | Malformed:
     """The JSON value of ``data`` (UTF-8), or why it is malformed. Never raises.
@@ -107,8 +110,11 @@ def parse(
     except UnicodeDecodeError as exc:
         return Malformed("not_utf8", f"not valid UTF-8: {exc}"[:300])
     try:
-        value = json.loads(text, parse_constant=_reject_constant,
-                           object_pairs_hook=_unique_keys if unique_keys else None)
+        value = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_unique_keys if unique_keys else None,
+        )
     except (ValueError, RecursionError) as exc:
         return Malformed("invalid_json", f"{type(exc).__name__}: {exc}"[:300])
     if _SURROGATE_ESCAPE.search(raw):
@@ -116,9 +122,7 @@ def parse(
     return Parsed(value)
 
 
-def loads_or(
-    data: bytes | str | None, default: T, *, max_depth: int = MAX_DEPTH
-) -> object | T:
+def loads_or(data: bytes | str | None, default: T, *, max_depth: int = MAX_DEPTH) -> object | T:
     """The parsed value, or ``default`` when ``data`` is ``None`` or malformed."""
     if data is None:
         return default
@@ -194,8 +198,9 @@ def input_problem(
         return Malformed("not_unicode", "not valid Unicode")
     try:
         size = len(
-            json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            .encode("utf-8")
+            json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+                "utf-8"
+            )
         )
     except (TypeError, ValueError, RecursionError, UnicodeEncodeError) as exc:
         return Malformed("not_json", f"{what} is not JSON: {exc}"[:300])

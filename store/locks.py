@@ -119,8 +119,9 @@ class _FileLock:
                     st = os.stat(self._name, dir_fd=dir_fd, follow_symlinks=False)
                     if stat.S_ISREG(st.st_mode):
                         raise  # a plain I/O failure, not something in the way
-                    raise UnsafePathError(f"{LOCK_DIR}/{self._name} {describe(st.st_mode)}") \
-                        from None
+                    raise UnsafePathError(
+                        f"{LOCK_DIR}/{self._name} {describe(st.st_mode)}"
+                    ) from None
         except NotADirectoryError:
             raise UnsafePathError(f"{LOCK_DIR} is not a directory") from None
         mode = os.fstat(fd).st_mode
@@ -146,8 +147,7 @@ class _FileLock:
 
 #: The lock of each (workdir, lock file) while someone uses it: weakly held, so the
 #: locks of channels no longer written do not pile up in a long-running worker.
-_registry: weakref.WeakValueDictionary[tuple[str, str], _FileLock] = \
-    weakref.WeakValueDictionary()
+_registry: weakref.WeakValueDictionary[tuple[str, str], _FileLock] = weakref.WeakValueDictionary()
 _registry_lock = threading.Lock()
 
 

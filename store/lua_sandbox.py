@@ -33,8 +33,20 @@ from typing import Any, NoReturn
 
 #: Globals a real server's scripts do not have: the operating system, files, modules,
 #: loading code, the debug library and lupa's Python bridge.
-REMOVED_GLOBALS = ("os", "io", "package", "require", "module", "load", "loadstring",
-                   "loadfile", "dofile", "debug", "python", "print")
+REMOVED_GLOBALS = (
+    "os",
+    "io",
+    "package",
+    "require",
+    "module",
+    "load",
+    "loadstring",
+    "loadfile",
+    "dofile",
+    "debug",
+    "python",
+    "print",
+)
 
 #: The module that builds fakeredis's ``FUNCTION`` engine.
 FUNCTIONS_MODULE = "fakeredis.commands_mixins._lua_functions"
@@ -64,8 +76,12 @@ class SandboxedLua:
             from fakeredis._helpers import SimpleError  # noqa: PLC0415 - an error reply
 
             raise SimpleError(NO_FUNCTIONS)
-        runtime = self._lua.LuaRuntime(**options, register_eval=False, register_builtins=False,
-                                       attribute_filter=self._no_attributes)
+        runtime = self._lua.LuaRuntime(
+            **options,
+            register_eval=False,
+            register_builtins=False,
+            attribute_filter=self._no_attributes,
+        )
         runtime.execute(_STRIP)
         return runtime
 
@@ -79,6 +95,8 @@ def install() -> None:
         if isinstance(current, SandboxedLua):
             return
         if not isinstance(current, ModuleType) or not hasattr(current, "LuaRuntime"):
-            raise RuntimeError("fakeredis changed how it builds Lua runtimes; the in-memory "
-                               "store cannot sandbox scripts (check the pinned fakeredis range)")
+            raise RuntimeError(
+                "fakeredis changed how it builds Lua runtimes; the in-memory "
+                "store cannot sandbox scripts (check the pinned fakeredis range)"
+            )
         setattr(scripting_mixin, "LUA_MODULE", SandboxedLua(current))  # noqa: B010 - a module

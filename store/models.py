@@ -94,4 +94,3 @@ class Event(BaseModel):
 
     event_id: CallerKey | None = None
     idempotency_key: CallerKey | None = None
-

@@ -82,9 +82,15 @@ def flush(redis: Redis, level: int = logging.WARNING) -> None:
             pipe.execute()
     except Exception as exc:  # a rate chart is not worth a worker: said, and dropped
         gone = isinstance(exc, ConnectionError | TimeoutError)  # a store that went away
-        logger.log(logging.DEBUG if gone else level, "%s", "rates_flush_failed", extra={
-            "event": "rates_flush_failed",
-            "fields": {"error": type(exc).__name__, "counts": sum(entry[1].values())}})
+        logger.log(
+            logging.DEBUG if gone else level,
+            "%s",
+            "rates_flush_failed",
+            extra={
+                "event": "rates_flush_failed",
+                "fields": {"error": type(exc).__name__, "counts": sum(entry[1].values())},
+            },
+        )
 
 
 def flush_all(level: int = logging.WARNING) -> None:
@@ -109,8 +115,9 @@ def _at_exit() -> None:
 atexit.register(_at_exit)
 
 
-def series(redis: Redis, now: float, kinds: Sequence[str] = KINDS,
-           window: int = WINDOW_SECONDS) -> dict[str, list[float]]:
+def series(
+    redis: Redis, now: float, kinds: Sequence[str] = KINDS, window: int = WINDOW_SECONDS
+) -> dict[str, list[float]]:
     """Per kind, the rate (per second) of each bucket of the last ``window`` seconds, oldest
     first, ending with the current bucket's rate so far (one ``MGET``, after writing what
     this process counted)."""
@@ -122,6 +129,6 @@ def series(redis: Redis, now: float, kinds: Sequence[str] = KINDS,
     values = redis.mget(names)
     out: dict[str, list[float]] = {}
     for i, kind in enumerate(kinds):
-        chunk = [int(v or 0) for v in values[i * len(buckets): (i + 1) * len(buckets)]]
+        chunk = [int(v or 0) for v in values[i * len(buckets) : (i + 1) * len(buckets)]]
         out[kind] = [n / BUCKET_SECONDS for n in chunk[:-1]] + [chunk[-1] / elapsed]
     return out

@@ -39,8 +39,10 @@ ROLES: Final[dict[str, str]] = {
     "tidings-admin": "the operator's role",
 }
 #: Who holds what a refused call needs (deploy/README.md, Roles).
-HOLDERS = ("tidings-producer (producers, orchestrators, `tidings agents`) or tidings "
-           "(workers, `tidings up`)")
+HOLDERS = (
+    "tidings-producer (producers, orchestrators, `tidings agents`) or tidings "
+    "(workers, `tidings up`)"
+)
 #: Where the roles are described, for every message.
 ROLES_DOC = "deploy/README.md, Roles"
 #: A key no one writes: a long-running process's write check expires it (absent, so
@@ -58,8 +60,10 @@ def user_of(client: object) -> str:
     client's pool keeps it, a cluster client's node manager too."""
     if client is None:
         return "(the configured user)"
-    for holder in (getattr(client, "connection_pool", None),
-                   getattr(client, "nodes_manager", None)):
+    for holder in (
+        getattr(client, "connection_pool", None),
+        getattr(client, "nodes_manager", None),
+    ):
         kwargs = getattr(holder, "connection_kwargs", None)
         if isinstance(kwargs, dict):
             user = kwargs.get("username")
@@ -70,7 +74,8 @@ def user_of(client: object) -> str:
 def is_refusal(exc: BaseException) -> bool:
     """True for the store's ``NOPERM`` (a command or key the ACL user lacks)."""
     return isinstance(exc, NoPermissionError) or (
-        isinstance(exc, ResponseError) and SCRIPT_REFUSAL in str(exc))
+        isinstance(exc, ResponseError) and SCRIPT_REFUSAL in str(exc)
+    )
 
 
 def _command(text: str) -> str:
@@ -92,16 +97,19 @@ def who(client: object) -> str:
 def no_permission(exc: BaseException, user: str) -> TidingsError:
     """The ``no_permission`` error of a ``NOPERM`` answer to ``user``."""
     role = ROLES.get(user, "a user deploy/redis.conf does not ship")
-    message = (f"the store refused user {user} {_command(str(exc))} (NOPERM): {user} is "
-               f"{role}; run this with the URL of {HOLDERS} ({ROLES_DOC})")
+    message = (
+        f"the store refused user {user} {_command(str(exc))} (NOPERM): {user} is "
+        f"{role}; run this with the URL of {HOLDERS} ({ROLES_DOC})"
+    )
     return TidingsError(message, reason="no_permission")
 
 
 def auth_failed(url: str, user: str) -> TidingsError:
     """The ``auth_failed`` error: the store at ``url`` (password masked) answered but
     refused ``user``'s credentials."""
-    return TidingsError(f"the store at {url} refused user {user}: wrong user or password",
-                        reason="auth_failed")
+    return TidingsError(
+        f"the store at {url} refused user {user}: wrong user or password", reason="auth_failed"
+    )
 
 
 def refusal(exc: BaseException, client: object, url: str | None = None) -> TidingsError | None:
@@ -157,9 +165,13 @@ def store_fault(exc: BaseException) -> StoreError | None:
         return StoreError(
             "the store refuses writes: its engine cannot write its data to disk (full or "
             "read-only?); nothing was written, retry once the disk is fixed "
-            f"({str(exc)[:120]})", reason="store_refuses_writes")
+            f"({str(exc)[:120]})",
+            reason="store_refuses_writes",
+        )
     if isinstance(exc, redis.TimeoutError):
         return StoreError(
             f"the store did not answer in time ({exc}): its engine is hung or stopped; "
-            "`tidings up` exits and its service manager restarts it", reason="store_unresponsive")
+            "`tidings up` exits and its service manager restarts it",
+            reason="store_unresponsive",
+        )
     return None

@@ -56,10 +56,14 @@ def parse_record(raw: StoredRecord, agent_id: str | bytes | None = None) -> Agen
         name = replies.text_or_none(agent_id)
         first = exc.errors()[0]
         problem = f"{'.'.join(map(str, first['loc'])) or 'record'}: {first['msg']}"
-        logger.warning("%s", "agent_record_unreadable", extra={
-            "event": "agent_record_unreadable",
-            "fields": {"agent_id": name, "problem": problem},
-        })
+        logger.warning(
+            "%s",
+            "agent_record_unreadable",
+            extra={
+                "event": "agent_record_unreadable",
+                "fields": {"agent_id": name, "problem": problem},
+            },
+        )
         return None
 
 
@@ -109,7 +113,7 @@ class AgentRegistry:
         out: list[StoredRecord] = []
         for start in range(0, len(agent_ids), PAGE):
             with self._redis.pipeline(transaction=False) as pipe:
-                for agent_id in agent_ids[start:start + PAGE]:
+                for agent_id in agent_ids[start : start + PAGE]:
                     pipe.get(keys.agent_record(agent_id))
                 out.extend(pipe.execute())
         return out
@@ -130,8 +134,9 @@ class AgentRegistry:
     def put(self, record: AgentRecord) -> None:
         """Register or change ``record``; moves it between host indexes when its host changed."""
         self._control.sadd(keys.HOSTS, record.host)  # first: a lister walks this set
-        previous = self._redis.set(keys.agent_record(record.agent_id), record.model_dump_json(),
-                                   get=True)
+        previous = self._redis.set(
+            keys.agent_record(record.agent_id), record.model_dump_json(), get=True
+        )
         self.ensure_indexed(record)
         old_host = host_of(previous)
         if old_host is not None and old_host != record.host:
@@ -144,7 +149,7 @@ class AgentRegistry:
         if batch:
             self._control.sadd(keys.HOSTS, *{r.host for r in batch})
         for start in range(0, len(batch), PAGE):
-            page = batch[start:start + PAGE]
+            page = batch[start : start + PAGE]
             with self._redis.pipeline(transaction=False) as pipe:
                 for record in page:
                     pipe.set(keys.agent_record(record.agent_id), record.model_dump_json())
@@ -157,8 +162,12 @@ class AgentRegistry:
 
     def ensure_indexed(self, record: AgentRecord) -> bool:
         """List ``record`` in its host's index (idempotent); true if it was missing."""
-        return registry_scripts.index_add(self._scripts, record.host,
-                                 [(record.agent_id, record.workdir)]) > 0
+        return (
+            registry_scripts.index_add(
+                self._scripts, record.host, [(record.agent_id, record.workdir)]
+            )
+            > 0
+        )
 
     def remove(self, agent_id: str) -> bool:
         """Unregister ``agent_id``: its record first, then its index entry."""
@@ -233,17 +242,27 @@ class AgentRegistry:
             self._repair(host, version, gone, elsewhere)
         return records
 
-    def _repair(self, host: str, version: int, gone: list[str],
-                elsewhere: list[AgentRecord]) -> None:
+    def _repair(
+        self, host: str, version: int, gone: list[str], elsewhere: list[AgentRecord]
+    ) -> None:
         for record in elsewhere:
             self.ensure_indexed(record)
-        dropped = registry_scripts.index_drop(self._scripts, host,
-                                     gone + [r.agent_id for r in elsewhere], at_version=version)
-        logger.info("%s", "registry_index_repaired", extra={
-            "event": "registry_index_repaired",
-            "fields": {"host": host, "gone": len(gone), "moved": len(elsewhere),
-                       "dropped": dropped},
-        })
+        dropped = registry_scripts.index_drop(
+            self._scripts, host, gone + [r.agent_id for r in elsewhere], at_version=version
+        )
+        logger.info(
+            "%s",
+            "registry_index_repaired",
+            extra={
+                "event": "registry_index_repaired",
+                "fields": {
+                    "host": host,
+                    "gone": len(gone),
+                    "moved": len(elsewhere),
+                    "dropped": dropped,
+                },
+            },
+        )
 
     def all(self, hosts: Sequence[str] | None = None) -> list[AgentRecord]:
         """Every agent, by agent id: the host set (or ``hosts`` read from it already),
@@ -254,13 +273,13 @@ class AgentRegistry:
         for agent_id, raw in zip(ids, self.raw_many(ids), strict=True):
             record = parse_record(raw, agent_id)
             # Listed under its own host: an entry a crash left under another is skipped.
-            if record is not None and record.host in listed \
-                    and agent_id in listed[record.host]:
+            if record is not None and record.host in listed and agent_id in listed[record.host]:
                 found.append(record)
         return found
 
-    def find_by_workdir(self, workdir: str, hosts: Sequence[str] | None = None) -> \
-            AgentRecord | None:
+    def find_by_workdir(
+        self, workdir: str, hosts: Sequence[str] | None = None
+    ) -> AgentRecord | None:
         """The agent registered for ``workdir`` on one of ``hosts`` (default: every host):
         one pipelined ``HGET`` per host's workdir map, then the record."""
         names = list(hosts) if hosts is not None else self.hosts()

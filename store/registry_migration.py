@@ -47,8 +47,11 @@ def migrate_legacy(redis: Redis, control: Redis | None = None) -> int:
         redis.set(keys.LEGACY_MIGRATED, version)  # read before the copy: a later change re-runs
         return copied
     except NoPermissionError as exc:  # a read-only role: routine, so DEBUG
-        logger.debug("%s", "registry_migration_skipped", extra={
-            "event": "registry_migration_skipped", "fields": {"detail": str(exc)[:200]}})
+        logger.debug(
+            "%s",
+            "registry_migration_skipped",
+            extra={"event": "registry_migration_skipped", "fields": {"detail": str(exc)[:200]}},
+        )
         return 0
 
 
@@ -61,13 +64,15 @@ def _migrate(redis: Redis, control: Redis | None) -> int:
         copied += _copy(redis, control, runner, entries)
         if not cursor:
             break
-    logger.info("%s", "registry_migrated", extra={
-        "event": "registry_migrated", "fields": {"copied": copied}})
+    logger.info(
+        "%s",
+        "registry_migrated",
+        extra={"event": "registry_migrated", "fields": {"copied": copied}},
+    )
     return copied
 
 
-def _copy(redis: Redis, control: Redis, runner: Scripts,
-          entries: list[tuple[str, str]]) -> int:
+def _copy(redis: Redis, control: Redis, runner: Scripts, entries: list[tuple[str, str]]) -> int:
     if not entries:
         return 0
     with redis.pipeline(transaction=False) as pipe:
@@ -87,4 +92,3 @@ def _copy(redis: Redis, control: Redis, runner: Scripts,
     for host, listed in by_host.items():
         registry_scripts.index_add(runner, host, listed)
     return sum(1 for ok in written if ok)
-

@@ -60,8 +60,9 @@ def cluster_enabled(client: redis.Redis) -> bool:
         return False
 
 
-def _connected(config: RedisConfig, url: str, *, broker: bool = False,
-               hang_seconds: float = STORE_HANG_SECONDS) -> redis.Redis:
+def _connected(
+    config: RedisConfig, url: str, *, broker: bool = False, hang_seconds: float = STORE_HANG_SECONDS
+) -> redis.Redis:
     try:
         client = client_for(config)
     except RedisClusterException as exc:  # no seed node answered the slot map
@@ -85,8 +86,9 @@ def _state(url: str, hang_seconds: float) -> tuple[redis.Redis, RedisConfig]:
     return client, config
 
 
-def open_stores(state_url: str, broker_url: str | None, *,
-                hang_seconds: float = STORE_HANG_SECONDS) -> Stores:
+def open_stores(
+    state_url: str, broker_url: str | None, *, hang_seconds: float = STORE_HANG_SECONDS
+) -> Stores:
     """Clients for both roles, each answering; raises :class:`TidingsError` with reason
     ``broker_url_required`` (a cluster state store and no control URL) or
     ``broker_on_cluster`` (a cluster as the control store), :class:`NoStoreError` when
@@ -102,10 +104,12 @@ def open_stores(state_url: str, broker_url: str | None, *,
                 raise TidingsError(
                     f"{redact(state_url)} is a Redis Cluster: set TIDINGS_BROKER_URL (or "
                     "--broker-url, broker_url=) to a standalone Redis for the broker",
-                    reason="broker_url_required")
+                    reason="broker_url_required",
+                )
             return Stores(state, state, state_config, state_config)
-        control = _connected(control_config, broker_url or "", broker=True,
-                             hang_seconds=hang_seconds)
+        control = _connected(
+            control_config, broker_url or "", broker=True, hang_seconds=hang_seconds
+        )
         if control_config.scheme in ("redis", "rediss") and cluster_enabled(control):
             control.close()
             raise _on_cluster(broker_url or "")
@@ -119,4 +123,5 @@ def _on_cluster(url: str) -> TidingsError:
     return TidingsError(
         f"TIDINGS_BROKER_URL {redact(url)} is a Redis Cluster: the broker needs one "
         "standalone Redis (dramatiq's scripts use keys they do not declare)",
-        reason="broker_on_cluster")
+        reason="broker_on_cluster",
+    )

@@ -21,8 +21,15 @@ from tidings.store.errors import TidingsError
 STATE_DIR_NAME = "tidings"
 
 #: URL schemes a Redis address may have.
-SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel",
-           "redis+cluster", "rediss+cluster")
+SCHEMES = (
+    "redis",
+    "rediss",
+    "unix",
+    "redis+sentinel",
+    "rediss+sentinel",
+    "redis+cluster",
+    "rediss+cluster",
+)
 
 #: dramatiq's own default heartbeat timeout (ms).
 DEFAULT_HEARTBEAT_MS = 60_000
@@ -86,8 +93,13 @@ class RedisConfig(BaseModel):
         username = unquote(parts.username) if parts.username else None
         password = unquote(parts.password) if parts.password else None
         if scheme.endswith("+cluster"):
-            return cls(url=url, scheme=scheme, nodes=_addresses(parts.netloc, 6379),
-                       username=username, password=password)
+            return cls(
+                url=url,
+                scheme=scheme,
+                nodes=_addresses(parts.netloc, 6379),
+                username=username,
+                password=password,
+            )
         sentinels = _addresses(parts.netloc, 26379)
         path = [p for p in parts.path.split("/") if p]
         if not path:
@@ -108,10 +120,13 @@ class RedisConfig(BaseModel):
         ``cluster_enabled:1``, as the cluster configuration seeded by that node."""
         parts = urlsplit(url)
         tls = parts.scheme.lower() == "rediss"
-        return cls(url=url, scheme="rediss+cluster" if tls else "redis+cluster",
-                   nodes=((parts.hostname or "127.0.0.1", parts.port or 6379),),
-                   username=unquote(parts.username) if parts.username else None,
-                   password=unquote(parts.password) if parts.password else None)
+        return cls(
+            url=url,
+            scheme="rediss+cluster" if tls else "redis+cluster",
+            nodes=((parts.hostname or "127.0.0.1", parts.port or 6379),),
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+        )
 
     @property
     def is_sentinel(self) -> bool:
@@ -139,8 +154,9 @@ def _addresses(netloc: str, default_port: int) -> tuple[tuple[str, int], ...]:
 
 def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/tidings``, else ``~/.local/state/tidings`` (interfaces.md, Environment)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                             ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return Path(base) / STATE_DIR_NAME
 
 

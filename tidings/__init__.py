@@ -74,6 +74,7 @@ __all__ = [
     "notification_tool_schema",
 ]
 
+
 def _version() -> str:
     """The installed distribution's version (importlib.metadata costs ~40 ms: on use only)."""
     from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415

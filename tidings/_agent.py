@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from tidings.jobs.turns import SideEffectMarked, Startup, TurnError
 
 
-def _unstamped(answer: ErrorAnswer, agent: Agent, result: object,
-               persistent: object = None) -> object:
+def _unstamped(
+    answer: ErrorAnswer, agent: Agent, result: object, persistent: object = None
+) -> object:
     """C24, C52: a stamp that cannot be made leaves the tool's result as it was; a check
     placeholder says the notifications could not be read (``answer``'s reason)."""
     from tidings.jobs.consumer import unavailable  # noqa: PLC0415 - see module doc
@@ -44,8 +45,11 @@ def _unstamped(answer: ErrorAnswer, agent: Agent, result: object,
 
 
 def _invalid_persistent() -> ErrorAnswer:
-    return {"status": "error", "reason": "invalid_persistent",
-            "message": "persistent block must be an object"}
+    return {
+        "status": "error",
+        "reason": "invalid_persistent",
+        "message": "persistent block must be an object",
+    }
 
 
 class Host(Protocol):
@@ -68,7 +72,8 @@ class Agent:
             from tidings.workers.inline import InlineDispatcher  # noqa: PLC0415 - loads the jobs
 
             self.runtime = hub.runtime.with_dispatch(
-                InlineDispatcher(hub.broker, lambda: self.runtime))
+                InlineDispatcher(hub.broker, lambda: self.runtime)
+            )
 
     @property
     def agent_id(self) -> str:
@@ -113,8 +118,13 @@ class Agent:
         an error dict (``invalid_event``, ``event_too_large``, ``reserved_channel``, ...).
         """
         return publish_event(
-            self.runtime, self.record, channel, event, priority=priority,
-            idempotency_key=idempotency_key, wait=wait,
+            self.runtime,
+            self.record,
+            channel,
+            event,
+            priority=priority,
+            idempotency_key=idempotency_key,
+            wait=wait,
         )
 
     @answering("publish_daemon_event")
@@ -151,7 +161,8 @@ class Agent:
         return observe(self.runtime, self.record).payloads
 
     @answering("stamp", fail_open=_unstamped)
-    def stamp(self, result: dict[str, object], persistent: Mapping[str, object] | None = None
+    def stamp(
+        self, result: dict[str, object], persistent: Mapping[str, object] | None = None
     ) -> ToolResult | ErrorAnswer:
         """``result`` (a tool result dict) with ``_meta.agent_meta`` stamped from one
         stable read (C24); ``persistent``: the caller's email/IM block, capped beside the
@@ -273,8 +284,9 @@ class Agent:
         from tidings._turn import turn_id_of  # noqa: PLC0415 - see module doc
         from tidings.jobs.turns import finish_turn  # noqa: PLC0415 - pygit2, see module doc
 
-        return finish_turn(self.runtime, self.record, turn_id_of(turn), ok,
-                                       side_effects, ignored, owned)
+        return finish_turn(
+            self.runtime, self.record, turn_id_of(turn), ok, side_effects, ignored, owned
+        )
 
     @raising("inbox")
     def inbox(
@@ -319,8 +331,7 @@ class Agent:
         """
         from tidings.jobs.inbox import admit  # noqa: PLC0415 - see module doc
 
-        return admit(self.runtime, self.agent_id, source_kind, summary,
-                                     payload, wake, key)
+        return admit(self.runtime, self.agent_id, source_kind, summary, payload, wake, key)
 
     @answering("observe_memory")
     def observe_memory(self, reason: str = "manual") -> ObservationResult | ErrorAnswer:
@@ -330,8 +341,11 @@ class Agent:
         ``error``), ``trigger``, ``event_id``, ``checkpoint_version``, ``observed_at`` and,
         when there is one, ``reason``."""
         if not isinstance(reason, str) or not 1 <= len(reason) <= 64:
-            return {"status": "error", "reason": "invalid_input",
-                    "message": "reason must be a string of 1 to 64 characters"}
+            return {
+                "status": "error",
+                "reason": "invalid_input",
+                "message": "reason must be a string of 1 to 64 characters",
+            }
         from tidings.jobs.memory import observe_memory  # noqa: PLC0415 - pygit2, see module doc
 
         return observe_memory(self.runtime, self.record, reason)

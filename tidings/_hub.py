@@ -97,14 +97,28 @@ def connect(
 
         lua_sandbox.install()  # scripts get what a real server gives them ("Local trust")
         store = fakeredis.FakeRedis(server=fakeredis.FakeServer(), version=(7,))
-        hub = Hub(store, settings, clock=clock, url="embedded", owns_client=True,
-                  inline_agents=not background)
+        hub = Hub(
+            store,
+            settings,
+            clock=clock,
+            url="embedded",
+            owns_client=True,
+            inline_agents=not background,
+        )
     else:
         url = redis_url or store_url(settings)
-        stores = open_stores(url, broker_url or settings.broker_url,
-                             hang_seconds=settings.store_hang_seconds)
-        hub = Hub(stores.state, settings, clock=clock, url=url, owns_client=True,
-                  declare_actors=declare_actors, control=stores.control)
+        stores = open_stores(
+            url, broker_url or settings.broker_url, hang_seconds=settings.store_hang_seconds
+        )
+        hub = Hub(
+            stores.state,
+            settings,
+            clock=clock,
+            url=url,
+            owns_client=True,
+            declare_actors=declare_actors,
+            control=stores.control,
+        )
         hub.stores = stores
     if background:
         hub.start_worker()
@@ -136,8 +150,9 @@ class Hub:
         self.settings = settings or Settings()
         self.clock = clock or SystemClock()
         self.broker = make_broker(self.control, self.settings)
-        self.runtime = Runtime(client, self.clock, self.settings, BrokerDispatcher(self.broker),
-                               self.control)
+        self.runtime = Runtime(
+            client, self.clock, self.settings, BrokerDispatcher(self.broker), self.control
+        )
         self._visits: PromptVisits | None = None
         if declare_actors:
             self.declare_actors()
@@ -195,8 +210,9 @@ class Hub:
         """
         real = os.path.realpath(workdir)
         if not os.path.isdir(real):
-            raise TidingsError(f"workdir {str(workdir)!r} is not a directory",
-                               reason="invalid_workdir")
+            raise TidingsError(
+                f"workdir {str(workdir)!r} is not a directory", reason="invalid_workdir"
+            )
         agent_id = agent_id or default_agent_id(real)
         existing = self.registry.get(agent_id)
         if existing is not None and existing.workdir != real:
@@ -213,7 +229,8 @@ class Hub:
             if path is not None and not _is_text(path):
                 raise TidingsError(
                     f"{name} {os.fsencode(path)!r} is not valid UTF-8 (agent records keep "
-                    "their paths as JSON text)", reason=f"invalid_{name}",
+                    "their paths as JSON text)",
+                    reason=f"invalid_{name}",
                 )
         if repo is not None:
             _check_memory_repo(repo)
@@ -225,7 +242,8 @@ class Hub:
                 workdir=real,
                 memory_repo=repo,
                 host=host or (existing.host if existing else self.settings.host),
-                max_events=dict(max_events) if max_events is not None
+                max_events=dict(max_events)
+                if max_events is not None
                 else (existing.max_events if existing else {}),
             )
         except ValidationError as exc:
@@ -281,23 +299,42 @@ class Hub:
         """
         existing = self.registry.get(agent_id)
         if existing is None:
-            return {"status": "error", "reason": "unknown_agent",
-                    "message": f"no agent registered as {agent_id!r}"}
+            return {
+                "status": "error",
+                "reason": "unknown_agent",
+                "message": f"no agent registered as {agent_id!r}",
+            }
         try:
             record = AgentRecord.model_validate({**existing.model_dump(), "host": host})
         except ValidationError as exc:
-            return {"status": "error", "reason": "invalid_host",
-                    "message": str(exc.errors()[0]["msg"])}
+            return {
+                "status": "error",
+                "reason": "invalid_host",
+                "message": str(exc.errors()[0]["msg"]),
+            }
         if record.host == existing.host:
-            return Moved(status="ok", agent_id=agent_id, from_host=existing.host, to_host=host,
-                         moved=False, settled=True, in_flight=0)
+            return Moved(
+                status="ok",
+                agent_id=agent_id,
+                from_host=existing.host,
+                to_host=host,
+                moved=False,
+                settled=True,
+                in_flight=0,
+            )
         self.registry.put(record)
-        in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host,
-                                                            settle_seconds)
+        in_flight = RunFence(self.redis, self.clock).settle(agent_id, existing.host, settle_seconds)
         for raw in self.redis.smembers(keys.AgentKeys(agent_id).buffered_channels):
             self.runtime.dispatch.flush_channel(record, replies.text(raw))
-        return Moved(status="ok", agent_id=agent_id, from_host=existing.host, to_host=host,
-                     moved=True, settled=in_flight == 0, in_flight=in_flight)
+        return Moved(
+            status="ok",
+            agent_id=agent_id,
+            from_host=existing.host,
+            to_host=host,
+            moved=True,
+            settled=in_flight == 0,
+            in_flight=in_flight,
+        )
 
     def status(self) -> Status:
         """Queues, scheduler leaders, agents' pending inbox items and live delays
@@ -348,8 +385,12 @@ class Hub:
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
             fetching(self.broker)
-            worker = Worker(self.broker, queues={queue}, worker_threads=threads,
-                            worker_timeout=self.settings.worker_poll_ms)
+            worker = Worker(
+                self.broker,
+                queues={queue},
+                worker_threads=threads,
+                worker_timeout=self.settings.worker_poll_ms,
+            )
             worker.start()
             self._worker = worker
 
@@ -365,9 +406,14 @@ class Hub:
 
         with self._worker_lock:
             if self._scheduler is None:
-                self._scheduler = SchedulerService(self.redis, self.settings, clock=self.clock,
-                                                   on_event=on_event, control=self.control,
-                                                   visits=self._prompt_visits())
+                self._scheduler = SchedulerService(
+                    self.redis,
+                    self.settings,
+                    clock=self.clock,
+                    on_event=on_event,
+                    control=self.control,
+                    visits=self._prompt_visits(),
+                )
                 self._scheduler.start()
             return self._scheduler
 
@@ -407,8 +453,10 @@ def _check_memory_repo(path: str) -> None:
 
     problem = repository_problem(path)
     if problem is not None:
-        raise TidingsError(f"{problem}; nothing was registered (`--memory-repo \"\"` "
-                           "clears a registered one)", reason="invalid_memory_repo")
+        raise TidingsError(
+            f'{problem}; nothing was registered (`--memory-repo ""` clears a registered one)',
+            reason="invalid_memory_repo",
+        )
 
 
 def _is_text(path: str) -> bool:

@@ -31,6 +31,10 @@ def manual(path: Path | None = None) -> Manual:
     try:
         text = target.read_text("utf-8")
     except (OSError, UnicodeDecodeError):
-        return {"status": "degraded", "notification_manual": "", "manual_path": str(target),
-                "error": MISSING_ERROR}
+        return {
+            "status": "degraded",
+            "notification_manual": "",
+            "manual_path": str(target),
+            "error": MISSING_ERROR,
+        }
     return {"status": "ok", "notification_manual": text, "manual_path": str(target)}

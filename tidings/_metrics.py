@@ -34,8 +34,7 @@ from tidings.workers.exposition import MetricsServer, children_registry
 QUEUE_GAUGES = (
     ("tidings_queue_depth", "Messages waiting in the queue", "depth"),
     ("tidings_queue_in_flight", "Messages fetched by a worker, not yet acknowledged", "in_flight"),
-    ("tidings_queue_delayed", "Messages waiting for their eta (retries, delayed sends)",
-     "delayed"),
+    ("tidings_queue_delayed", "Messages waiting for their eta (retries, delayed sends)", "delayed"),
     ("tidings_queue_dead", "Dead-lettered messages", "dead"),
 )
 
@@ -61,8 +60,9 @@ class StatusGauges(Collector):
         return iter(())  # computed at scrape time only: nothing to register up front
 
     def collect(self) -> Iterator[Metric]:
-        ok = GaugeMetricFamily("tidings_status_read_ok",
-                               "1 when the last scrape could read the status figures")
+        ok = GaugeMetricFamily(
+            "tidings_status_read_ok", "1 when the last scrape could read the status figures"
+        )
         try:
             figures = self._read()
         except Exception as exc:  # a scrape must answer even when Redis does not
@@ -87,15 +87,20 @@ def _queue_gauges(queues: Sequence[Mapping[str, object]]) -> Iterator[Metric]:
 
 
 def _host_gauges(figures: Status) -> Iterator[Metric]:
-    leader = GaugeMetricFamily("tidings_scheduler_leader",
-                               "1 when a scheduler holds the host's leader lease", labels=["host"])
+    leader = GaugeMetricFamily(
+        "tidings_scheduler_leader",
+        "1 when a scheduler holds the host's leader lease",
+        labels=["host"],
+    )
     for host, lease in figures["schedulers"].items():
         leader.add_metric([host], 1 if lease["leader"] else 0)
     yield leader
-    items = GaugeMetricFamily("tidings_inbox_items", "Inbox items by state, summed per host",
-                              labels=["host", "state"])
-    delays = GaugeMetricFamily("tidings_live_delays", "Agents with a live delay, per host",
-                               labels=["host"])
+    items = GaugeMetricFamily(
+        "tidings_inbox_items", "Inbox items by state, summed per host", labels=["host", "state"]
+    )
+    delays = GaugeMetricFamily(
+        "tidings_live_delays", "Agents with a live delay, per host", labels=["host"]
+    )
     agents = GaugeMetricFamily("tidings_agents", "Registered agents, per host", labels=["host"])
     totals: dict[str, list[int]] = {}
     for agent in figures["agents"]:
@@ -117,8 +122,9 @@ def _process_collectors(registry: CollectorRegistry) -> None:
         registry.register(collector)
 
 
-def _served(registry: CollectorRegistry, redis: Redis | None,
-            control: Redis | None = None) -> CollectorRegistry:
+def _served(
+    registry: CollectorRegistry, redis: Redis | None, control: Redis | None = None
+) -> CollectorRegistry:
     """A registry serving ``registry``'s metrics plus the process-wide collectors (status
     gauges from the state store ``redis`` and the control store ``control``)."""
     served = CollectorRegistry(auto_describe=False)
@@ -161,15 +167,17 @@ def _start(settings: Settings, registry: CollectorRegistry) -> MetricsServer:
         ) from None
 
 
-def serve_metrics(settings: Settings, redis: Redis | None,
-                  control: Redis | None = None) -> MetricsServer | None:
+def serve_metrics(
+    settings: Settings, redis: Redis | None, control: Redis | None = None
+) -> MetricsServer | None:
     """This process's metrics on ``TIDINGS_METRICS_HOST:TIDINGS_METRICS_PORT`` (unset: off)."""
     if settings.metrics_port is None:
         return None
     return _start(settings, _served(metrics.registry(), redis, control))
 
 
-def serve_pool_metrics(settings: Settings, directory: Path, redis: Redis | None = None,
-                       control: Redis | None = None) -> MetricsServer:
+def serve_pool_metrics(
+    settings: Settings, directory: Path, redis: Redis | None = None, control: Redis | None = None
+) -> MetricsServer:
     """The sum of what ``--processes N`` children recorded under ``directory``."""
     return _start(settings, _served(children_registry(directory), redis, control))

@@ -57,18 +57,33 @@ NULLABLE_ROOT_KEYS = frozenset({"reasoning", "summarize", "_tc_id"})
 #: The tool-call id some harnesses add to the arguments: ignored at the root and in ``input``.
 TOOL_CALL_ID = "_tc_id"
 #: C44: input fields that must be strings when present.
-TEXT_FIELDS = frozenset({
-    "channel", "reason", "event_id", "ref_id", "name", "version", "source", "description",
-    "how_to_modify", "how_to_cancel", "instructions",
-})
+TEXT_FIELDS = frozenset(
+    {
+        "channel",
+        "reason",
+        "event_id",
+        "ref_id",
+        "name",
+        "version",
+        "source",
+        "description",
+        "how_to_modify",
+        "how_to_cancel",
+        "instructions",
+    }
+)
 BOOLEAN_FIELDS = frozenset({"force"})
 DISMISS_KEYS = frozenset({"channel", "force", "reason"})
 EDIT_FIELDS = frozenset(EDITABLE)
 
 
 def invalid_argument(message: str) -> ToolResult:
-    answer: InvalidArgument = {"status": "failed", "error_code": "INVALID_ARGUMENT",
-                               "reason": "invalid_argument", "message": message}
+    answer: InvalidArgument = {
+        "status": "failed",
+        "error_code": "INVALID_ARGUMENT",
+        "reason": "invalid_argument",
+        "message": message,
+    }
     return dict(answer)
 
 
@@ -78,20 +93,41 @@ def _check(agent: Agent, payload: Payload) -> ToolResult:
 
 
 def _dismiss_channel(agent: Agent, p: Payload) -> ToolResult:
-    return dict(dismiss_channel(agent.runtime, agent.record, p.get("channel"),
-                                        force=p.get("force"), reason=p.get("reason")))
+    return dict(
+        dismiss_channel(
+            agent.runtime,
+            agent.record,
+            p.get("channel"),
+            force=p.get("force"),
+            reason=p.get("reason"),
+        )
+    )
 
 
 def _dismiss_event(agent: Agent, p: Payload) -> ToolResult:
-    return dict(dismiss_event(agent.runtime, agent.record, p.get("event_id"),
-                                      channel=p.get("channel"), force=p.get("force"),
-                                      reason=p.get("reason")))
+    return dict(
+        dismiss_event(
+            agent.runtime,
+            agent.record,
+            p.get("event_id"),
+            channel=p.get("channel"),
+            force=p.get("force"),
+            reason=p.get("reason"),
+        )
+    )
 
 
 def _dismiss_ref(agent: Agent, p: Payload) -> ToolResult:
-    return dict(dismiss_ref(agent.runtime, agent.record, p.get("ref_id"),
-                                    channel=p.get("channel"), force=p.get("force"),
-                                    reason=p.get("reason")))
+    return dict(
+        dismiss_ref(
+            agent.runtime,
+            agent.record,
+            p.get("ref_id"),
+            channel=p.get("channel"),
+            force=p.get("force"),
+            reason=p.get("reason"),
+        )
+    )
 
 
 def _add(agent: Agent, p: Payload) -> ToolResult:
@@ -113,8 +149,7 @@ def _drop(agent: Agent, p: Payload) -> ToolResult:
 
 def _delay(agent: Agent, p: Payload) -> ToolResult:
     # ``seconds`` goes through untouched: a non-integer is the job's ``invalid_delay``.
-    return dict(request_delay(agent.runtime, agent.record, p.get("channel"),
-                                    p.get("seconds")))
+    return dict(request_delay(agent.runtime, agent.record, p.get("channel"), p.get("seconds")))
 
 
 def _settings(agent: Agent, p: Payload) -> ToolResult:
@@ -168,9 +203,7 @@ def _root_problem(arguments: Mapping[str, object]) -> ToolResult | None:
     return None
 
 
-def _input_problem(
-    action: str, payload: Payload, allowed: frozenset[str]
-) -> ToolResult | None:
+def _input_problem(action: str, payload: Payload, allowed: frozenset[str]) -> ToolResult | None:
     if action == "dismiss_channel" and ({"event_id", "ref_id"} & set(payload)):
         return invalid_argument(
             "dismiss_channel clears a whole channel; event_id and ref_id belong to "
@@ -198,9 +231,9 @@ def _present(action: str, payload: Mapping[str, object]) -> Payload:
     """
     absent_if_null = ALL_INPUT_KEYS if action == "settings" else None
     return {
-        k: v for k, v in payload.items()
-        if k != TOOL_CALL_ID
-        and not (v is None and (absent_if_null is None or k in absent_if_null))
+        k: v
+        for k, v in payload.items()
+        if k != TOOL_CALL_ID and not (v is None and (absent_if_null is None or k in absent_if_null))
     }
 
 
@@ -211,15 +244,17 @@ def call_tool(agent: Agent, arguments: object) -> ToolResult:
     shape = input_problem(arguments, "arguments")  # C47, C48
     if shape is not None:
         return invalid_argument(shape.message)
-    arguments = {k: v for k, v in arguments.items()
-                 if not (k in NULLABLE_ROOT_KEYS and v is None)}
+    arguments = {k: v for k, v in arguments.items() if not (k in NULLABLE_ROOT_KEYS and v is None)}
     problem = _root_problem(arguments)
     if problem is not None:
         return problem
     action: str = arguments["action"]
     if action not in ACTIONS:
-        return {"status": "error", "reason": "unknown_action",
-                "message": f"Unknown notification action: {action}"}
+        return {
+            "status": "error",
+            "reason": "unknown_action",
+            "message": f"Unknown notification action: {action}",
+        }
     if "input" in arguments and arguments["input"] is None and action == "settings":
         return invalid_argument("settings takes exactly {} as input")
     payload = _present(action, arguments.get("input") or {})

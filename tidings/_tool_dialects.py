@@ -43,12 +43,18 @@ def _typed(schema: Schema, *, nullable: bool) -> Schema:
 
 def _root(input_schema: Schema, *, strict: bool) -> Schema:
     properties: Schema = {
-        "action": {"type": "string", "enum": list(ACTIONS),
-                   "description": _action_description(
-                       "Leave other keys null." if strict else "Omit other keys.")},
+        "action": {
+            "type": "string",
+            "enum": list(ACTIONS),
+            "description": _action_description(
+                "Leave other keys null." if strict else "Omit other keys."
+            ),
+        },
         "input": input_schema,
-        "reasoning": {"type": ["string", "null"] if strict else "string",
-                      "description": "Why you call the tool."},
+        "reasoning": {
+            "type": ["string", "null"] if strict else "string",
+            "description": "Why you call the tool.",
+        },
         "summarize": {"type": ["boolean", "null"] if strict else "boolean"},
     }
     return {
@@ -63,16 +69,21 @@ def flat_arguments() -> Schema:
     """Arguments with no top-level conditional: ``input`` lists every field, optional and
     typed without ``null`` (what the model leaves out is absent)."""
     fields = {name: _typed(field, nullable=False) for name, field in INPUT_FIELDS.items()}
-    return _root({"type": "object", "properties": fields, "additionalProperties": False},
-                 strict=False)
+    return _root(
+        {"type": "object", "properties": fields, "additionalProperties": False}, strict=False
+    )
 
 
 def strict_arguments() -> Schema:
     """OpenAI strict mode: every key required, the unset ones null."""
     fields = {name: _typed(field, nullable=True) for name, field in INPUT_FIELDS.items()}
-    input_schema: Schema = {"type": "object", "properties": fields, "required": list(fields),
-                    "additionalProperties": False,
-                    "description": "Every key is sent; null where the action does not use it."}
+    input_schema: Schema = {
+        "type": "object",
+        "properties": fields,
+        "required": list(fields),
+        "additionalProperties": False,
+        "description": "Every key is sent; null where the action does not use it.",
+    }
     return _root(input_schema, strict=True)
 
 
@@ -81,8 +92,13 @@ def _anthropic() -> Schema:
 
 
 def _openai() -> Schema:
-    return {"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
-            "parameters": strict_arguments(), "strict": True}
+    return {
+        "type": "function",
+        "name": TOOL_NAME,
+        "description": TOOL_DESCRIPTION,
+        "parameters": strict_arguments(),
+        "strict": True,
+    }
 
 
 def _mcp() -> Schema:
@@ -104,6 +120,7 @@ def notification_tool_schema(dialect: str = "json-schema") -> Schema:
     :class:`tidings.TidingsError` (``invalid_dialect``)."""
     builder = DIALECTS.get(dialect) if isinstance(dialect, str) else None
     if builder is None:
-        raise TidingsError(f"dialect must be one of {', '.join(DIALECTS)}",
-                           reason="invalid_dialect")
+        raise TidingsError(
+            f"dialect must be one of {', '.join(DIALECTS)}", reason="invalid_dialect"
+        )
     return builder()

@@ -26,8 +26,10 @@ def _text(description: str) -> dict[str, object]:
 #: Every input field any action takes.
 INPUT_FIELDS: dict[str, dict[str, object]] = {
     "channel": _text("Channel name (file stem), e.g. 'email', 'system', 'mcp.build'."),
-    "force": {"type": ["boolean", "null"],
-              "description": "Dismiss even if guarded or changed since last delivered."},
+    "force": {
+        "type": ["boolean", "null"],
+        "description": "Dismiss even if guarded or changed since last delivered.",
+    },
     "reason": _text("Why you dismiss (required for post-molt)."),
     "event_id": _text("Event to remove from system (default) or daemon."),
     "ref_id": _text("Remove every event with this ref_id from system (default) or daemon."),
@@ -38,21 +40,32 @@ INPUT_FIELDS: dict[str, dict[str, object]] = {
     "how_to_modify": _text("How to change the hook."),
     "how_to_cancel": _text("How to stop the hook's process."),
     "instructions": _text("How to handle the hook's notifications."),
-    "max_events": {"type": ["integer", "null"], "minimum": 1, "maximum": 10000,
-                   "description": "Events the hook channel retains."},
-    "seconds": {"type": "integer", "minimum": 0,
-                "description": "Delay length; 0 cancels the live delay."},
+    "max_events": {
+        "type": ["integer", "null"],
+        "minimum": 1,
+        "maximum": 10000,
+        "description": "Events the hook channel retains.",
+    },
+    "seconds": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Delay length; 0 cancels the live delay.",
+    },
 }
 
 
 def _action_rule(action: str, keys: frozenset[str]) -> dict[str, object]:
     return {
         "if": {"properties": {"action": {"const": action}}, "required": ["action"]},
-        "then": {"properties": {"input": {
-            "type": "object",
-            "properties": {k: {} for k in sorted(keys)},
-            "additionalProperties": False,
-        }}},
+        "then": {
+            "properties": {
+                "input": {
+                    "type": "object",
+                    "properties": {k: {} for k in sorted(keys)},
+                    "additionalProperties": False,
+                }
+            }
+        },
     }
 
 

@@ -83,12 +83,14 @@ def agent_actor(
                 result = UnknownAgent(status="error", reason="unknown_agent", agent_id=agent_id)
             elif agent.host != rt.settings.host:
                 send(broker, name, host_queue(agent.host), agent_id, *args)
-                log.event("actor_forwarded", logging.INFO, actor=name, agent_id=agent_id,
-                          host=agent.host)
+                log.event(
+                    "actor_forwarded", logging.INFO, actor=name, agent_id=agent_id, host=agent.host
+                )
                 result = Forwarded(status="forwarded", host=agent.host)
             elif not os.path.isdir(agent.workdir):
-                log.event("actor_workdir_missing", actor=name, agent_id=agent_id,
-                          workdir=agent.workdir)
+                log.event(
+                    "actor_workdir_missing", actor=name, agent_id=agent_id, workdir=agent.workdir
+                )
                 raise WorkdirMissing(f"workdir {agent.workdir} is not on host {agent.host}")
             else:
                 result = job(rt, agent, *args)
@@ -98,7 +100,11 @@ def agent_actor(
 
     run.__name__ = run.__qualname__ = name
     return dramatiq.Actor(
-        run, broker=broker, actor_name=name, queue_name=UNROUTED_QUEUE, priority=0,
+        run,
+        broker=broker,
+        actor_name=name,
+        queue_name=UNROUTED_QUEUE,
+        priority=0,
         options=options,
     )
 
@@ -118,14 +124,23 @@ def sync_host_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., None]:
 
     def sync_host(host: str, agent_ids: list[str] | None = None) -> None:
         if host != rt.settings.host:
-            send(broker, actor_names.SYNC_HOST, host_queue(host), host,
-                 *([] if agent_ids is None else [agent_ids]))
+            send(
+                broker,
+                actor_names.SYNC_HOST,
+                host_queue(host),
+                host,
+                *([] if agent_ids is None else [agent_ids]),
+            )
             return
         tick.sync_host(rt, host, agent_ids)
 
     return dramatiq.Actor(
-        sync_host, broker=broker, actor_name=actor_names.SYNC_HOST, queue_name=UNROUTED_QUEUE,
-        priority=0, options={},
+        sync_host,
+        broker=broker,
+        actor_name=actor_names.SYNC_HOST,
+        queue_name=UNROUTED_QUEUE,
+        priority=0,
+        options={},
     )
 
 
@@ -142,14 +157,17 @@ def flush_dead_letter_actor(broker: Broker, rt: Runtime) -> dramatiq.Actor[..., 
         if agent is None or not os.path.isdir(agent.workdir):
             # No agent here, or a workdir still moving in: not a channel that can never
             # flush, so the tick's stranded-buffer sweep keeps restarting it (C15).
-            log.event(DEAD_EVENT, agent_id=agent_id, channel=channel, reason=reason,
-                      marked=False)
+            log.event(DEAD_EVENT, agent_id=agent_id, channel=channel, reason=reason, marked=False)
             return
         dead_letter(rt, agent, channel, reason, retries.get("retries"))
 
     return dramatiq.Actor(
-        flush_dead_letter, broker=broker, actor_name=actor_names.FLUSH_DEAD_LETTER,
-        queue_name=host_queue(rt.settings.host), priority=0, options={},
+        flush_dead_letter,
+        broker=broker,
+        actor_name=actor_names.FLUSH_DEAD_LETTER,
+        queue_name=host_queue(rt.settings.host),
+        priority=0,
+        options={},
     )
 
 
@@ -177,13 +195,17 @@ def _none() -> None:
 
 def declare_actors(broker: Broker, rt: Runtime, visits: VisitsOf = _none) -> None:
     """Declare every host actor on ``broker``; ``visits``: this process's prompt visits."""
-    agent_actor(broker, rt, actor_names.FLUSH_CHANNEL, flush_then_visit(visits),
-                max_retries=FLUSH_MAX_RETRIES, on_retry_exhausted=actor_names.FLUSH_DEAD_LETTER)
+    agent_actor(
+        broker,
+        rt,
+        actor_names.FLUSH_CHANNEL,
+        flush_then_visit(visits),
+        max_retries=FLUSH_MAX_RETRIES,
+        on_retry_exhausted=actor_names.FLUSH_DEAD_LETTER,
+    )
     flush_dead_letter_actor(broker, rt)
     agent_actor(broker, rt, actor_names.EXPIRE_DELAY, expire)
     sync_host_actor(broker, rt)
     # prepare_turn's group (workers/turn_group.py): results are read by the caller.
-    agent_actor(broker, rt, actor_names.OBSERVE_MEMORY, observe_memory,
-                store_results=True)
-    agent_actor(broker, rt, actor_names.RENDER_ATTENTION, render_attention,
-                store_results=True)
+    agent_actor(broker, rt, actor_names.OBSERVE_MEMORY, observe_memory, store_results=True)
+    agent_actor(broker, rt, actor_names.RENDER_ATTENTION, render_attention, store_results=True)

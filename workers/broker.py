@@ -50,18 +50,19 @@ def make_broker(client: Redis, settings: Settings) -> RedisBroker:
         Presence(client, settings.host),
         # Prefixed result keys (``tidings-results:<queue>:<actor>:<id>``), not dramatiq's
         # bare digests, so ACL key patterns can name them (deploy/redis.conf).
-        Results(backend=RedisBackend(client=client, namespace=f"{NAMESPACE}-results",
-                                     use_namespace_prefix_keys=True),
-                result_ttl=RESULT_TTL_MS),
+        Results(
+            backend=RedisBackend(
+                client=client, namespace=f"{NAMESPACE}-results", use_namespace_prefix_keys=True
+            ),
+            result_ttl=RESULT_TTL_MS,
+        ),
     ]
     broker = RedisBroker(
         client=client,
         namespace=NAMESPACE,
         middleware=middleware,
         heartbeat_timeout=heartbeat,
-        maintenance_chance=(
-            MAINTENANCE_SCALE if heartbeat < DEFAULT_HEARTBEAT_MS else 1000
-        ),
+        maintenance_chance=(MAINTENANCE_SCALE if heartbeat < DEFAULT_HEARTBEAT_MS else 1000),
     )
     broker.broker_id = enqueuer_id(settings.host)
     return broker

@@ -86,9 +86,15 @@ def dead_letters(redis: Redis, limit: int = DEFAULT_LIMIT) -> list[DeadLetter]:
     out: list[DeadLetter] = []
     for queue, entries, raws in zip(queues, listed, bodies, strict=True):
         for (member, score), raw in zip(entries, raws, strict=False):
-            row: DeadLetter = {"message_id": replies.text(member), "queue": queue,
-                               "died_at": utc_stamp(score / 1000), "actor": None,
-                               "error": None, "traceback": None, "args": None}
+            row: DeadLetter = {
+                "message_id": replies.text(member),
+                "queue": queue,
+                "died_at": utc_stamp(score / 1000),
+                "actor": None,
+                "error": None,
+                "traceback": None,
+                "args": None,
+            }
             if raw is not None:
                 try:
                     message = Message.decode(raw)
@@ -117,16 +123,22 @@ def requeue(broker: RedisBroker, message_id: str) -> Requeued | RequeueError:
         try:
             message = Message.decode(replies.data(raw))
         except Exception:
-            return {"status": "error", "reason": "undecodable",
-                    "message": f"dead letter {message_id} cannot be decoded"}
+            return {
+                "status": "error",
+                "reason": "undecodable",
+                "message": f"dead letter {message_id} cannot be decoded",
+            }
         options = {k: v for k, v in message.options.items() if k not in SPENT_OPTIONS}
-        fresh = dataclasses.replace(message, queue_name=q_name(message.queue_name),
-                                    options=options)
+        fresh = dataclasses.replace(message, queue_name=q_name(message.queue_name), options=options)
         broker.enqueue(fresh)
         with redis.pipeline(transaction=True) as pipe:
             pipe.zrem(_xq(queue), message_id)
             pipe.hdel(f"{_xq(queue)}.msgs", message_id)
             pipe.execute()
-        return {"status": "ok", "message_id": message_id, "queue": fresh.queue_name,
-                "actor": fresh.actor_name}
+        return {
+            "status": "ok",
+            "message_id": message_id,
+            "queue": fresh.queue_name,
+            "actor": fresh.actor_name,
+        }
     return {"status": "error", "reason": "not_found", "message": f"no dead letter {message_id}"}

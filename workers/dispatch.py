@@ -39,13 +39,18 @@ class BrokerDispatcher:
         self.broker = broker
 
     def flush_channel(self, agent: AgentRecord, channel: str) -> None:
-        send(self.broker, actor_names.FLUSH_CHANNEL, host_queue(agent.host), agent.agent_id,
-             channel)
+        send(
+            self.broker, actor_names.FLUSH_CHANNEL, host_queue(agent.host), agent.agent_id, channel
+        )
 
     def alarm_request(self, host: str, request: Mapping[str, object]) -> None:
         send(self.broker, actor_names.ALARM_REQUEST, scheduler_queue(host), request)
 
     def expire_delay(self, agent: AgentRecord, request_id: str) -> None:
-        send(self.broker, actor_names.EXPIRE_DELAY, host_queue(agent.host), agent.agent_id,
-             request_id)
-
+        send(
+            self.broker,
+            actor_names.EXPIRE_DELAY,
+            host_queue(agent.host),
+            agent.agent_id,
+            request_id,
+        )

@@ -19,15 +19,18 @@ from dramatiq.common import q_name
 from tidings.jobs.metrics import DURATION_BUCKETS, counter, histogram
 
 MESSAGES_PROCESSED = counter(
-    "tidings_messages_processed", "dramatiq messages processed, by actor and queue",
+    "tidings_messages_processed",
+    "dramatiq messages processed, by actor and queue",
     ["actor", "queue"],
 )
 MESSAGES_FAILED = counter(
-    "tidings_messages_failed", "dramatiq messages whose actor raised, by actor and queue",
+    "tidings_messages_failed",
+    "dramatiq messages whose actor raised, by actor and queue",
     ["actor", "queue"],
 )
 MESSAGES_RETRIED = counter(
-    "tidings_messages_retried", "dramatiq messages re-enqueued for a retry, by actor and queue",
+    "tidings_messages_retried",
+    "dramatiq messages re-enqueued for a retry, by actor and queue",
     ["actor", "queue"],
 )
 MESSAGES_DEAD_LETTERED = counter(
@@ -37,8 +40,10 @@ MESSAGES_DEAD_LETTERED = counter(
     ["actor", "queue"],
 )
 MESSAGE_SECONDS = histogram(
-    "tidings_message_duration_seconds", "Time an actor spent on one message",
-    DURATION_BUCKETS, ["actor", "queue"],
+    "tidings_message_duration_seconds",
+    "Time an actor spent on one message",
+    DURATION_BUCKETS,
+    ["actor", "queue"],
 )
 
 
@@ -52,7 +57,11 @@ class MessageMetrics(Middleware):
         self._started[message.message_id] = time.perf_counter()
 
     def after_process_message(
-        self, broker: Broker, message: MessageProxy, *, result: object = None,
+        self,
+        broker: Broker,
+        message: MessageProxy,
+        *,
+        result: object = None,
         exception: BaseException | None = None,
     ) -> None:
         labels = (message.actor_name, q_name(message.queue_name))

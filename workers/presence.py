@@ -29,6 +29,7 @@ FRESH_SECONDS = 3 * HEARTBEAT_SECONDS
 #: A field older than this is deleted by the next heartbeat of any worker.
 FORGET_SECONDS = 3600.0
 
+
 def worker_counts(fields: Mapping[bytes | str, bytes | str], now: float) -> dict[str, int]:
     """Fresh workers per host, from the raw ``tidings:workers`` hash."""
     counts: dict[str, int] = {}

@@ -25,8 +25,13 @@ class HostWorker:
     """A started dramatiq worker consuming ``tidings.host.<host>``: jobs on the state
     store ``client``, the broker on ``control`` (default: the same client)."""
 
-    def __init__(self, client: Redis, settings: Settings, threads: int = DEFAULT_THREADS,
-                 control: Redis | None = None) -> None:
+    def __init__(
+        self,
+        client: Redis,
+        settings: Settings,
+        threads: int = DEFAULT_THREADS,
+        control: Redis | None = None,
+    ) -> None:
         """Its flushes start prompt visits in this process (channels.md C27)."""
         # Every metric exists (at zero) from the start: a ``--processes N`` child's
         # files are then there for the parent's sum before its first message.
@@ -34,15 +39,20 @@ class HostWorker:
         control = control if control is not None else client
         migrate_legacy(client, control)  # before any message reads an agent record (issue 25)
         self.broker = make_broker(control, settings)
-        self.runtime = Runtime(client, SystemClock(), settings, BrokerDispatcher(self.broker),
-                               control)
+        self.runtime = Runtime(
+            client, SystemClock(), settings, BrokerDispatcher(self.broker), control
+        )
         self.visits = start_prompt_visits(self.runtime)
         declare_actors(self.broker, self.runtime, lambda: self.visits)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
         fetching(self.broker)
-        self.worker = Worker(self.broker, queues={queue}, worker_threads=threads,
-                             worker_timeout=settings.worker_poll_ms)
+        self.worker = Worker(
+            self.broker,
+            queues={queue},
+            worker_threads=threads,
+            worker_timeout=settings.worker_poll_ms,
+        )
 
     def start(self) -> None:
         self.worker.start()

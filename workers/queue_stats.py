@@ -57,7 +57,14 @@ def queue_figures_of(names: list[str], replies: Sequence[int]) -> list[QueueFigu
     """The figures of ``names`` from the replies of :func:`queue_reads`."""
     figures: list[QueueFigure] = []
     for i, name in enumerate(names):
-        waiting, bodies, delayed, dead = (int(v) for v in replies[4 * i: 4 * i + 4])
-        figures.append({"name": name, "depth": waiting, "delayed": delayed, "dead": dead,
-                        "in_flight": max(bodies - waiting, 0)})
+        waiting, bodies, delayed, dead = (int(v) for v in replies[4 * i : 4 * i + 4])
+        figures.append(
+            {
+                "name": name,
+                "depth": waiting,
+                "delayed": delayed,
+                "dead": dead,
+                "in_flight": max(bodies - waiting, 0),
+            }
+        )
     return figures

@@ -55,21 +55,23 @@ class GroupPreTurn:
         render = route(self.broker, actor_names.RENDER_ATTENTION, queue, agent.agent_id)
         observation = (
             route(self.broker, actor_names.OBSERVE_MEMORY, queue, agent.agent_id, "pre_turn")
-            if observe else None
+            if observe
+            else None
         )
         group([m for m in (observation, render) if m is not None], broker=self.broker).run()
         return observation, render
 
-    def __call__(
-        self, rt: Runtime, agent: AgentRecord, observe: bool
-    ) -> tuple[TurnMemory, Lane]:
+    def __call__(self, rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[TurnMemory, Lane]:
         observation, render = self.send(agent, observe)
         deadline = time.monotonic() + rt.settings.turn_wait_seconds
         memory: TurnMemory = skipped()
         if observation is not None:
             answer = self._wait(observation, deadline, agent)
-            memory = (observation_of(answer) if answer
-                      else result("error", "pre_turn", reason="worker_timeout"))
+            memory = (
+                observation_of(answer)
+                if answer
+                else result("error", "pre_turn", reason="worker_timeout")
+            )
         attention = self._wait(render, deadline, agent) or {}
         return memory, attention
 
@@ -80,8 +82,7 @@ class GroupPreTurn:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                log.event("pre_turn_timeout", agent_id=agent.agent_id,
-                          actor=message.actor_name)
+                log.event("pre_turn_timeout", agent_id=agent.agent_id, actor=message.actor_name)
                 return None
             slice_ms = max(_MIN_SLICE_MS, int(min(left, _WAIT_SLICE_SECONDS) * 1000))
             try:
@@ -89,7 +90,11 @@ class GroupPreTurn:
             except ResultTimeout:
                 continue
             except ResultError as exc:
-                log.event("pre_turn_failed", agent_id=agent.agent_id,
-                          actor=message.actor_name, error=type(exc).__name__)
+                log.event(
+                    "pre_turn_failed",
+                    agent_id=agent.agent_id,
+                    actor=message.actor_name,
+                    error=type(exc).__name__,
+                )
                 return None
             return value if isinstance(value, dict) else None

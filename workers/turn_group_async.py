@@ -39,8 +39,11 @@ class AsyncGroupPreTurn:
         memory: TurnMemory = skipped()
         if observation is not None:
             answer = await self._wait(observation, deadline, agent)
-            memory = (observation_of(answer) if answer
-                      else result("error", "pre_turn", reason="worker_timeout"))
+            memory = (
+                observation_of(answer)
+                if answer
+                else result("error", "pre_turn", reason="worker_timeout")
+            )
         attention = await self._wait(render, deadline, agent) or {}
         return memory, attention
 
@@ -53,8 +56,7 @@ class AsyncGroupPreTurn:
         while True:
             left = deadline - loop.time()
             if left <= 0:
-                log.event("pre_turn_timeout", agent_id=agent.agent_id,
-                          actor=message.actor_name)
+                log.event("pre_turn_timeout", agent_id=agent.agent_id, actor=message.actor_name)
                 return None
             slice_seconds = max(_MIN_SLICE_SECONDS, min(left, _WAIT_SLICE_SECONDS))
             # The backend's own read: pop and push back, so the result stays readable.
@@ -65,7 +67,11 @@ class AsyncGroupPreTurn:
                 # The asyncio client decodes no responses: the reply is bytes.
                 value = backend.unwrap_result(backend.encoder.decode(cast("bytes", data)))
             except ResultError as exc:
-                log.event("pre_turn_failed", agent_id=agent.agent_id,
-                          actor=message.actor_name, error=type(exc).__name__)
+                log.event(
+                    "pre_turn_failed",
+                    agent_id=agent.agent_id,
+                    actor=message.actor_name,
+                    error=type(exc).__name__,
+                )
                 return None
             return value if isinstance(value, dict) else None

@@ -25,13 +25,11 @@ BUDGETS = (200, 100, 50, 0)
 ELLIPSIS = "..."
 #: B12: keys whose string values are shortened.
 HEAVY_KEYS = frozenset(
-    {"text", "message", "body", "preview", "content", "summary", "caption", "detail",
-     "instruction"}
+    {"text", "message", "body", "preview", "content", "summary", "caption", "detail", "instruction"}
 )
 #: B13: the keys a routing stub keeps (their values are never shortened either).
 ROUTING_KEYS = frozenset(
-    {"count", "email_ids", "message_ref", "event_id", "event_ids", "ref", "ref_id",
-     "message_ids"}
+    {"count", "email_ids", "message_ref", "event_id", "event_ids", "ref", "ref_id", "message_ids"}
 )
 #: B13 step 4: routing id lists are cut to this head.
 ID_HEAD = 8
@@ -98,8 +96,7 @@ def shorten(value: object, budget: int) -> object:
                 out[f"{field}_truncated"] = True
         return out
     if isinstance(value, list | tuple):
-        return [shorten(item, budget) if isinstance(item, _CONTAINERS) else item
-                for item in value]
+        return [shorten(item, budget) if isinstance(item, _CONTAINERS) else item for item in value]
     return value
 
 
@@ -214,9 +211,7 @@ def cap_lane(lane: Lane, cap: int, spiller: Spiller) -> Lane:
     request = SpillRequest(lane, ruler)
     spill = spiller(request)
     overflow = marker(spill, len(ruler))
-    comment = (
-        COMMENT_SPILLED.format(path=spill.path) if spill.ok else COMMENT_NOT_SPILLED
-    )
+    comment = COMMENT_SPILLED.format(path=spill.path) if spill.ok else COMMENT_NOT_SPILLED
     try:
         for candidate in _compacted(lane, overflow, comment):
             if cap_ruler.measure(candidate) <= limit:

@@ -19,8 +19,7 @@ from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
 #: B4: display names of the known IM lanes; others use the lane key itself.
-IM_NAMES = {"telegram": "Telegram", "wechat": "WeChat", "feishu": "Feishu",
-            "whatsapp": "WhatsApp"}
+IM_NAMES = {"telegram": "Telegram", "wechat": "WeChat", "feishu": "Feishu", "whatsapp": "WhatsApp"}
 #: B4: envelope keys a sanitised entry keeps from the original.
 KEPT_KEYS = ("icon", "priority", "published_at")
 EMAIL_INSTRUCTIONS = "Email content is in _meta.agent_meta.notifications.persistent.email."
@@ -42,9 +41,7 @@ def _pointer(
     return entry
 
 
-def sanitise_attention(
-    attention: Lane, persistent: Block | None
-) -> Lane:
+def sanitise_attention(attention: Lane, persistent: Block | None) -> Lane:
     """B4: attention entries of lanes the persistent block carries point there instead.
 
     Returns ``attention`` itself when nothing is replaced.
@@ -64,8 +61,10 @@ def sanitise_attention(
         channel = f"mcp.{im}"
         if isinstance(lane, dict) and channel in attention:
             pointers[channel] = _pointer(
-                attention[channel], f"{IM_NAMES.get(im, im)} event",
-                {"message_ids": _ids(lane.get("messages"))}, IM_INSTRUCTIONS.format(im=im),
+                attention[channel],
+                f"{IM_NAMES.get(im, im)} event",
+                {"message_ids": _ids(lane.get("messages"))},
+                IM_INSTRUCTIONS.format(im=im),
             )
     if not pointers:
         return attention
@@ -103,13 +102,13 @@ def cap_attention(
     return capped
 
 
-def cap_persistent(
-    rt: Runtime, agent: AgentRecord, block: Block, cap: int | None = None
-) -> Block:
+def cap_persistent(rt: Runtime, agent: AgentRecord, block: Block, cap: int | None = None) -> Block:
     """B11, B15-B17: the persistent block within the effective cap, spilled if cut."""
     limit = cap if cap is not None else limits.max_chars(agent.root)
     spiller = partial(
-        spill_persistent.spill_persistent, agent.root,
-        index=spill_persistent.RedisSpillIndex(rt, agent), now=rt.clock.now(),
+        spill_persistent.spill_persistent,
+        agent.root,
+        index=spill_persistent.RedisSpillIndex(rt, agent),
+        now=rt.clock.now(),
     )
     return cap_block(block, limit, spiller)

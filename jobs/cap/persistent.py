@@ -117,9 +117,7 @@ def compact(base: Block, budget: int, protect: bool, run: _Run) -> Block:
     out = dict(base)
     email = out.get("email")
     if isinstance(email, dict) and isinstance(email.get("emails"), list | tuple):
-        out["email"] = {
-            **email, "emails": [_email_record(r, budget, run) for r in email["emails"]]
-        }
+        out["email"] = {**email, "emails": [_email_record(r, budget, run) for r in email["emails"]]}
     mcp = out.get("mcp")
     if isinstance(mcp, dict):
         lanes: Part = {}
@@ -219,8 +217,9 @@ def _envelopes(spill: Spill, overflow: Marker) -> list[Block]:
     """After both tiers: marker only, then without the path, then the sub-floor forms."""
     out: list[Block] = [{MARKER_KEY: overflow}]
     if spill.name is not None:
-        out.append({MARKER_KEY: {**overflow, "path": None, "path_omitted": True,
-                                 "spill_file": spill.name}})
+        out.append(
+            {MARKER_KEY: {**overflow, "path": None, "path_omitted": True, "spill_file": spill.name}}
+        )
     out.append({MARKER_KEY: {"truncated": True}})
     return out
 

@@ -69,11 +69,24 @@ def dumps(
     (``NaN``, mixed key types, a foreign key) goes through :func:`_plain` first.
     """
     with contextlib.suppress(Exception):  # any refusal: try the normalised form
-        return json.dumps(value, allow_nan=False, default=str, ensure_ascii=ensure_ascii,
-                          sort_keys=sort_keys, separators=separators, indent=indent)
+        return json.dumps(
+            value,
+            allow_nan=False,
+            default=str,
+            ensure_ascii=ensure_ascii,
+            sort_keys=sort_keys,
+            separators=separators,
+            indent=indent,
+        )
     try:
-        return json.dumps(_plain(value, set()), allow_nan=False, ensure_ascii=ensure_ascii,
-                          sort_keys=sort_keys, separators=separators, indent=indent)
+        return json.dumps(
+            _plain(value, set()),
+            allow_nan=False,
+            ensure_ascii=ensure_ascii,
+            sort_keys=sort_keys,
+            separators=separators,
+            indent=indent,
+        )
     except Exception as exc:  # a cycle, an over-long int, a failing __str__, deep nesting
         raise Unserialisable(type(exc).__name__) from exc
 

@@ -153,16 +153,26 @@ def take(root: Path, names: Iterable[str], request: SpillRequest, *, lane: str) 
     """The first name that holds (or now holds) the request's content; B8 failures fail."""
     try:
         for name in names:
-            if holds(root, name, request) or _create(root, name, request, lane) or holds(
-                root, name, request
+            if (
+                holds(root, name, request)
+                or _create(root, name, request, lane)
+                or holds(root, name, request)
             ):
                 return Spill(name, spill_path(root, name))
     except (OSError, TidingsError, cap_ruler.Unserialisable) as exc:
-        log.event("notification_spill_failed", workdir=str(root), lane=lane,
-                  error=f"{type(exc).__name__}: {exc}"[:300])
+        log.event(
+            "notification_spill_failed",
+            workdir=str(root),
+            lane=lane,
+            error=f"{type(exc).__name__}: {exc}"[:300],
+        )
         return Spill()
-    log.event("notification_spill_failed", workdir=str(root), lane=lane,
-              error=f"names exhausted (suffix {MAX_SUFFIX})")
+    log.event(
+        "notification_spill_failed",
+        workdir=str(root),
+        lane=lane,
+        error=f"names exhausted (suffix {MAX_SUFFIX})",
+    )
     return Spill()
 
 

@@ -52,8 +52,14 @@ class RedisSpillIndex:
         return replies.text_or_none(self.rt.redis.hget(self.keys.persistent_spills, digest))
 
     def remember(self, digest: str, name: str) -> None:
-        channel_scripts.remember_spill(self.rt.scripts, self.agent_id, digest=digest, name=name,
-                                       used_at=repr(self.rt.clock.now()), kept=INDEX_SIZE)
+        channel_scripts.remember_spill(
+            self.rt.scripts,
+            self.agent_id,
+            digest=digest,
+            name=name,
+            used_at=repr(self.rt.clock.now()),
+            kept=INDEX_SIZE,
+        )
 
 
 def _known(root: Path, index: SpillIndex, request: spill.SpillRequest) -> str | None:
@@ -81,6 +87,7 @@ def spill_persistent(
         try:
             index.remember(request.digest, outcome.name)
         except RedisError as exc:
-            log.event("notification_spill_index_failed", workdir=str(root),
-                      error=type(exc).__name__)
+            log.event(
+                "notification_spill_index_failed", workdir=str(root), error=type(exc).__name__
+            )
     return outcome

@@ -67,7 +67,8 @@ class Allowlist:
         verdict = self._seen.get(name)
         if verdict is None:
             verdict = self._seen[name] = name_error(name) is None and (
-                name in BUILTIN_CHANNELS or name.startswith(MCP_PREFIX)
+                name in BUILTIN_CHANNELS
+                or name.startswith(MCP_PREFIX)
                 or name in self.hook_channels
             )
         return verdict
@@ -115,8 +116,11 @@ def peek_registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:
 def _last_loaded(rt: Runtime, agent: AgentRecord) -> frozenset[str]:
     """C41: the agent's last loaded hook channels (in Redis; none if never loaded)."""
     last = loads_or(rt.redis.get(AgentKeys(agent.agent_id).hook_channels), [])
-    return frozenset(c for c in last if isinstance(c, str)) if isinstance(last, list) else (
-        frozenset())
+    return (
+        frozenset(c for c in last if isinstance(c, str))
+        if isinstance(last, list)
+        else (frozenset())
+    )
 
 
 def registry_state(rt: Runtime, agent: AgentRecord) -> RegistryState:

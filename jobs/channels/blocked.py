@@ -49,8 +49,9 @@ def flaggable_stem(name: str) -> str | None:
     return stem
 
 
-def _flaggable(listing: Listing, hook_channels: frozenset[str]) -> tuple[tuple[str, ...],
-                                                                          tuple[str, ...]]:
+def _flaggable(
+    listing: Listing, hook_channels: frozenset[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The stems of flaggable regular files: (blocked, allowed); memoised on the listing,
     so a flood of rogue files costs nothing while the directory is unchanged (C50)."""
 
@@ -74,7 +75,12 @@ class ScanResult:
 
 
 def _publish_warning(
-    rt: Runtime, agent: AgentRecord, set_key: str, channel: str, source: str, kind: str,
+    rt: Runtime,
+    agent: AgentRecord,
+    set_key: str,
+    channel: str,
+    source: str,
+    kind: str,
     body: str,
 ) -> bool:
     """Warn about ``channel``, which just joined ``set_key``. A failed publish leaves the
@@ -88,8 +94,12 @@ def _publish_warning(
         raise
     if result["status"] == "error":
         rt.redis.srem(set_key, channel)
-        log.event("notification_warning_failed", agent_id=agent.agent_id, channel=channel,
-                  reason=result["reason"])
+        log.event(
+            "notification_warning_failed",
+            agent_id=agent.agent_id,
+            channel=channel,
+            reason=result["reason"],
+        )
         return False
     return True
 
@@ -104,8 +114,13 @@ class KnownSets:
     oversized: frozenset[str]
 
 
-def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
-                  present: tuple[str, ...], known: KnownSets | None) -> list[str]:
+def _warn_blocked(
+    rt: Runtime,
+    agent: AgentRecord,
+    allow: Allowlist,
+    present: tuple[str, ...],
+    known: KnownSets | None,
+) -> list[str]:
     """C28, C50: warn new blocked channels one by one while the set has room; count the
     rest in the overflow notice. Two round trips however many files are present."""
     k = AgentKeys(agent.agent_id)
@@ -131,8 +146,9 @@ def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
         if joined < 0:  # a concurrent tick filled the set
             room = len(newly)
             break
-        if joined and _publish_warning(rt, agent, k.blocked, stem, "notification_hook",
-                                       "blocked_channel", blocked_body(stem)):
+        if joined and _publish_warning(
+            rt, agent, k.blocked, stem, "notification_hook", "blocked_channel", blocked_body(stem)
+        ):
             newly.append(stem)
     full = len(newly) >= room
     # While the set has room, a channel left unwarned is a failed publish, retried next tick.
@@ -140,8 +156,14 @@ def _warn_blocked(rt: Runtime, agent: AgentRecord, allow: Allowlist,
     return newly
 
 
-def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: bool,
-         known: KnownSets | None = None) -> ScanResult:
+def scan(
+    rt: Runtime,
+    agent: AgentRecord,
+    allow: Allowlist,
+    *,
+    registry_loaded: bool,
+    known: KnownSets | None = None,
+) -> ScanResult:
     """C28 for one agent: warn about new blocked and oversized files, forget resolved ones
     (``known``: the Redis side as the sync tick read it; else it is read here)."""
     k = AgentKeys(agent.agent_id)
@@ -156,7 +178,12 @@ def scan(rt: Runtime, agent: AgentRecord, allow: Allowlist, *, registry_loaded: 
                 continue
             present_big.add(stem)
             if rt.redis.sadd(k.oversized, stem) and _publish_warning(
-                rt, agent, k.oversized, stem, "notification_store", "oversized_channel",
+                rt,
+                agent,
+                k.oversized,
+                stem,
+                "notification_store",
+                "oversized_channel",
                 oversized_body(stem),
             ):
                 found.oversized.append(stem)

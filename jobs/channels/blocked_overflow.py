@@ -33,8 +33,7 @@ def overflow_body(count: int) -> str:
 
 def join(rt: Runtime, agent: AgentRecord, channel: str) -> int:
     """Join the blocked set: 1 joined, 0 already there, -1 the set is full (C50)."""
-    return channel_scripts.join_blocked(rt.scripts, agent.agent_id, channel,
-                                        cap=MAX_WARNED_BLOCKED)
+    return channel_scripts.join_blocked(rt.scripts, agent.agent_id, channel, cap=MAX_WARNED_BLOCKED)
 
 
 def announce(rt: Runtime, agent: AgentRecord, count: int, last: object) -> bool:
@@ -49,12 +48,20 @@ def announce(rt: Runtime, agent: AgentRecord, count: int, last: object) -> bool:
     if previous == str(count):
         return False
     result = system_events.notify(
-        rt, agent, source="notification_hook", ref_id=OVERFLOW_REF,
-        body=overflow_body(count), replace=True,
+        rt,
+        agent,
+        source="notification_hook",
+        ref_id=OVERFLOW_REF,
+        body=overflow_body(count),
+        replace=True,
     )
     if result["status"] == "error":
-        log.event("notification_warning_failed", agent_id=agent.agent_id, channel=OVERFLOW_REF,
-                  reason=result["reason"])
+        log.event(
+            "notification_warning_failed",
+            agent_id=agent.agent_id,
+            channel=OVERFLOW_REF,
+            reason=result["reason"],
+        )
         return False
     rt.redis.set(k.blocked_overflow, count)
     return True

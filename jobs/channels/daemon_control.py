@@ -96,9 +96,9 @@ def write_control(root: Path, control: Control) -> None:
 
 def _canonical(value: object) -> bytes:
     # Events read from outside writers' files may hold NaN; hashing must not fail on them.
-    return json.dumps(
-        value, ensure_ascii=False, separators=(",", ":"), sort_keys=True
-    ).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode(
+        "utf-8"
+    )
 
 
 def event_key(event: object) -> str:

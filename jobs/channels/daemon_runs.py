@@ -67,6 +67,7 @@ __all__ = [
 #: Lock scope every daemon mutation holds (C30, C31).
 CONTROL_SCOPE = "resource:daemon-control"
 
+
 def run_scope(daemon_id: str) -> str:
     return f"daemon-run:{daemon_id}"
 
@@ -104,8 +105,12 @@ def _next_batch(current: BatchState, threshold: int | None) -> BatchState:
 
 
 def _appended(
-    existing: MiniFile | None, daemon_id: str, event: dict[str, object], priority: str | None,
-    batch: BatchState, now: float,
+    existing: MiniFile | None,
+    daemon_id: str,
+    event: dict[str, object],
+    priority: str | None,
+    batch: BatchState,
+    now: float,
 ) -> dict[str, object]:
     base = existing.logical_envelope() if existing is not None else {}
     events = [*(existing.logical if existing is not None else []), event]
@@ -113,14 +118,18 @@ def _appended(
     envelope: dict[str, object] = {
         "header": header(len(events)),
         "icon": icon if isinstance(icon, str) else DEFAULT_ICON,
-        "priority": "high" if priority == "high" or base.get("priority") == "high"
-        or any(map(is_high, events)) else "normal",
+        "priority": "high"
+        if priority == "high" or base.get("priority") == "high" or any(map(is_high, events))
+        else "normal",
         "published_at": utc_stamp(now),
         "daemon_id": daemon_id,
     }
     extras = {k: v for k, v in base.items() if k not in envelope and k != "data"}
-    return {**envelope, **extras,
-            "data": {"daemon_id": daemon_id, "events": events, "daemon": batch.model_dump()}}
+    return {
+        **envelope,
+        **extras,
+        "data": {"daemon_id": daemon_id, "events": events, "daemon": batch.model_dump()},
+    }
 
 
 def _append_locked(
@@ -131,8 +140,9 @@ def _append_locked(
     name = f"{daemon_id}.json"
     outcome = safe_read(root, mini_file(name))
     if outcome.kind == "not_regular":
-        return failure("unsafe_path", f"{mini_file(name)} is not a regular file",
-                     daemon_id=daemon_id)
+        return failure(
+            "unsafe_path", f"{mini_file(name)} is not a regular file", daemon_id=daemon_id
+        )
     if outcome.kind == "too_large":
         return failure("daemon_run_full", f"{mini_file(name)} is over 1 MiB", daemon_id=daemon_id)
     existing = parse_mini(name, outcome.data, control) if outcome.ok else None
@@ -145,10 +155,15 @@ def _append_locked(
     appended = _appended(existing, daemon_id, completed.event, priority, batch, now)
     encoded = compact(appended).encode()
     if len(encoded) > MAX_ENVELOPE_BYTES:
-        return failure("daemon_run_full", f"{mini_file(name)} would exceed 1 MiB",
-                     daemon_id=daemon_id)
-    pending = Pending(daemon_id=daemon_id, event_id=completed.event_id,
-                      prior_batch_state=control.batch_state, batch_state=batch)
+        return failure(
+            "daemon_run_full", f"{mini_file(name)} would exceed 1 MiB", daemon_id=daemon_id
+        )
+    pending = Pending(
+        daemon_id=daemon_id,
+        event_id=completed.event_id,
+        prior_batch_state=control.batch_state,
+        batch_state=batch,
+    )
     write_control(root, control.with_changes(pending=pending))
     atomic_write(root, mini_file(name), encoded)
     # The applied entry (if any) no longer matches the new bytes: drop it with the receipt.
@@ -173,14 +188,16 @@ def publish_daemon_event(
     """
     problem = names.name_error(daemon_id, "daemon_id")
     if problem is not None or not isinstance(daemon_id, str):
-        return failure("invalid_daemon_id", problem or "daemon_id must be a string",
-                     daemon_id=daemon_id)
+        return failure(
+            "invalid_daemon_id", problem or "daemon_id must be a string", daemon_id=daemon_id
+        )
     invalid = check_event(event, priority, None)
     if invalid is not None or not isinstance(event, dict):
         return invalid or failure("invalid_event", "event must be a JSON object")
     if is_symlink(agent.root, mini_file(f"{daemon_id}.json")):
-        return failure("unsafe_path", ".notification/daemon or the mini-file is a symlink",
-                     daemon_id=daemon_id)
+        return failure(
+            "unsafe_path", ".notification/daemon or the mini-file is a symlink", daemon_id=daemon_id
+        )
     try:
         with locks.hold(agent.root, run_scope(daemon_id), CONTROL_SCOPE):
             result = _append_locked(rt, agent, daemon_id, event, priority)
@@ -192,6 +209,7 @@ def publish_daemon_event(
         return raised(exc, daemon_id=daemon_id)
     except OSError as exc:
         log.event("daemon_append_failed", agent_id=agent.agent_id, error=type(exc).__name__)
-        return failure("daemon_write_failed", f"could not write the daemon event: {exc}",
-                     daemon_id=daemon_id)
+        return failure(
+            "daemon_write_failed", f"could not write the daemon event: {exc}", daemon_id=daemon_id
+        )
     return result

@@ -30,7 +30,6 @@ from tidings.store.jsonread import loads_or
 NOTIFICATION_SETTINGS_FILE = "notification.json"
 
 
-
 class BatchView(TypedDict):
     """C31: the batch state as readers show it (``data.daemon`` of the payload)."""
 
@@ -145,8 +144,9 @@ def read_minis(root: Path, control: Control) -> tuple[MiniFile, ...]:
     entries = list_dir(root, DAEMON_DIR) or []
     minis: list[MiniFile] = []
     for entry in sorted(entries, key=lambda e: e.name):
-        if not (is_mini_name(entry.name) and entry.is_regular
-                and entry.stat.st_size <= MAX_READ_BYTES):
+        if not (
+            is_mini_name(entry.name) and entry.is_regular and entry.stat.st_size <= MAX_READ_BYTES
+        ):
             continue
         outcome = safe_read(root, mini_file(entry.name))
         if outcome.ok:

@@ -50,18 +50,35 @@ def reason_of(traceback_text: object) -> str:
     return (lines[-1].strip() if lines else "unknown failure")[:300]
 
 
-def dead_letter(rt: Runtime, agent: AgentRecord, channel: str, reason: str,
-                retries: object = None) -> DeadLettered:
+def dead_letter(
+    rt: Runtime, agent: AgentRecord, channel: str, reason: str, retries: object = None
+) -> DeadLettered:
     """Give up the channel's flush: mark, log and tell the agent once (C52)."""
     added = rt.redis.sadd(AgentKeys(agent.agent_id).dead_flushes, channel)
-    log.event(DEAD_EVENT, logging.ERROR, agent_id=agent.agent_id, channel=channel,
-              retries=retries, reason=reason)
+    log.event(
+        DEAD_EVENT,
+        logging.ERROR,
+        agent_id=agent.agent_id,
+        channel=channel,
+        retries=retries,
+        reason=reason,
+    )
     if added and channel != names.SYSTEM:
         system_events.notify(
-            rt, agent, source="notification_store", ref_id=f"flush_failed:{channel}",
-            body=(f"Channel '{channel}' cannot be written ({reason}). Its notifications stay "
-                  "buffered; the next publish to it tries again."),
+            rt,
+            agent,
+            source="notification_store",
+            ref_id=f"flush_failed:{channel}",
+            body=(
+                f"Channel '{channel}' cannot be written ({reason}). Its notifications stay "
+                "buffered; the next publish to it tries again."
+            ),
             idempotency_key=f"flush_failed:{channel}",
         )
-    return {"status": "ok", "agent_id": agent.agent_id, "channel": channel,
-            "dead_lettered": True, "reason": reason}
+    return {
+        "status": "ok",
+        "agent_id": agent.agent_id,
+        "channel": channel,
+        "dead_lettered": True,
+        "reason": reason,
+    }

@@ -25,7 +25,6 @@ DEFAULT_ICON = "🔔"
 PRIORITIES = ("low", "normal", "high")
 
 
-
 class ErrorFields(TypedDict, total=False):
     """The caller's values an error result repeats (made writable, C48)."""
 
@@ -61,14 +60,19 @@ def failure(reason: Reason, message: str, **fields: Unpack[ErrorFields]) -> Erro
     """An error result; the caller's values it repeats are made writable (C48)."""
     echoed = {key: echo(value) for key, value in fields.items()}
     # The keys are ErrorFields' own (checked at each call); echo keeps them JSON.
-    return cast("ErrorResult", {"status": "error", "reason": reason, "message": echo(message),
-                                **echoed})
+    return cast(
+        "ErrorResult", {"status": "error", "reason": reason, "message": echo(message), **echoed}
+    )
 
 
 def error(reason: str, message: str, **fields: object) -> dict[str, object]:
     """:func:`failure` for callers whose results are not typed yet (any reason, any field)."""
-    return {"status": "error", "reason": reason, "message": echo(message),
-            **{k: echo(v) for k, v in fields.items()}}
+    return {
+        "status": "error",
+        "reason": reason,
+        "message": echo(message),
+        **{k: echo(v) for k, v in fields.items()},
+    }
 
 
 def raised(exc: TidingsError, **fields: Unpack[ErrorFields]) -> ErrorResult:
@@ -121,9 +125,7 @@ def complete_envelope(value: object, now: float) -> Completed | ErrorResult:
     return Completed(envelope)
 
 
-def check_event(
-    event: object, priority: object, idempotency_key: object
-) -> ErrorResult | None:
+def check_event(event: object, priority: object, idempotency_key: object) -> ErrorResult | None:
     """C11's event checks in order; ``None`` when the event may be buffered."""
     if not isinstance(event, dict):
         return failure("invalid_event", "event must be a JSON object")

@@ -33,7 +33,6 @@ BATCH_RECORDS = 500
 BATCHES_PER_RUN = 50
 
 
-
 class Flushed(TypedDict):
     """C14: a run that drained the buffer, or re-enqueued itself after 50 batches."""
 
@@ -71,9 +70,13 @@ def _current_sha(agent: AgentRecord, channel: str) -> tuple[str, bytes | None]:
 
 def _commit(rt: Runtime, agent: AgentRecord, channel: str, through_seq: int) -> bool:
     """C15 commit; true when it found the buffer drained and ended the run."""
-    return channel_scripts.commit_flush(rt.scripts, agent.agent_id, channel,
-                                        through_seq=through_seq,
-                                        flag_ttl=rt.settings.flush_flag_ttl)[1]
+    return channel_scripts.commit_flush(
+        rt.scripts,
+        agent.agent_id,
+        channel,
+        through_seq=through_seq,
+        flag_ttl=rt.settings.flush_flag_ttl,
+    )[1]
 
 
 def settle_intent(rt: Runtime, agent: AgentRecord, channel: str) -> str | None:
@@ -136,13 +139,21 @@ def flush_channel(rt: Runtime, agent: AgentRecord, channel: str) -> Flushed | Fl
                 count, ended = _flush_batch(rt, agent, channel)
         except UnsafePathError as exc:
             _warn_unsafe(rt, agent, channel, exc.message)
-            return {"status": "error", "reason": "unsafe_path", "channel": channel,
-                    "applied": applied}
+            return {
+                "status": "error",
+                "reason": "unsafe_path",
+                "channel": channel,
+                "applied": applied,
+            }
         if ended:
             if applied and not count:  # a commit that ends the run revives in its script
                 dead_letters.revive(rt, agent, channel)
-            return {"status": "ok", "channel": channel, "applied": applied + count,
-                    "requeued": False}
+            return {
+                "status": "ok",
+                "channel": channel,
+                "applied": applied + count,
+                "requeued": False,
+            }
         applied += count
     rt.dispatch.flush_channel(agent, channel)
     return {"status": "ok", "channel": channel, "applied": applied, "requeued": True}

@@ -27,8 +27,18 @@ SCOPE = "resource:hook-registry"
 #: C39: required non-empty strings, in stored order.
 REQUIRED = ("name", "channel", "source", "description", "how_to_modify", "how_to_cancel")
 #: C40: what ``edit`` may change.
-EDITABLE = frozenset({"version", "source", "description", "channel", "how_to_modify",
-                      "how_to_cancel", "instructions", "max_events"})
+EDITABLE = frozenset(
+    {
+        "version",
+        "source",
+        "description",
+        "channel",
+        "how_to_modify",
+        "how_to_cancel",
+        "instructions",
+        "max_events",
+    }
+)
 MANIFEST_FIELDS = frozenset({*REQUIRED, "version", "instructions", "max_events"})
 DEFAULT_VERSION = "1.0.0"
 #: C41: how much of a load error the result quotes.
@@ -78,8 +88,11 @@ class _Invalid(Exception):
 
 def load_failed(detail: str) -> ErrorResult:
     """C41: exactly this result for a registry that cannot be loaded."""
-    return {"status": "error", "reason": "hook_registry_load_failed",
-            "message": f"Could not load hooks.json: {detail[:LOAD_ERROR_CHARS]}"}
+    return {
+        "status": "error",
+        "reason": "hook_registry_load_failed",
+        "message": f"Could not load hooks.json: {detail[:LOAD_ERROR_CHARS]}",
+    }
 
 
 def _channel_problem(channel: str) -> str | None:
@@ -120,14 +133,18 @@ def normalise(fields: Mapping[str, object]) -> ManifestDoc:
         raise _Invalid("instructions must be a string")
     max_events = fields.get("max_events")
     if max_events is not None and (
-        isinstance(max_events, bool) or not isinstance(max_events, int)
+        isinstance(max_events, bool)
+        or not isinstance(max_events, int)
         or not MIN_RETAINED <= max_events <= MAX_RETAINED
     ):
         raise _Invalid("max_events must be an integer in 1..10000")
     ordered: ManifestDoc = {
-        "name": manifest["name"], "version": version or DEFAULT_VERSION,
-        "channel": manifest["channel"], "source": manifest["source"],
-        "description": manifest["description"], "how_to_modify": manifest["how_to_modify"],
+        "name": manifest["name"],
+        "version": version or DEFAULT_VERSION,
+        "channel": manifest["channel"],
+        "source": manifest["source"],
+        "description": manifest["description"],
+        "how_to_modify": manifest["how_to_modify"],
         "how_to_cancel": manifest["how_to_cancel"],
     }
     if instructions:
@@ -181,13 +198,17 @@ def _mutate(rt: Runtime, agent: AgentRecord, change: Mutation) -> HookResult:
             except _Full as exc:
                 return failure("hook_registry_full", str(exc))
             except (OSError, UnsafePathError) as exc:
-                return failure("hook_registry_write_failed",
-                             f"could not write hooks.json: {type(exc).__name__}: {exc}")
+                return failure(
+                    "hook_registry_write_failed",
+                    f"could not write hooks.json: {type(exc).__name__}: {exc}",
+                )
     except LockTimeout as exc:
         return raised(exc)
     except (OSError, UnsafePathError) as exc:  # C51: the lock itself could not be taken
-        return failure("hook_registry_write_failed",
-                     f"could not lock the hook registry: {type(exc).__name__}: {exc}")
+        return failure(
+            "hook_registry_write_failed",
+            f"could not lock the hook registry: {type(exc).__name__}: {exc}",
+        )
     allowlisting.invalidate(agent)
     allowlisting.registry_state(rt, agent)  # refresh the last-loaded set in Redis (C41)
     return result
@@ -212,11 +233,17 @@ def add(rt: Runtime, agent: AgentRecord, fields: Mapping[str, object]) -> HookRe
             return failure("duplicate_name", f"a hook named {name!r} exists", name=name), None
         holder = _holder(manifests, channel, None)
         if holder is not None:
-            return failure("channel_in_use", f"channel {channel!r} belongs to hook {holder!r}",
-                         channel=channel, name=holder), None
+            return failure(
+                "channel_in_use",
+                f"channel {channel!r} belongs to hook {holder!r}",
+                channel=channel,
+                name=holder,
+            ), None
         added.append(channel)
-        return ({"status": "ok", "reason": "added", "name": name},
-                [*manifests, Manifest.parse(manifest)])
+        return (
+            {"status": "ok", "reason": "added", "name": name},
+            [*manifests, Manifest.parse(manifest)],
+        )
 
     result = _mutate(rt, agent, change)
     if result["status"] == "ok" and result["reason"] == "added":
@@ -236,21 +263,21 @@ def _name_problem(name: object) -> ErrorResult | None:
     if not isinstance(name, str) or not name:
         return failure("invalid_manifest", "name must be a non-empty string")
     if len(name) > names.MAX_NAME_CHARS:  # C46
-        return failure("invalid_manifest",
-                       f"name must be at most {names.MAX_NAME_CHARS} characters")
+        return failure(
+            "invalid_manifest", f"name must be at most {names.MAX_NAME_CHARS} characters"
+        )
     if not encodable(name):  # C48
         return failure("invalid_manifest", "not valid Unicode")
     return None
 
 
-def edit(
-    rt: Runtime, agent: AgentRecord, name: object, fields: Mapping[str, object]
-) -> HookResult:
+def edit(rt: Runtime, agent: AgentRecord, name: object, fields: Mapping[str, object]) -> HookResult:
     """C40 ``edit``: null fields are ignored; the merged manifest is revalidated."""
     unknown = set(fields) - EDITABLE
     problem = _name_problem(name) or (
         failure("invalid_manifest", f"edit cannot change: {', '.join(sorted(unknown))}")
-        if unknown else None
+        if unknown
+        else None
     )
     changes = {k: v for k, v in fields.items() if v is not None}
     new_channel: list[str] = []
@@ -273,10 +300,14 @@ def edit(
         document = {**manifest, **{k: v for k, v in stored.items() if k not in MANIFEST_FIELDS}}
         holder = _holder(manifests, manifest["channel"], name)
         if holder is not None:
-            return failure("channel_in_use", f"channel {manifest['channel']!r} belongs to hook "
-                           f"{holder!r}", channel=manifest["channel"], name=holder), None
+            return failure(
+                "channel_in_use",
+                f"channel {manifest['channel']!r} belongs to hook {holder!r}",
+                channel=manifest["channel"],
+                name=holder,
+            ), None
         new_channel.append(manifest["channel"])
-        updated = [*manifests[:at], Manifest.parse(document), *manifests[at + 1:]]
+        updated = [*manifests[:at], Manifest.parse(document), *manifests[at + 1 :]]
         return {"status": "ok", "reason": "edited", "name": name}, updated
 
     result = _mutate(rt, agent, change)
@@ -295,7 +326,9 @@ def drop(rt: Runtime, agent: AgentRecord, name: object) -> HookResult:
         at = _index(manifests, name)
         if at is None:
             return failure("not_found", f"no hook named {name!r}", name=name), None
-        return ({"status": "ok", "reason": "dropped", "name": name},
-                [*manifests[:at], *manifests[at + 1:]])
+        return (
+            {"status": "ok", "reason": "dropped", "name": name},
+            [*manifests[:at], *manifests[at + 1 :]],
+        )
 
     return _mutate(rt, agent, change)

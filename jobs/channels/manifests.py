@@ -31,8 +31,11 @@ class Manifest:
     @classmethod
     def parse(cls, value: Mapping[str, object]) -> Manifest:
         name, channel, n = value.get("name"), value.get("channel"), value.get("max_events")
-        max_events = (n if isinstance(n, int) and not isinstance(n, bool)
-                      and MIN_RETAINED <= n <= MAX_RETAINED else None)
+        max_events = (
+            n
+            if isinstance(n, int) and not isinstance(n, bool) and MIN_RETAINED <= n <= MAX_RETAINED
+            else None
+        )
         return cls(
             raw=MappingProxyType(dict(value)),
             name=name if isinstance(name, str) else None,

@@ -82,8 +82,11 @@ def _ids(envelope: dict[str, object]) -> dict[str, object]:
     """The envelope's events that carry an ``event_id``, by it (the envelope untouched)."""
     data = envelope.get("data")
     events = data.get("events") if isinstance(data, dict) else None
-    return {e["event_id"]: e for e in events or () if isinstance(events, list)
-            and isinstance(e, dict) and isinstance(e.get("event_id"), str)}
+    return {
+        e["event_id"]: e
+        for e in events or ()
+        if isinstance(events, list) and isinstance(e, dict) and isinstance(e.get("event_id"), str)
+    }
 
 
 def _holds(ids: dict[str, object], event: dict[str, object]) -> bool:
@@ -122,7 +125,7 @@ def apply_batch(
     appended = False
     asked_high = False
     ids = _ids(envelope)
-    for record in records[dropped_by_retention(current, records):]:
+    for record in records[dropped_by_retention(current, records) :]:
         body = record.body
         replacement = body.get("envelope")
         if body.get("op") == "replace" and isinstance(replacement, dict):
@@ -134,9 +137,11 @@ def apply_batch(
             continue  # a record that cannot be read back (never written by tidings)
         events = _events_of(envelope)
         ref = event.get("ref_id")
-        if _holds(ids, event) or (body.get("skip_if_ref_exists") and ref is not None and any(
-            isinstance(e, dict) and e.get("ref_id") == ref for e in events
-        )):
+        if _holds(ids, event) or (
+            body.get("skip_if_ref_exists")
+            and ref is not None
+            and any(isinstance(e, dict) and e.get("ref_id") == ref for e in events)
+        ):
             continue
         if body.get("replace_ref") and ref is not None and _replaced(events, ref, event):
             ids = _ids(envelope)

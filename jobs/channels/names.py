@@ -14,8 +14,19 @@ MAX_NAME_CHARS = 200
 #: C3: the built-in channels.
 BUILTIN_CHANNELS = frozenset(
     {
-        "bash", "btw", "cron", "daemon", "delay-alarm", "email", "goal", "molt", "nudge",
-        "post-molt", "soul", "system", "tool_loop_guard",
+        "bash",
+        "btw",
+        "cron",
+        "daemon",
+        "delay-alarm",
+        "email",
+        "goal",
+        "molt",
+        "nudge",
+        "post-molt",
+        "soul",
+        "system",
+        "tool_loop_guard",
     }
 )
 

@@ -30,7 +30,12 @@ def publish_event(
         if problem is not None:
             return problem
         return publishing.append_event(
-            rt, agent, channel, event, priority=priority, idempotency_key=idempotency_key,
+            rt,
+            agent,
+            channel,
+            event,
+            priority=priority,
+            idempotency_key=idempotency_key,
             wait=wait,
         )
     problem = publishing.check_channel(rt, agent, channel)
@@ -44,5 +49,6 @@ def publish_event(
     # Loaded here: a hook publishing to any other channel never pays for the daemon views.
     from tidings.jobs.channels import daemon_runs  # noqa: PLC0415
 
-    return daemon_runs.publish_daemon_event(rt, agent, daemon_id, event, priority=priority,
-                                            wait=wait)
+    return daemon_runs.publish_daemon_event(
+        rt, agent, daemon_id, event, priority=priority, wait=wait
+    )

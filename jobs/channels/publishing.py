@@ -53,6 +53,7 @@ class BufferRecord(TypedDict, total=False):
     skip_if_ref_exists: bool
     replace_ref: bool
 
+
 def check_channel(rt: Runtime, agent: AgentRecord, channel: object) -> ErrorResult | None:
     """C6: ``invalid_channel`` unless the channel is allowed for this agent."""
     problem = names.name_error(channel)
@@ -65,8 +66,11 @@ def check_channel(rt: Runtime, agent: AgentRecord, channel: object) -> ErrorResu
 
 def _unsafe(agent: AgentRecord, channel: str) -> ErrorResult | None:
     if is_symlink(agent.root, f".notification/{channel}.json"):
-        return failure("unsafe_path", f".notification/{channel}.json or its directory is a symlink",
-                     channel=channel)
+        return failure(
+            "unsafe_path",
+            f".notification/{channel}.json or its directory is a symlink",
+            channel=channel,
+        )
     return None
 
 
@@ -76,13 +80,16 @@ def publish(
     """C10: replace the whole mirror of ``channel`` (a ``system`` mirror carrying an event
     shaped like tidings' own notices is refused, C54)."""
     problem = reserved.producer_envelope_problem(channel, envelope) or check_channel(
-        rt, agent, channel)
+        rt, agent, channel
+    )
     if problem is None and channel == names.DAEMON:
-        problem = failure("invalid_channel", "use publish_daemon_event for the daemon channel",
-                        channel=channel)
+        problem = failure(
+            "invalid_channel", "use publish_daemon_event for the daemon channel", channel=channel
+        )
     if problem is None and channel == names.DELAY_ALARM:
-        problem = failure("reserved_channel", "delay-alarm is published by tidings only",
-                        channel=channel)
+        problem = failure(
+            "reserved_channel", "delay-alarm is published by tidings only", channel=channel
+        )
     if problem is not None:
         return problem
     completed = complete_envelope(envelope, rt.clock.now())
@@ -116,11 +123,13 @@ def append_event(
     if channel == names.DAEMON:
         # C11 routes daemon events to the aggregate; that is the caller's step
         # (tidings.jobs.channels.producer), since channels sit below the daemon package.
-        return failure("invalid_channel", "use publish_daemon_event for the daemon channel",
-                     channel=channel)
+        return failure(
+            "invalid_channel", "use publish_daemon_event for the daemon channel", channel=channel
+        )
     if channel == names.DELAY_ALARM:
-        return failure("reserved_channel", "delay-alarm is published by tidings only",
-                     channel=channel)
+        return failure(
+            "reserved_channel", "delay-alarm is published by tidings only", channel=channel
+        )
     problem = check_event(event, priority, idempotency_key)
     if problem is not None or not isinstance(event, dict):
         return problem or failure("invalid_event", "event must be a JSON object")
@@ -136,8 +145,9 @@ def append_event(
     }
     if replace_ref:
         record["replace_ref"] = True
-    pushed = _push(rt, agent, channel, record, dedup_key=completed.dedup_key,
-                   event_id=completed.event_id)
+    pushed = _push(
+        rt, agent, channel, record, dedup_key=completed.dedup_key, event_id=completed.event_id
+    )
     return _settle(rt, agent, channel, pushed, wait, event_id=completed.event_id)
 
 
@@ -151,9 +161,15 @@ def _push(
     event_id: str,
 ) -> channel_scripts.Pushed:
     pushed = channel_scripts.push(
-        rt.scripts, agent.agent_id, channel, record_json=compact(record),
-        flag_ttl=rt.settings.flush_flag_ttl, dedup_key=dedup_key, event_id=event_id,
-        dedup_seconds=DEDUP_SECONDS, token=secrets.token_hex(8),
+        rt.scripts,
+        agent.agent_id,
+        channel,
+        record_json=compact(record),
+        flag_ttl=rt.settings.flush_flag_ttl,
+        dedup_key=dedup_key,
+        event_id=event_id,
+        dedup_seconds=DEDUP_SECONDS,
+        token=secrets.token_hex(8),
         receipt_seconds=RECEIPT_SECONDS,
     )
     outcome = "duplicate" if pushed.duplicate else "queued"

@@ -18,19 +18,25 @@ RESERVED_SOURCE_PREFIX = "notification_"
 #: ``ref_id`` prefixes of tidings' blocked and oversized warnings (C28).
 RESERVED_REF_PREFIXES = ("blocked_channel:", "oversized_channel:")
 
+
 def notice_problem(event: object) -> ErrorResult | None:
     """``reserved_source`` when ``event`` has the shape of one of tidings' notices."""
     if not isinstance(event, dict):
         return None
     source, ref_id = event.get("source"), event.get("ref_id")
     if isinstance(source, str) and source.startswith(RESERVED_SOURCE_PREFIX):
-        return failure("reserved_source",
-                     f"sources beginning {RESERVED_SOURCE_PREFIX!r} are tidings' own notices",
-                     channel=SYSTEM)
+        return failure(
+            "reserved_source",
+            f"sources beginning {RESERVED_SOURCE_PREFIX!r} are tidings' own notices",
+            channel=SYSTEM,
+        )
     if isinstance(ref_id, str) and ref_id.startswith(RESERVED_REF_PREFIXES):
-        return failure("reserved_source",
-                     f"ref_ids beginning {' or '.join(map(repr, RESERVED_REF_PREFIXES))} are "
-                     "tidings' own warnings", channel=SYSTEM)
+        return failure(
+            "reserved_source",
+            f"ref_ids beginning {' or '.join(map(repr, RESERVED_REF_PREFIXES))} are "
+            "tidings' own warnings",
+            channel=SYSTEM,
+        )
     return None
 
 

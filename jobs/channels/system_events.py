@@ -24,6 +24,11 @@ def notify(
     instead takes the place of a retained one with this ``ref_id`` (C50)."""
     event = {"source": source, "ref_id": ref_id, "body": body}
     return append_event(
-        rt, agent, "system", event, idempotency_key=idempotency_key,
-        skip_if_ref_exists=not replace, replace_ref=replace,
+        rt,
+        agent,
+        "system",
+        event,
+        idempotency_key=idempotency_key,
+        skip_if_ref_exists=not replace,
+        replace_ref=replace,
     )

@@ -56,17 +56,23 @@ def read(rt: Runtime, agent: AgentRecord) -> Committed:
     return Committed(replies.text_or_none(delivered) or "", replies.text_or_none(wake) or "")
 
 
-def swap(rt: Runtime, agent: AgentRecord, seen: Committed,
-         delivered: list[FpEntry], wake: list[FpEntry]) -> bool:
+def swap(
+    rt: Runtime, agent: AgentRecord, seen: Committed, delivered: list[FpEntry], wake: list[FpEntry]
+) -> bool:
     """Replace both if neither moved since ``seen`` (one script)."""
     return _swap_texts(rt, agent, seen, compact(delivered), compact(wake))
 
 
-def _swap_texts(rt: Runtime, agent: AgentRecord, seen: Committed, delivered: str,
-                wake: str) -> bool:
+def _swap_texts(
+    rt: Runtime, agent: AgentRecord, seen: Committed, delivered: str, wake: str
+) -> bool:
     return wake_scripts.swap_fingerprints(
-        rt.scripts, agent.agent_id, expected_delivered=seen.delivered_text,
-        delivered=delivered, expected_wake=seen.wake_text, wake=wake,
+        rt.scripts,
+        agent.agent_id,
+        expected_delivered=seen.delivered_text,
+        delivered=delivered,
+        expected_wake=seen.wake_text,
+        wake=wake,
     )
 
 

@@ -53,8 +53,16 @@ STATISTICS_SCOPE = (
 )
 #: D12: every key a completion holds.
 COMPLETION_KEYS = frozenset(
-    {"request_id", "target", "requested_seconds", "actual_seconds", "expired_at", "changed",
-     "initial", "current"}
+    {
+        "request_id",
+        "target",
+        "requested_seconds",
+        "actual_seconds",
+        "expired_at",
+        "changed",
+        "initial",
+        "current",
+    }
 )
 UNKNOWN_STATS: TargetStats = {"present": None}
 
@@ -80,8 +88,9 @@ def completion(state: DelayState, now: float, current: TargetStats) -> Completio
     """D12, for a structurally valid due state."""
     if state.started_epoch is None:
         raise ValueError("only a structurally valid state completes")
-    initial: Mapping[str, object] = (state.initial if state.initial is not None
-                                     else TargetStats(present=None))
+    initial: Mapping[str, object] = (
+        state.initial if state.initial is not None else TargetStats(present=None)
+    )
     return {
         "request_id": state.request_id,
         "target": state.target,
@@ -165,8 +174,7 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
         if structural_problem(state, now) is not None or not is_due(state, now):
             return False
         same = state.target == seen.target and state.request_id == seen.request_id
-        current = (seen.current if same and seen.current is not None
-                   else TargetStats(present=None))
+        current = seen.current if same and seen.current is not None else TargetStats(present=None)
         expiring = state.changed(status=EXPIRING, completion=completion(state, now, current))
         write_state(root, expiring)
         faults.reach("expire.after_expiring")
@@ -181,9 +189,14 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
     metrics.alarm_published(rt.clock.now() - deadline if deadline is not None else 0.0)
     faults.reach("expire.after_alarm")
     write_state(root, state.changed(status=PUBLISHED))
-    log.event("notification_delay_alarm_published", level=logging.INFO,
-              agent_id=agent.agent_id, request_id=done["request_id"], target=done["target"],
-              changed=done["changed"])
+    log.event(
+        "notification_delay_alarm_published",
+        level=logging.INFO,
+        agent_id=agent.agent_id,
+        request_id=done["request_id"],
+        target=done["target"],
+        changed=done["changed"],
+    )
     return True
 
 
@@ -196,8 +209,12 @@ def reconcile(rt: Runtime, agent: AgentRecord, expected: str | None = None) -> b
         with locks.hold(agent.root, *LOCK_SCOPES):
             return _transact(rt, agent, expected, seen)
     except Exception as exc:  # D11: never raise; the next trigger retries
-        log.event("notification_delay_reconcile_failed", agent_id=agent.agent_id,
-                  error=type(exc).__name__, detail=str(exc)[:200])
+        log.event(
+            "notification_delay_reconcile_failed",
+            agent_id=agent.agent_id,
+            error=type(exc).__name__,
+            detail=str(exc)[:200],
+        )
         return False
 
 

@@ -53,11 +53,18 @@ from tidings.store.reasons import Reason
 #: D4: locked attempts when an overdue request is found (one retry).
 OVERDUE_ATTEMPTS = 2
 
+
 def _error(reason: Reason, message: str, **fields: str | None) -> DelayResult:
     # The fields are the echoed channel names of DelayResult (channel, active_channel).
-    return cast("DelayResult", {"status": "error", "reason": reason,
-                                **{k: echo(v) for k, v in fields.items()},
-                                "message": echo(message)})
+    return cast(
+        "DelayResult",
+        {
+            "status": "error",
+            "reason": reason,
+            **{k: echo(v) for k, v in fields.items()},
+            "message": echo(message),
+        },
+    )
 
 
 def _invalid(
@@ -74,8 +81,10 @@ def _invalid(
     if not 0 <= seconds <= cap:
         return f"seconds must be between 0 and {cap}"
     if now + seconds > LATEST_DEADLINE_EPOCH:
-        return (f"seconds is too large: the deadline would fall after {LATEST_DEADLINE_AT}, "
-                "the latest time a timestamp can hold")
+        return (
+            f"seconds is too large: the deadline would fall after {LATEST_DEADLINE_AT}, "
+            "the latest time a timestamp can hold"
+        )
     return None
 
 
@@ -97,20 +106,35 @@ def _live_target(state: DelayState | None, now: float, allow: Allowlist) -> str 
     return state.target if allow.allows(state.target) else None
 
 
-def _new_state(channel: str, seconds: int, cap: int, now: float,
-               initial: TargetStats) -> ActiveState:
+def _new_state(
+    channel: str, seconds: int, cap: int, now: float, initial: TargetStats
+) -> ActiveState:
     """D5, D6: a fresh active request."""
     deadline = now + seconds
     return {
-        "version": STATE_VERSION, "status": ACTIVE, "request_id": uuid.uuid4().hex,
-        "target": channel, "requested_seconds": seconds, "max_seconds": cap,
-        "started_epoch": now, "started_at": utc_stamp(now),
-        "deadline_epoch": deadline, "deadline_at": utc_stamp(deadline), "initial": initial,
+        "version": STATE_VERSION,
+        "status": ACTIVE,
+        "request_id": uuid.uuid4().hex,
+        "target": channel,
+        "requested_seconds": seconds,
+        "max_seconds": cap,
+        "started_epoch": now,
+        "started_at": utc_stamp(now),
+        "deadline_epoch": deadline,
+        "deadline_at": utc_stamp(deadline),
+        "initial": initial,
     }
 
 
-def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str, seconds: int,
-                 cap: int, initial: TargetStats | None) -> _Step:
+def _locked_step(
+    rt: Runtime,
+    agent: AgentRecord,
+    allow: Allowlist,
+    channel: str,
+    seconds: int,
+    cap: int,
+    initial: TargetStats | None,
+) -> _Step:
     """D4 under the delay locks."""
     root = agent.root
     state = read_state(root).state
@@ -127,46 +151,73 @@ def _locked_step(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str
         new = _new_state(channel, seconds, cap, now, initial)
         write_state(root, new)
         step.touched.add(channel)
-        step.result = {"status": "ok", "action": "delayed", "channel": channel,
-                       "seconds": seconds, "request_id": new["request_id"],
-                       "deadline_at": new["deadline_at"]}
+        step.result = {
+            "status": "ok",
+            "action": "delayed",
+            "channel": channel,
+            "seconds": seconds,
+            "request_id": new["request_id"],
+            "deadline_at": new["deadline_at"],
+        }
         if live is not None:
             step.result["replaced_channel"] = live
             step.touched.add(live)
         if old_id:
             step.requests.append({"op": "remove", "request_id": old_id})
-        step.requests.append({"op": "add", "agent_id": agent.agent_id,
-                              "request_id": new["request_id"],
-                              "deadline_epoch": new["deadline_epoch"]})
+        step.requests.append(
+            {
+                "op": "add",
+                "agent_id": agent.agent_id,
+                "request_id": new["request_id"],
+                "deadline_epoch": new["deadline_epoch"],
+            }
+        )
     elif live is None:
-        step.result = {"status": "ok", "action": "cancelled", "channel": channel,
-                       "cancelled": False}
+        step.result = {
+            "status": "ok",
+            "action": "cancelled",
+            "channel": channel,
+            "cancelled": False,
+        }
     elif live != channel:
-        step.result = _error("delay_target_mismatch",
-                             f"the live delay is on {live!r}, not {channel!r}",
-                             channel=channel, active_channel=live)
+        step.result = _error(
+            "delay_target_mismatch",
+            f"the live delay is on {live!r}, not {channel!r}",
+            channel=channel,
+            active_channel=live,
+        )
     else:
         if state is None:  # a live target is read from a stored state
             raise ValueError("a live delay without a stored state")
         write_state(root, state.changed(status=CANCELLED, cancelled_at=utc_stamp(now)))
         step.touched.add(channel)
-        step.result = {"status": "ok", "action": "cancelled", "channel": channel,
-                       "cancelled": True}
+        step.result = {"status": "ok", "action": "cancelled", "channel": channel, "cancelled": True}
         step.requests.append({"op": "remove", "request_id": state.request_id})
     return step
 
 
-def _attempt(rt: Runtime, agent: AgentRecord, allow: Allowlist, channel: str, seconds: int,
-             cap: int, initial: TargetStats | None) -> _Step:
+def _attempt(
+    rt: Runtime,
+    agent: AgentRecord,
+    allow: Allowlist,
+    channel: str,
+    seconds: int,
+    cap: int,
+    initial: TargetStats | None,
+) -> _Step:
     try:
         with locks.hold(agent.root, *delay_alarm.LOCK_SCOPES):
             return _locked_step(rt, agent, allow, channel, seconds, cap, initial)
     except LockTimeout as exc:
         return _Step(_error("lock_timeout", exc.message, channel=channel))
     except (OSError, TidingsError) as exc:
-        return _Step(_error("delay_state_write_failed",
-                            f"could not persist notification delay: {type(exc).__name__}",
-                            channel=channel))
+        return _Step(
+            _error(
+                "delay_state_write_failed",
+                f"could not persist notification delay: {type(exc).__name__}",
+                channel=channel,
+            )
+        )
 
 
 def _send(rt: Runtime, agent: AgentRecord, requests: list[AlarmRequest]) -> None:
@@ -175,9 +226,13 @@ def _send(rt: Runtime, agent: AgentRecord, requests: list[AlarmRequest]) -> None
         try:
             rt.dispatch.alarm_request(agent.host, request)
         except Exception as exc:
-            log.event("notification_delay_alarm_request_failed", agent_id=agent.agent_id,
-                      op=request["op"], request_id=request["request_id"],
-                      error=type(exc).__name__)
+            log.event(
+                "notification_delay_alarm_request_failed",
+                agent_id=agent.agent_id,
+                op=request["op"],
+                request_id=request["request_id"],
+                error=type(exc).__name__,
+            )
 
 
 def _commit_wake(rt: Runtime, agent: AgentRecord, channels: set[str]) -> None:
@@ -194,18 +249,22 @@ def _commit_wake(rt: Runtime, agent: AgentRecord, channels: set[str]) -> None:
     committed.patch_wake(rt, agent, {name: masked.get(name) for name in files}, target)
 
 
-def request_delay(rt: Runtime, agent: AgentRecord, channel: object,
-                  seconds: object) -> DelayResult:
+def request_delay(rt: Runtime, agent: AgentRecord, channel: object, seconds: object) -> DelayResult:
     """D3, D4, D15: the ``delay`` action."""
     if not os.path.isdir(agent.workdir):
-        return _error("delay_requires_workdir",
-                      f"delay needs the agent's workdir; {agent.workdir} is not a directory")
+        return _error(
+            "delay_requires_workdir",
+            f"delay needs the agent's workdir; {agent.workdir} is not a directory",
+        )
     cap = limits.delay_cap(log_invalid=True)
     allow = allowlist(rt, agent)
     problem = _invalid(channel, seconds, cap, allow, rt.clock.now())
     if problem is not None or not isinstance(channel, str) or not is_int(seconds):
-        return _error("invalid_delay", problem or "channel and seconds are required",
-                      channel=channel if isinstance(channel, str) else None)
+        return _error(
+            "invalid_delay",
+            problem or "channel and seconds are required",
+            channel=channel if isinstance(channel, str) else None,
+        )
     published = delay_alarm.reconcile(rt, agent)
     initial = stats(agent.root, channel) if seconds > 0 else None
     step = _Step()
@@ -222,9 +281,11 @@ def request_delay(rt: Runtime, agent: AgentRecord, channel: object,
         # D14: the wake follows the alarm at once
         visit.sync_agent(rt, agent, wait=visit.VISIT_WAIT_SECONDS)
     if step.overdue:
-        return _error("delay_expiry_recovery_pending",
-                      "an overdue delay's alarm could not be published yet; try again",
-                      channel=channel)
+        return _error(
+            "delay_expiry_recovery_pending",
+            "an overdue delay's alarm could not be published yet; try again",
+            channel=channel,
+        )
     if step.result is None:  # every attempt that is not overdue sets a result
         raise ValueError("the delay step ended without a result")
     return step.result

@@ -88,7 +88,7 @@ CHECK_PLACEHOLDER: ToolResult = {
 #: C24: the sentence a check placeholder carries when the read failed or stayed unstable.
 UNAVAILABLE_MESSAGE = (
     "The notifications could not be read just now ({why}); this does not mean that none "
-    "are active. Call notification(action=\"check\") again later."
+    'are active. Call notification(action="check") again later.'
 )
 #: C24: the words of :data:`UNAVAILABLE_MESSAGE` for each reason (``store_error`` else).
 UNAVAILABLE_WHY = {
@@ -152,9 +152,7 @@ def attention_preview(agent: AgentRecord, obs: Observation, spiller: Spiller) ->
     return cap_lane(lane, max_chars(agent.root), spiller) if lane else lane
 
 
-def _content_key(
-    obs: Observation, from_files: Lane, lane: Lane
-) -> tuple[object, ...] | None:
+def _content_key(obs: Observation, from_files: Lane, lane: Lane) -> tuple[object, ...] | None:
     """What determines ``lane`` (block-cap.md B20): the raw fingerprint for channel
     files, the ruler text of the entries it does not cover (the daemon aggregate,
     sanitised pointers); ``None`` if those cannot be written."""
@@ -228,8 +226,12 @@ def unavailable(result: ToolResult, reason: str) -> ToolResult:
     stamped = dict(result)
     existing = stamped.get("_meta")
     meta: dict[str, object] = dict(existing) if isinstance(existing, dict) else {}
-    agent_meta: UnavailableMeta = {"notifications_unavailable": {
-        "reason": reason, "message": UNAVAILABLE_MESSAGE.format(why=why)}}
+    agent_meta: UnavailableMeta = {
+        "notifications_unavailable": {
+            "reason": reason,
+            "message": UNAVAILABLE_MESSAGE.format(why=why),
+        }
+    }
     meta["agent_meta"] = agent_meta
     stamped["_meta"] = meta
     return stamped
@@ -253,9 +255,7 @@ def stamp(
     return stamped
 
 
-def render(
-    rt: Runtime, agent: AgentRecord, persistent: Block | None = None
-) -> Notifications:
+def render(rt: Runtime, agent: AgentRecord, persistent: Block | None = None) -> Notifications:
     """C24: the capped ``notifications`` object (``{}`` when nothing is visible)."""
     obs = observe(rt, agent)
     if not obs.stable:
@@ -265,9 +265,7 @@ def render(
     return notes
 
 
-def cap_only(
-    rt: Runtime, agent: AgentRecord, persistent: Block | None
-) -> Notifications:
+def cap_only(rt: Runtime, agent: AgentRecord, persistent: Block | None) -> Notifications:
     """What an unstable read can still deliver: the persistent block alone."""
     if not persistent:
         return {}

@@ -84,7 +84,7 @@ DismissResult = Dismissed | Stale | ErrorResult
 #: C37: the guard that applies to ``email`` while no other guard is set for it.
 DEFAULT_GUARDS = {
     "email": "email(action='dismiss', input={'email_id': [...]}) or "
-             "email(action='read', input={'email_id': [...]})",
+    "email(action='read', input={'email_id': [...]})",
 }
 PROTECTED = frozenset({"goal"})
 ACK_REQUIRED = frozenset({"post-molt"})
@@ -100,7 +100,12 @@ def guard_for(rt: Runtime, channel: str) -> str | None:
 
 
 def _pre_checks(
-    rt: Runtime, agent: AgentRecord, channel: object, *, force: bool, reason: object,
+    rt: Runtime,
+    agent: AgentRecord,
+    channel: object,
+    *,
+    force: bool,
+    reason: object,
     targeted: bool,
 ) -> ErrorResult | None:
     """C35 steps 1-5."""
@@ -108,27 +113,38 @@ def _pre_checks(
     if problem is not None or not isinstance(channel, str):
         return problem or failure("invalid_channel", "channel must be a string", channel=channel)
     if channel in ACK_REQUIRED and (not isinstance(reason, str) or not reason.strip()):
-        return failure("missing_ack_reason", f"dismissing {channel} needs a reason (the ack)",
-                     channel=channel)
+        return failure(
+            "missing_ack_reason", f"dismissing {channel} needs a reason (the ack)", channel=channel
+        )
     if channel in PROTECTED:
         return failure("protected_channel", f"{channel} cannot be dismissed", channel=channel)
     if targeted and channel not in EVENT_CHANNELS:
-        return failure("atomic_dismiss_requires_system_channel",
-                     "event and ref dismissal work on the system and daemon channels only",
-                     channel=channel)
+        return failure(
+            "atomic_dismiss_requires_system_channel",
+            "event and ref dismissal work on the system and daemon channels only",
+            channel=channel,
+        )
     verb = guard_for(rt, channel)
     if verb is not None and not force:
-        return failure("guarded", f"{channel} is guarded; use {verb}, or force=true",
-                     channel=channel, suggested_verb=verb)
+        return failure(
+            "guarded",
+            f"{channel} is guarded; use {verb}, or force=true",
+            channel=channel,
+            suggested_verb=verb,
+        )
     return None
 
 
 def _stale(channel: str, delivered: Version, current: Version) -> Stale:
     return {
-        "status": "error", "reason": "stale_channel_version", "channel": channel,
-        "forced": False, "delivered_version": delivered, "current_version": current,
+        "status": "error",
+        "reason": "stale_channel_version",
+        "channel": channel,
+        "forced": False,
+        "delivered_version": delivered,
+        "current_version": current,
         "message": f"{channel} changed since it was last delivered; read it again "
-                   "(notification check) or pass force=true",
+        "(notification check) or pass force=true",
     }
 
 
@@ -151,9 +167,16 @@ class _Target:
         """C36: both committed fingerprints take the new entry (or lose it)."""
         root = self.agent.root
         if self.channel == DAEMON:
-            wake = next((e for e in masked_fingerprint(
-                root, [raw_entry] if raw_entry else [], self.delayed) if e[0] == self.filename),
-                None)
+            wake = next(
+                (
+                    e
+                    for e in masked_fingerprint(
+                        root, [raw_entry] if raw_entry else [], self.delayed
+                    )
+                    if e[0] == self.filename
+                ),
+                None,
+            )
         elif self.channel == self.delayed:
             raw_entry = wake = None  # a delayed target is in neither fingerprint (D1)
         else:
@@ -168,8 +191,10 @@ def _read_checked(target: _Target, force: bool) -> tuple[ReadOutcome, Stale | No
     settle_intent(target.rt, target.agent, channel)
     outcome = safe_read(target.agent.root, channel_file(channel))
     current: Version = (
-        None if outcome.kind == "absent"
-        else _entry_of(target.filename, outcome.data) if outcome.ok
+        None
+        if outcome.kind == "absent"
+        else _entry_of(target.filename, outcome.data)
+        if outcome.ok
         else outcome.error
     )
     delivered = target.delivered()
@@ -191,16 +216,17 @@ def _whole_file(target: _Target, force: bool) -> Dismissed | Stale:
     return result
 
 
-def _events_in_file(
-    target: _Target, force: bool, match: Callable[[object], bool]
-) -> DismissResult:
+def _events_in_file(target: _Target, force: bool, match: Callable[[object], bool]) -> DismissResult:
     root, channel = target.agent.root, target.channel
     outcome, stale = _read_checked(target, force)
     if stale is not None:
         return stale
     if outcome.kind not in ("absent", "ok"):
-        return failure("clear_failed", f"{channel_file(channel)} cannot be read ({outcome.error})",
-                     channel=channel)
+        return failure(
+            "clear_failed",
+            f"{channel_file(channel)} cannot be read ({outcome.error})",
+            channel=channel,
+        )
     mirror = parse_mirror(outcome.data if outcome.ok else None)
     data = mirror.get("data")
     events = data.get("events") if isinstance(data, dict) else None
@@ -217,8 +243,14 @@ def _events_in_file(
         else:
             remove_file(root, channel_file(channel))
             target.commit(None)
-    return {"status": "ok", "channel": channel, "cleared": removed > 0, "removed": removed,
-            "remaining": len(kept), "forced": force}
+    return {
+        "status": "ok",
+        "channel": channel,
+        "cleared": removed > 0,
+        "removed": removed,
+        "remaining": len(kept),
+        "forced": force,
+    }
 
 
 def _daemon(
@@ -242,17 +274,25 @@ def _daemon(
     target.commit(list(after.fp_entry) if after.fp_entry else None)
     refresh(root, after)
     if match is None:
-        result: Dismissed = {"status": "ok", "channel": DAEMON, "cleared": existed,
-                          "forced": force}
+        result: Dismissed = {"status": "ok", "channel": DAEMON, "cleared": existed, "forced": force}
         if not existed:
             result["cause"] = "already_empty"
         return result
-    return {"status": "ok", "channel": DAEMON, "cleared": removed > 0, "removed": removed,
-            "remaining": after.event_count, "forced": force}
+    return {
+        "status": "ok",
+        "channel": DAEMON,
+        "cleared": removed > 0,
+        "removed": removed,
+        "remaining": after.event_count,
+        "forced": force,
+    }
 
 
 def _locked(
-    rt: Runtime, agent: AgentRecord, channel: str, force: bool,
+    rt: Runtime,
+    agent: AgentRecord,
+    channel: str,
+    force: bool,
     match: Callable[[object], bool] | None,
 ) -> DismissResult:
     """C35 step 6 and the change itself."""
@@ -268,8 +308,11 @@ def _locked(
     except (DaemonControlError, LockTimeout) as exc:
         return raised(exc, channel=channel)
     except (OSError, UnsafePathError) as exc:
-        return failure("clear_failed", f"could not clear {channel}: {type(exc).__name__}: {exc}",
-                     channel=channel)
+        return failure(
+            "clear_failed",
+            f"could not clear {channel}: {type(exc).__name__}: {exc}",
+            channel=channel,
+        )
 
 
 def _flag(force: object) -> bool:
@@ -277,13 +320,21 @@ def _flag(force: object) -> bool:
 
 
 def dismiss_channel(
-    rt: Runtime, agent: AgentRecord, channel: object, *, force: object = None,
-    reason: object = None, event_id: object = None, ref_id: object = None,
+    rt: Runtime,
+    agent: AgentRecord,
+    channel: object,
+    *,
+    force: object = None,
+    reason: object = None,
+    event_id: object = None,
+    ref_id: object = None,
 ) -> DismissResult:
     """Clear a whole channel (C36)."""
     if event_id is not None or ref_id is not None:
-        return failure("channel_dismiss_rejects_event_target",
-                     "dismiss_channel clears a whole channel; use dismiss_event or dismiss_ref")
+        return failure(
+            "channel_dismiss_rejects_event_target",
+            "dismiss_channel clears a whole channel; use dismiss_event or dismiss_ref",
+        )
     if channel is None:
         return failure("missing_channel", "dismiss_channel needs a channel")
     problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=False)
@@ -296,12 +347,19 @@ def dismiss_channel(
 
 
 def _targeted(
-    rt: Runtime, agent: AgentRecord, field: Field, value: object, channel: object,
-    force: object, reason: object,
+    rt: Runtime,
+    agent: AgentRecord,
+    field: Field,
+    value: object,
+    channel: object,
+    force: object,
+    reason: object,
 ) -> DismissResult:
     if not isinstance(value, str) or not value:
-        return failure("missing_event_id" if field == "event_id" else "missing_ref_id",
-                       f"{field} must be a non-empty string")
+        return failure(
+            "missing_event_id" if field == "event_id" else "missing_ref_id",
+            f"{field} must be a non-empty string",
+        )
     channel = SYSTEM if channel is None else channel
     problem = _pre_checks(rt, agent, channel, force=_flag(force), reason=reason, targeted=True)
     if problem is not None or not isinstance(channel, str):
@@ -319,16 +377,26 @@ def _targeted(
 
 
 def dismiss_event(
-    rt: Runtime, agent: AgentRecord, event_id: object, *, channel: object = None,
-    force: object = None, reason: object = None,
+    rt: Runtime,
+    agent: AgentRecord,
+    event_id: object,
+    *,
+    channel: object = None,
+    force: object = None,
+    reason: object = None,
 ) -> DismissResult:
     """Remove every event with ``event_id`` from ``system`` (default) or ``daemon`` (C36)."""
     return _targeted(rt, agent, "event_id", event_id, channel, force, reason)
 
 
 def dismiss_ref(
-    rt: Runtime, agent: AgentRecord, ref_id: object, *, channel: object = None,
-    force: object = None, reason: object = None,
+    rt: Runtime,
+    agent: AgentRecord,
+    ref_id: object,
+    *,
+    channel: object = None,
+    force: object = None,
+    reason: object = None,
 ) -> DismissResult:
     """Remove every event with ``ref_id`` from ``system`` (default) or ``daemon`` (C36)."""
     return _targeted(rt, agent, "ref_id", ref_id, channel, force, reason)

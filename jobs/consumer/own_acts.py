@@ -37,8 +37,9 @@ def own_act(rt: Runtime, agent: AgentRecord) -> Iterator[None]:
     """Bracket an own act: its state change and its wake-fingerprint commit go inside."""
     token = uuid.uuid4().hex
     now = rt.clock.now()
-    wake_scripts.begin_own_act(rt.scripts, agent.agent_id, token=token,
-                               expires_at=now + ACT_EXPIRY_SECONDS, now=now)
+    wake_scripts.begin_own_act(
+        rt.scripts, agent.agent_id, token=token, expires_at=now + ACT_EXPIRY_SECONDS, now=now
+    )
     try:
         yield
     finally:

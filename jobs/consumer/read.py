@@ -35,8 +35,14 @@ from tidings.store.models import AgentRecord
 HASH_CACHE_SIZE = 65_536
 
 __all__ = [
-    "NOTIFICATION_DIR", "FpEntry", "Observation", "chosen", "failed_read", "fingerprint",
-    "parse_payload", "read_entry",
+    "NOTIFICATION_DIR",
+    "FpEntry",
+    "Observation",
+    "chosen",
+    "failed_read",
+    "fingerprint",
+    "parse_payload",
+    "read_entry",
 ]
 
 
@@ -94,11 +100,16 @@ def _channel_names(listing: Listing, hook_channels: frozenset[str]) -> tuple[str
 
     def names() -> tuple[str, ...]:
         allow = Allowlist(hook_channels)
-        return tuple(sorted(
-            name for name in listing.names
-            if name in listing.regular and is_candidate(name) and name[:-5] != DAEMON
-            and allow.allows(name[:-5])
-        ))
+        return tuple(
+            sorted(
+                name
+                for name in listing.names
+                if name in listing.regular
+                and is_candidate(name)
+                and name[:-5] != DAEMON
+                and allow.allows(name[:-5])
+            )
+        )
 
     return derived(listing, (_channel_names, hook_channels), names)
 
@@ -152,6 +163,7 @@ def fingerprint(root: Path, allow: Allowlist, exclude: str | None = None) -> lis
 def failed_read(agent: AgentRecord, exc: Exception) -> Observation:
     """The observation of a read that could not start (fail open, reported)."""
     reason = refusals.reason_of(exc)
-    log.event("notification_read_failed", agent_id=agent.agent_id, error=type(exc).__name__,
-              reason=reason)
+    log.event(
+        "notification_read_failed", agent_id=agent.agent_id, error=type(exc).__name__, reason=reason
+    )
     return Observation(False, [], [], {}, error=type(exc).__name__, reason=reason)

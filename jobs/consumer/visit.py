@@ -81,15 +81,17 @@ def prefetch(rt: Runtime, agents: Sequence[AgentRecord]) -> dict[str, Known]:
     return _read(rt, [agent.agent_id for agent in agents], records=False)[1]
 
 
-def prefetch_records(rt: Runtime,
-                     agent_ids: Sequence[str]) -> tuple[list[AgentRecord | None], dict[str, Known]]:
+def prefetch_records(
+    rt: Runtime, agent_ids: Sequence[str]
+) -> tuple[list[AgentRecord | None], dict[str, Known]]:
     """The agents' records (``None``: not registered) and :func:`prefetch`'s state, in one
     round trip: what a prompt visit (C27) reads before its visits."""
     return _read(rt, agent_ids, records=True)
 
 
-def _read(rt: Runtime, agent_ids: Sequence[str],
-          records: bool) -> tuple[list[AgentRecord | None], dict[str, Known]]:
+def _read(
+    rt: Runtime, agent_ids: Sequence[str], records: bool
+) -> tuple[list[AgentRecord | None], dict[str, Known]]:
     pipe = rt.redis.pipeline(transaction=False)
     for agent_id in agent_ids:
         k = AgentKeys(agent_id)
@@ -106,19 +108,24 @@ def _read(rt: Runtime, agent_ids: Sequence[str],
     found: list[AgentRecord | None] = []
     known: dict[str, Known] = {}
     for n, agent_id in enumerate(agent_ids):
-        reply = answers[stride * n: stride * n + stride]
+        reply = answers[stride * n : stride * n + stride]
         if records:
             found.append(parse_record(reply[0], agent_id))
         delivered, wake, generation, blocked, overflow, oversized, buffered = reply[-7:]
         known[agent_id] = Known(
-            committed.Committed(replies.text_or_none(delivered) or "",
-                                replies.text_or_none(wake) or ""),
+            committed.Committed(
+                replies.text_or_none(delivered) or "", replies.text_or_none(wake) or ""
+            ),
             replies.text_or_none(generation) or "",
-            KnownSets(frozenset(map(replies.text, blocked)), overflow,
-                            frozenset(map(replies.text, oversized))),
+            KnownSets(
+                frozenset(map(replies.text, blocked)),
+                overflow,
+                frozenset(map(replies.text, oversized)),
+            ),
             tuple(sorted(map(replies.text, buffered))),
         )
     return found, known
+
 
 #: C26: the synthetic call the orchestrator injects with a notification wake.
 WAKE_CALL: dict[str, object] = {
@@ -132,11 +139,15 @@ def enqueue_stranded(rt: Runtime, agent: AgentRecord, known: Known | None = None
     dead-lettered (C52); ``known``: the buffered channels a batch read beforehand."""
     k = AgentKeys(agent.agent_id)
     started: list[str] = []
-    buffered = set(known.buffered) if known else {
-        replies.text(member) for member in rt.redis.smembers(k.buffered_channels)}
+    buffered = (
+        set(known.buffered)
+        if known
+        else {replies.text(member) for member in rt.redis.smembers(k.buffered_channels)}
+    )
     for channel in sorted(buffered - dead_channels(rt, agent) if buffered else ()):
-        if channel_scripts.claim_stranded(rt.scripts, agent.agent_id, channel,
-                                          flag_ttl=rt.settings.flush_flag_ttl):
+        if channel_scripts.claim_stranded(
+            rt.scripts, agent.agent_id, channel, flag_ttl=rt.settings.flush_flag_ttl
+        ):
             rt.dispatch.flush_channel(agent, channel)
             started.append(channel)
     return started
@@ -156,22 +167,30 @@ def wake_entry(rt: Runtime, agent: AgentRecord, obs: Observation) -> Entry | Non
     }
 
 
-def _signal(rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation,
-            generation: str) -> str | None:
+def _signal(
+    rt: Runtime, agent: AgentRecord, seen: committed.Committed, obs: Observation, generation: str
+) -> str | None:
     """Append the signal unless a delivery or an own act of the agent (C53) came between."""
     entry = wake_entry(rt, agent, obs)
     if entry is None:
         return None
     return wake_scripts.signal(
-        rt.scripts, agent.agent_id, expected_wake=seen.wake_text,
-        wake=compact(obs.masked_fp), delivered=compact(obs.raw_fp), kind=NOTIFICATION_KIND,
-        entry_json=compact(entry), stream_length=STREAM_MAXLEN, act_generation=generation,
+        rt.scripts,
+        agent.agent_id,
+        expected_wake=seen.wake_text,
+        wake=compact(obs.masked_fp),
+        delivered=compact(obs.raw_fp),
+        kind=NOTIFICATION_KIND,
+        entry_json=compact(entry),
+        stream_length=STREAM_MAXLEN,
+        act_generation=generation,
         now=rt.clock.now(),
     )
 
 
-def _unchanged(rt: Runtime, agent: AgentRecord, allow: Allowlist,
-               seen: committed.Committed) -> bool:
+def _unchanged(
+    rt: Runtime, agent: AgentRecord, allow: Allowlist, seen: committed.Committed
+) -> bool:
     """Whether one fingerprint pass already equals the committed wake fingerprint.
 
     Most agents are quiet most ticks: then the outcome of C27 is "stop" whatever a
@@ -184,8 +203,9 @@ def _unchanged(rt: Runtime, agent: AgentRecord, allow: Allowlist,
 
 
 @answering("sync_agent")
-def sync_agent(rt: Runtime, agent: AgentRecord, known: Known | None = None,
-               wait: float = 0.0) -> SyncOutcome:
+def sync_agent(
+    rt: Runtime, agent: AgentRecord, known: Known | None = None, wait: float = 0.0
+) -> SyncOutcome:
     """C27 for one agent; ``known``: its Redis state a batch read beforehand
     (:func:`prefetch`), else it is read here. An unexpected failure answers
     ``internal_error`` (C52).
@@ -199,8 +219,14 @@ def sync_agent(rt: Runtime, agent: AgentRecord, known: Known | None = None,
     """
     with locks.attempt(agent.root, VISIT_SCOPE, wait) as held:
         if not held:
-            return {"status": "ok", "agent_id": agent.agent_id, "flushes": [], "woke": False,
-                    "retry": True, "busy": True}
+            return {
+                "status": "ok",
+                "agent_id": agent.agent_id,
+                "flushes": [],
+                "woke": False,
+                "retry": True,
+                "busy": True,
+            }
         return _visit(rt, agent, known)
 
 
@@ -209,8 +235,12 @@ def _visit(rt: Runtime, agent: AgentRecord, known: Known | None) -> SyncOutcome:
     generation = known.generation if known else own_acts.generation(rt, agent)
     state = registry_state(rt, agent)
     allow = Allowlist(state.hook_channels)
-    result: SyncOutcome = {"status": "ok", "agent_id": agent.agent_id,
-                      "flushes": enqueue_stranded(rt, agent, known), "woke": False}
+    result: SyncOutcome = {
+        "status": "ok",
+        "agent_id": agent.agent_id,
+        "flushes": enqueue_stranded(rt, agent, known),
+        "woke": False,
+    }
     # D9 once per visit: the read below is the bare one (C22), composed here after the
     # reconcile as the coherent read composes it, so an overdue alarm is published once.
     delay_alarm.reconcile(rt, agent)
@@ -239,5 +269,3 @@ def _visit(rt: Runtime, agent: AgentRecord, known: Known | None) -> SyncOutcome:
         rates.count(rt.control, rates.WAKES, 1, rt.clock.now())
         result.update({"woke": True, "wake_id": wake_id})
     return result
-
-

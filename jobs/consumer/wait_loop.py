@@ -89,7 +89,7 @@ def choose(entries: list[tuple[str, Entry]]) -> tuple[str, Entry]:
     a newer one supersedes; the newest entry is never superseded."""
     for position, (wake_id, entry) in enumerate(entries[:-1]):
         superseded = entry.get("kind") == NOTIFICATION_KIND and any(
-            later.get("kind") == NOTIFICATION_KIND for _, later in entries[position + 1:]
+            later.get("kind") == NOTIFICATION_KIND for _, later in entries[position + 1 :]
         )
         if not superseded:
             return wake_id, entry
@@ -98,10 +98,15 @@ def choose(entries: list[tuple[str, Entry]]) -> tuple[str, Entry]:
 
 def check_timeout(timeout: object) -> float:
     """``timeout`` as seconds, or ``invalid_timeout``."""
-    if (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout) or timeout < 0):
-        raise TidingsError("timeout must be a finite number of seconds >= 0",
-                           reason="invalid_timeout")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout < 0
+    ):
+        raise TidingsError(
+            "timeout must be a finite number of seconds >= 0", reason="invalid_timeout"
+        )
     return float(timeout)
 
 
@@ -139,15 +144,18 @@ def run(redis: Redis, scripts: Scripts, agent_id: str, loop: Loop) -> Entry | No
         if isinstance(step, ReadCursor):
             reply = redis.get(k.wake_cursor)
         elif isinstance(step, ReadAfter):
-            reply = redis.xread({k.wake_stream: step.cursor}, count=STREAM_MAXLEN * 2,
-                                block=step.block_ms)
+            reply = redis.xread(
+                {k.wake_stream: step.cursor}, count=STREAM_MAXLEN * 2, block=step.block_ms
+            )
         else:
-            reply = wake_scripts.advance_cursor(scripts, agent_id, expected=step.expected,
-                                                cursor=step.cursor)
+            reply = wake_scripts.advance_cursor(
+                scripts, agent_id, expected=step.expected, cursor=step.cursor
+            )
 
 
-async def run_async(redis: AsyncRedis, scripts: AsyncScripts, agent_id: str,
-                    loop: Loop) -> Entry | None:
+async def run_async(
+    redis: AsyncRedis, scripts: AsyncScripts, agent_id: str, loop: Loop
+) -> Entry | None:
     """Drive ``loop`` on a ``redis.asyncio`` client: a waiting agent holds a pooled
     connection blocked in ``XREAD BLOCK`` and no thread."""
     k = AgentKeys(agent_id)
@@ -160,8 +168,10 @@ async def run_async(redis: AsyncRedis, scripts: AsyncScripts, agent_id: str,
         if isinstance(step, ReadCursor):
             reply = await redis.get(k.wake_cursor)
         elif isinstance(step, ReadAfter):
-            reply = await redis.xread({k.wake_stream: step.cursor}, count=STREAM_MAXLEN * 2,
-                                      block=step.block_ms)
+            reply = await redis.xread(
+                {k.wake_stream: step.cursor}, count=STREAM_MAXLEN * 2, block=step.block_ms
+            )
         else:
             reply = await wake_scripts.advance_cursor_async(
-                scripts, agent_id, expected=step.expected, cursor=step.cursor)
+                scripts, agent_id, expected=step.expected, cursor=step.cursor
+            )

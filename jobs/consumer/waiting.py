@@ -44,6 +44,7 @@ async def signals_after(
     Reads only: the agent's cursor is not moved, so a watcher (``tidings mcp``'s
     resource updates) never takes a signal from the orchestrator's ``wait_for_wake``.
     """
-    reply = await aredis.xread({AgentKeys(agent_id).wake_stream: after}, count=STREAM_MAXLEN,
-                               block=max(1, block_ms))
+    reply = await aredis.xread(
+        {AgentKeys(agent_id).wake_stream: after}, count=STREAM_MAXLEN, block=max(1, block_ms)
+    )
     return entries_of(reply)

@@ -25,8 +25,10 @@ def append(rt: Runtime, agent: AgentRecord, entry: Entry) -> str:
     if not isinstance(kind, str) or not kind:
         raise TidingsError("a wake signal needs a kind", reason="invalid_wake")
     wake_id = rt.redis.xadd(
-        AgentKeys(agent.agent_id).wake_stream, {"kind": kind, "entry": compact(entry)},
-        maxlen=STREAM_MAXLEN, approximate=True,
+        AgentKeys(agent.agent_id).wake_stream,
+        {"kind": kind, "entry": compact(entry)},
+        maxlen=STREAM_MAXLEN,
+        approximate=True,
     )
     return replies.text(wake_id)
 

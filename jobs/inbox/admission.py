@@ -33,7 +33,6 @@ SOURCE_KIND_RE = re.compile(r"[a-z][a-z0-9._-]{0,63}")
 MEMORY_SOURCE_KIND = "memory-change"
 
 
-
 class InboxError(TypedDict, total=False):
     """An inbox call's refusal; ``event_id`` repeats the id asked about, if any."""
 
@@ -76,8 +75,7 @@ def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def _check(source_kind: object, summary: object, payload: object,
-           key: object) -> InboxError | None:
+def _check(source_kind: object, summary: object, payload: object, key: object) -> InboxError | None:
     if not isinstance(source_kind, str) or not SOURCE_KIND_RE.fullmatch(source_kind):
         return error("invalid_source_kind", "source_kind must match ^[a-z][a-z0-9._-]{0,63}$")
     if source_kind == MEMORY_SOURCE_KIND:
@@ -91,8 +89,10 @@ def _check(source_kind: object, summary: object, payload: object,
             return error("invalid_payload", "payload must be null or a JSON object")
         problem = input_problem(payload, "payload", max_bytes=MAX_PAYLOAD_BYTES)
         if problem is not None:
-            return error("payload_too_large" if problem.reason == "too_large"
-                         else "invalid_payload", problem.message)
+            return error(
+                "payload_too_large" if problem.reason == "too_large" else "invalid_payload",
+                problem.message,
+            )
     if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS):
         return error("invalid_key", "key must be a non-empty string of at most 200 characters")
     if key is not None and not encodable(key):
@@ -121,13 +121,23 @@ def admit(
     now = rt.clock.now()
     created_at = utc_stamp_ms(now)
     text = cap(summary)  # M3: cut as in M37
-    event = {"event_id": event_id, "source_kind": source_kind, "created_at": created_at,
-             "summary": text, "payload": payload or {}}
+    event = {
+        "event_id": event_id,
+        "source_kind": source_kind,
+        "created_at": created_at,
+        "summary": text,
+        "payload": payload or {},
+    }
     wake_entry = {"kind": "inbox", "agent_id": agent_id, "at": created_at, "event_id": event_id}
     admitted = inbox_scripts.admit(
-        rt.scripts, agent_id, event_id=event_id, event_json=compact(event),
-        created_ms=int(now * 1000), key_digest=key_digest(key) if key else None,
-        open_bound=MAX_OPEN, wake_entry_json=compact(wake_entry) if wake else None,
+        rt.scripts,
+        agent_id,
+        event_id=event_id,
+        event_json=compact(event),
+        created_ms=int(now * 1000),
+        key_digest=key_digest(key) if key else None,
+        open_bound=MAX_OPEN,
+        wake_entry_json=compact(wake_entry) if wake else None,
     )
     if admitted.outcome == "duplicate":
         return {"status": "ok", "event_id": admitted.existing, "duplicate": True}
@@ -145,21 +155,29 @@ def admit(
 def ignore(rt: Runtime, agent_id: str, event_id: object) -> Ignored | InboxError:
     """M6: move a pending, deferred or processing item to ``ignored``."""
     if not is_event_id(event_id):
-        return error("not_found", "no such item (an event id is 32 hex digits)",
-                     event_id=event_id)
+        return error("not_found", "no such item (an event id is 32 hex digits)", event_id=event_id)
     now = rt.clock.now()
     ignored = inbox_scripts.ignore(
-        rt.scripts, agent_id, event_id=event_id, now_iso=utc_stamp_ms(now),
-        now_ms=int(now * 1000), terminal_kept=MAX_TERMINAL,
+        rt.scripts,
+        agent_id,
+        event_id=event_id,
+        now_iso=utc_stamp_ms(now),
+        now_ms=int(now * 1000),
+        terminal_kept=MAX_TERMINAL,
     )
     if ignored.outcome == "not_found":
         return error("not_found", f"no retained item {event_id}", event_id=event_id)
     if ignored.outcome == "not_ignorable":
-        return error("not_ignorable", f"a {ignored.previous} item cannot be ignored",
-                     event_id=event_id)
+        return error(
+            "not_ignorable", f"a {ignored.previous} item cannot be ignored", event_id=event_id
+        )
     metrics.items_entered("ignored", int(ignored.outcome == "ok"))
-    return {"status": "ok", "event_id": event_id, "state": "ignored",
-            "changed": ignored.outcome == "ok"}
+    return {
+        "status": "ok",
+        "event_id": event_id,
+        "state": "ignored",
+        "changed": ignored.outcome == "ok",
+    }
 
 
 class Recovery(TypedDict):
@@ -174,10 +192,14 @@ def recover(rt: Runtime, agent_id: str, *, expired_turn: str | None = None) -> R
     """M51: running items become retryable (needs-repair after a marked side effect)
     and the open turn is closed. With ``expired_turn``, only if that turn still holds
     the slot past its lease (M43 step 1). Idempotent."""
-    recovered = inbox_scripts.recover(rt.scripts, agent_id, now_ms=int(rt.clock.now() * 1000),
-                                      expired_turn=expired_turn)
+    recovered = inbox_scripts.recover(
+        rt.scripts, agent_id, now_ms=int(rt.clock.now() * 1000), expired_turn=expired_turn
+    )
     if recovered.changed:
         metrics.items_entered("deferred", len(recovered.retryable))
         metrics.items_entered("needs-repair", len(recovered.needs_repair))
-    return {"retryable": recovered.retryable, "needs_repair": recovered.needs_repair,
-            "closed_turn": recovered.closed_turn}
+    return {
+        "retryable": recovered.retryable,
+        "needs_repair": recovered.needs_repair,
+        "closed_turn": recovered.closed_turn,
+    }

@@ -30,7 +30,6 @@ _SCAN_BATCH = 200
 RECORD_DEPTH = MAX_DEPTH + 1
 
 
-
 class PublicItem(TypedDict):
     """M7: one item of the projection (keys in this order in the JSON)."""
 
@@ -96,18 +95,24 @@ def read_items(rt: Runtime, agent_id: str, ids: Sequence[str]) -> list[Item]:
         if not _well_formed(event):
             log.event("inbox_record_malformed", agent_id=agent_id, event_id=ids[n])
             continue
-        row = values[n * width:(n + 1) * width]
-        admission = {a: replies.text_or_none(v)
-                     for a, v in zip(ADMISSION_ATTRIBUTES, row, strict=True)}
+        row = values[n * width : (n + 1) * width]
+        admission = {
+            a: replies.text_or_none(v) for a, v in zip(ADMISSION_ATTRIBUTES, row, strict=True)
+        }
         items.append(_item(event, admission))
     return items
 
 
 def _well_formed(event: object) -> TypeGuard[_Record]:
     """C47: a record read back from Redis is used only if it is what admit wrote."""
-    return isinstance(event, dict) and all(
-        isinstance(event.get(f), str) for f in ("event_id", "source_kind", "created_at", "summary")
-    ) and isinstance(event.get("payload") or {}, dict)
+    return (
+        isinstance(event, dict)
+        and all(
+            isinstance(event.get(f), str)
+            for f in ("event_id", "source_kind", "created_at", "summary")
+        )
+        and isinstance(event.get("payload") or {}, dict)
+    )
 
 
 def _item(event: _Record, admission: dict[str, str | None]) -> Item:
@@ -146,7 +151,10 @@ def check_query(limit: object, state: object, before: object) -> None:
 
 
 def projection(
-    rt: Runtime, agent_id: str, limit: int = DEFAULT_PAGE, state: str | None = None,
+    rt: Runtime,
+    agent_id: str,
+    limit: int = DEFAULT_PAGE,
+    state: str | None = None,
     before: str | None = None,
 ) -> list[PublicItem]:
     """M7: retained items newest first (``created_at``, then ``event_id``, descending)."""

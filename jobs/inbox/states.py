@@ -37,8 +37,9 @@ class Transition:
     mark: str | None = None
 
 
-def _t(event: str, script: str, sources: set[str | None], target: str,
-       mark: str | None = None) -> Transition:
+def _t(
+    event: str, script: str, sources: set[str | None], target: str, mark: str | None = None
+) -> Transition:
     return Transition(event, script, frozenset(sources), target, mark)
 
 

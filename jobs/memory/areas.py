@@ -59,11 +59,15 @@ def compare_paths(previous: Snapshot, current: Snapshot, trees: TreeReader) -> L
         p_rec, c_rec = previous.paths.get(raw), current.paths.get(raw)
         if p_rec and c_rec and p_rec.index == c_rec.index and p_rec.worktree == c_rec.worktree:
             continue  # nothing moved at this path
-        p_head = p_rec.head if p_rec else (
-            c_rec.head if same_head and c_rec else trees.entry(previous.head.head, raw)
+        p_head = (
+            p_rec.head
+            if p_rec
+            else (c_rec.head if same_head and c_rec else trees.entry(previous.head.head, raw))
         )
-        c_head = c_rec.head if c_rec else (
-            p_rec.head if same_head and p_rec else trees.entry(current.head.head, raw)
+        c_head = (
+            c_rec.head
+            if c_rec
+            else (p_rec.head if same_head and p_rec else trees.entry(current.head.head, raw))
         )
         old, new = _Side(p_rec, p_head), _Side(c_rec, c_head)
         index_moved = old.index != new.index
@@ -95,7 +99,9 @@ def _compared_paths(previous: Snapshot, current: Snapshot) -> list[bytes]:
 def _staged(raw: bytes, old: _Side, new: _Side) -> Change:
     old_main, new_main = main_entry(old.index), main_entry(new.index)
     return Change(
-        "staged", raw, index_change(old.index, new.index),
+        "staged",
+        raw,
+        index_change(old.index, new.index),
         old_id=old_main.id if old_main else None,
         new_id=new_main.id if new_main and not new.conflicted else None,
         present=bool(new.index),
@@ -104,8 +110,11 @@ def _staged(raw: bytes, old: _Side, new: _Side) -> Change:
 
 def _worktree(raw: bytes, old: _Side, new: _Side) -> Change:
     return Change(
-        "worktree", raw, worktree_change(old.worktree, new.worktree),
-        old_id=old.worktree.id, new_id=new.worktree.id,
+        "worktree",
+        raw,
+        worktree_change(old.worktree, new.worktree),
+        old_id=old.worktree.id,
+        new_id=new.worktree.id,
         present=new.worktree.type != "absent",
     )
 
@@ -121,12 +130,22 @@ def from_flags(current: Snapshot) -> Lists:
             continue
         if rec.flags & INDEX_FLAGS:
             kind = _flag_kind(rec.flags, INDEX_NEW, INDEX_DELETED, INDEX_TYPECHANGE)
-            staged.append(Change("staged", raw, kind, new_id=main.id if main else None,
-                                 present=main is not None))
+            staged.append(
+                Change(
+                    "staged", raw, kind, new_id=main.id if main else None, present=main is not None
+                )
+            )
         if rec.flags & WORKTREE_FLAGS:
             kind = _flag_kind(rec.flags, WT_NEW, WT_DELETED, WT_TYPECHANGE)
-            worktree.append(Change("worktree", raw, kind, new_id=rec.worktree.id,
-                                   present=rec.worktree.type != "absent"))
+            worktree.append(
+                Change(
+                    "worktree",
+                    raw,
+                    kind,
+                    new_id=rec.worktree.id,
+                    present=rec.worktree.type != "absent",
+                )
+            )
     return tuple(staged), tuple(worktree)
 
 

@@ -33,12 +33,19 @@ def note(rt: Runtime, agent: AgentRecord, outcome: Mapping[str, object]) -> None
         if status == "unavailable" and reason != "not_configured":
             before = rt.redis.set(key, reason, get=True)
             if before is None or replies.text(before) != reason:
-                log.event("memory_unavailable", logging.WARNING, agent_id=agent.agent_id,
-                          memory_repo=agent.memory_repo, reason=reason)
+                log.event(
+                    "memory_unavailable",
+                    logging.WARNING,
+                    agent_id=agent.agent_id,
+                    memory_repo=agent.memory_repo,
+                    reason=reason,
+                )
         elif status in READ_OUTCOMES and rt.redis.delete(key):
-            log.event("memory_available", logging.INFO, agent_id=agent.agent_id,
-                      memory_repo=agent.memory_repo)
+            log.event(
+                "memory_available",
+                logging.INFO,
+                agent_id=agent.agent_id,
+                memory_repo=agent.memory_repo,
+            )
     except RedisError as exc:  # the observation's answer stands; the next one retries
-        log.event("memory_state_not_recorded", agent_id=agent.agent_id,
-                  error=type(exc).__name__)
-
+        log.event("memory_state_not_recorded", agent_id=agent.agent_id, error=type(exc).__name__)

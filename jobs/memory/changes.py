@@ -101,8 +101,9 @@ def pair_renames(entries: Iterable[Change]) -> tuple[Change, ...]:
         candidates = added.get(change.old_id or "") if change.change == "deleted" else None
         if candidates:
             target = candidates.popleft()
-            renamed[target.path] = replace(target, change="renamed", from_path=change.path,
-                                           old_id=change.old_id)
+            renamed[target.path] = replace(
+                target, change="renamed", from_path=change.path, old_id=change.old_id
+            )
             renamed[change.path] = change  # marks the deleted half as consumed
     result = []
     for change in ordered:

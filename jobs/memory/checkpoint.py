@@ -39,8 +39,15 @@ from tidings.store import replies
 from tidings.store.jsonread import MAX_DEPTH, too_deep
 
 FIELDS = (
-    "format", "version", "identity", "head", "paths",
-    "overflow_count", "overflow_digest", "observed_at", "started_ns",
+    "format",
+    "version",
+    "identity",
+    "head",
+    "paths",
+    "overflow_count",
+    "overflow_digest",
+    "observed_at",
+    "started_ns",
 )
 
 ObjectId = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
@@ -103,10 +110,17 @@ def encode_checkpoint(snapshot: Snapshot, version: int) -> dict[str, str]:
     values: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
         "version": version,
-        "identity": {"root": ident.root, "git_dir": ident.git_dir,
-                     "root_commit": ident.root_commit},
-        "head": {"branch": head.branch, "detached": head.detached, "unborn": head.unborn,
-                 "head": head.head},
+        "identity": {
+            "root": ident.root,
+            "git_dir": ident.git_dir,
+            "root_commit": ident.root_commit,
+        },
+        "head": {
+            "branch": head.branch,
+            "detached": head.detached,
+            "unborn": head.unborn,
+            "head": head.head,
+        },
         "paths": [_path_row(raw, rec) for raw, rec in sorted(snapshot.paths.items())],
         "overflow_count": snapshot.overflow_count,
         "overflow_digest": snapshot.overflow_digest,

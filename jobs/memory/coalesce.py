@@ -7,8 +7,14 @@ from collections.abc import Mapping, Sequence
 from tidings.jobs.memory import summary
 from tidings.jobs.memory.changes import AREAS
 
-_FLAGS = ("branch_moved", "head_moved", "history_rewritten", "persona_changed",
-          "repository_replaced", "reobserved")
+_FLAGS = (
+    "branch_moved",
+    "head_moved",
+    "history_rewritten",
+    "persona_changed",
+    "repository_replaced",
+    "reobserved",
+)
 _HEAD_FIELDS = ("branch", "head", "detached", "unborn")
 
 
@@ -21,7 +27,8 @@ def render_memory_entry(events: Sequence[Mapping[str, object]]) -> str:
     payloads = [summary.mapping_of(event.get("payload")) for event in events]
     merged = merge_payloads(payloads)
     head = summary.header(
-        _text(payloads[0].get("since")), _text(events[0].get("observed_at")),
+        _text(payloads[0].get("since")),
+        _text(events[0].get("observed_at")),
         [str(event.get("event_id")) for event in events],
     )
     return summary.summary_text(merged, head)
@@ -46,8 +53,9 @@ def merge_payloads(payloads: Sequence[Mapping[str, object]]) -> dict[str, object
                 latest[str(item.get("path"))] = dict(item)
         entries = sorted(latest.values(), key=lambda item: str(item.get("path")))
         changes[area] = entries[: summary.LIST_LIMIT]
-        hidden = sum(summary.count_of(summary.mapping_of(p.get("more")).get(area))
-                     for p in payloads)
+        hidden = sum(
+            summary.count_of(summary.mapping_of(p.get("more")).get(area)) for p in payloads
+        )
         more[area] = len(entries) - len(changes[area]) + hidden
     merged["changes"], merged["more"] = changes, more
     overflows = [summary.mapping_of(p["overflow"]) for p in payloads if p.get("overflow")]
@@ -56,7 +64,8 @@ def merge_payloads(payloads: Sequence[Mapping[str, object]]) -> dict[str, object
     )
     persona: list[str] = []
     for payload in payloads:
-        persona.extend(p for p in summary.strings_of(payload.get("persona_paths"))
-                       if p not in persona)
+        persona.extend(
+            p for p in summary.strings_of(payload.get("persona_paths")) if p not in persona
+        )
     merged["persona_paths"] = persona
     return merged

@@ -46,18 +46,24 @@ def head_move(repo: pygit2.Repository, old: str | None, new: str | None) -> Head
     changes = []
     for delta in diff.deltas:
         kind = _KINDS.get(delta.status)
-        path = delta.new_file.raw_path if delta.status != DeltaStatus.DELETED else (
-            delta.old_file.raw_path
+        path = (
+            delta.new_file.raw_path
+            if delta.status != DeltaStatus.DELETED
+            else (delta.old_file.raw_path)
         )
         if kind is None or excluded(path):
             continue
-        changes.append(Change(
-            "commit", path, kind,
-            from_path=delta.old_file.raw_path if kind == "renamed" else None,
-            old_id=None if kind == "added" else str(delta.old_file.id),
-            new_id=None if kind == "deleted" else str(delta.new_file.id),
-            present=kind != "deleted",
-        ))
+        changes.append(
+            Change(
+                "commit",
+                path,
+                kind,
+                from_path=delta.old_file.raw_path if kind == "renamed" else None,
+                old_id=None if kind == "added" else str(delta.old_file.id),
+                new_id=None if kind == "deleted" else str(delta.new_file.id),
+                present=kind != "deleted",
+            )
+        )
     changes.sort(key=lambda c: c.path)
     return HeadMove(tuple(changes), _rewritten(repo, old, new), False)
 
@@ -95,4 +101,3 @@ class TreeReader:
             except _READ_ERRORS:
                 self._trees[head] = None
         return self._trees[head]
-

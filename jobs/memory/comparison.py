@@ -61,8 +61,13 @@ class Comparison:
     def has_delta(self) -> bool:
         """Whether anything here is worth an event (M28-M34)."""
         return bool(
-            self.category != "changes" or self.branch_moved or self.head_moved
-            or self.commit or self.staged or self.worktree or self.overflow
+            self.category != "changes"
+            or self.branch_moved
+            or self.head_moved
+            or self.commit
+            or self.staged
+            or self.worktree
+            or self.overflow
         )
 
 
@@ -76,8 +81,14 @@ def compare(previous: CheckpointState | None, current: Snapshot, repo_path: str)
         staged, worktree = areas.from_flags(current)
         return Comparison("changed", current, "reobserved", staged=staged, worktree=worktree)
     if _replaced(previous.identity, current.identity):
-        return Comparison("changed", current, "repository_replaced", since=previous.observed_at,
-                          old_head=previous.head, old_identity=previous.identity)
+        return Comparison(
+            "changed",
+            current,
+            "repository_replaced",
+            since=previous.observed_at,
+            old_head=previous.head,
+            old_identity=previous.identity,
+        )
     with ExitStack() as stack:
         repo = _open(stack, repo_path, previous, current)
         result = _changes(previous, current, repo)
@@ -95,8 +106,9 @@ def _replaced(old: Identity, new: Identity) -> bool:
     return old.root_commit is not None and old.root_commit != new.root_commit
 
 
-def _open(stack: ExitStack, repo_path: str, previous: Snapshot,
-          current: Snapshot) -> pygit2.Repository | None:
+def _open(
+    stack: ExitStack, repo_path: str, previous: Snapshot, current: Snapshot
+) -> pygit2.Repository | None:
     """The repository, only when the heads differ (tree lookups and diffs need it)."""
     if previous.head == current.head:
         return None
@@ -119,14 +131,24 @@ def _changes(previous: Snapshot, current: Snapshot, repo: pygit2.Repository | No
     staged, worktree = areas.compare_paths(previous, current, TreeReader(repo))
     overflow = None
     if (previous.overflow_count, previous.overflow_digest) != (
-        current.overflow_count, current.overflow_digest
+        current.overflow_count,
+        current.overflow_digest,
     ):
         overflow = (previous.overflow_count, current.overflow_count)
     return Comparison(
-        "changed", current, "changes", since=previous.observed_at, old_head=old,
-        branch_moved=branch_moved, head_moved=head_moved,
-        history_rewritten=rewritten, old_head_unreadable=move.old_unreadable,
-        commit=move.commit, staged=staged, worktree=worktree, overflow=overflow,
+        "changed",
+        current,
+        "changes",
+        since=previous.observed_at,
+        old_head=old,
+        branch_moved=branch_moved,
+        head_moved=head_moved,
+        history_rewritten=rewritten,
+        old_head_unreadable=move.old_unreadable,
+        commit=move.commit,
+        staged=staged,
+        worktree=worktree,
+        overflow=overflow,
     )
 
 
@@ -134,7 +156,10 @@ def _needs_refresh(previous: Snapshot, current: Snapshot) -> bool:
     """M19: no event, but C must be written when its records differ (a stat-only
     change) or when a file's id could not be cached under P (racy under P)."""
     if (previous.identity, previous.head, previous.overflow_count, previous.overflow_digest) != (
-        current.identity, current.head, current.overflow_count, current.overflow_digest
+        current.identity,
+        current.head,
+        current.overflow_count,
+        current.overflow_digest,
     ) or previous.paths != current.paths:
         return True
     racy_from = previous.started_ns - RACY_WINDOW_NS

@@ -71,8 +71,9 @@ def event_content(
     """``(summary, payload)`` of the event for ``comparison``: lists of at most 30 entries
     plus ``more`` counts, no bodies or diffs, the summary at most 4096 UTF-8 bytes."""
     payload = build_payload(comparison, trigger=trigger, standing_files=standing_files)
-    text = summary.summary_text(payload, summary.header(comparison.since,
-                                                  comparison.current.observed_at))
+    text = summary.summary_text(
+        payload, summary.header(comparison.since, comparison.current.observed_at)
+    )
     return text, payload
 
 
@@ -100,8 +101,9 @@ def build_payload(
         "branch_moved": c.branch_moved,
         "head_moved": c.head_moved,
         "history_rewritten": c.history_rewritten,
-        "changes": {area: [entry(ch) for ch in lists[area][: summary.LIST_LIMIT]]
-                    for area in AREAS},
+        "changes": {
+            area: [entry(ch) for ch in lists[area][: summary.LIST_LIMIT]] for area in AREAS
+        },
         "more": {area: max(0, len(lists[area]) - summary.LIST_LIMIT) for area in AREAS},
         "overflow": None if c.overflow is None else {"from": c.overflow[0], "to": c.overflow[1]},
         "persona_changed": bool(persona),
@@ -141,5 +143,8 @@ def standing_changes(comparison: Comparison, standing_files: Sequence[str]) -> l
 def _identity(identity: Identity | None) -> IdentityFields | None:
     if identity is None:
         return None
-    return {"root": display_name(identity.root), "git_dir": identity.git_dir,
-            "root_commit": identity.root_commit}
+    return {
+        "root": display_name(identity.root),
+        "git_dir": identity.git_dir,
+        "root_commit": identity.root_commit,
+    }

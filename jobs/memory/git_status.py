@@ -62,7 +62,11 @@ _INDEX_TO_WORKTREE = (
 )
 #: libgit2's one-letter codes of index → worktree deltas.
 _WORKTREE_CODES = {
-    "?": WT_NEW, "A": WT_NEW, "D": WT_DELETED, "M": WT_MODIFIED, "T": WT_TYPECHANGE,
+    "?": WT_NEW,
+    "A": WT_NEW,
+    "D": WT_DELETED,
+    "M": WT_MODIFIED,
+    "T": WT_TYPECHANGE,
     "X": WT_UNREADABLE,
 }
 #: Codes whose old side is the path's index entry.
@@ -120,8 +124,7 @@ def read_staged(
 def read_worktree(index: pygit2.Index, under: list[bytes] | None = None) -> WorktreeSide:
     """Index → worktree: flags and stage-0 entry of each path whose worktree differs;
     with ``under``, only the paths that are, or lie below, one of those literal paths."""
-    diff = index.diff_to_workdir(_INDEX_TO_WORKTREE) if under is None else _diff_under(
-        index, under)
+    diff = index.diff_to_workdir(_INDEX_TO_WORKTREE) if under is None else _diff_under(index, under)
     found: WorktreeSide = {}
     for delta in diff.deltas:
         code = delta.status_char()  # a plain str: far cheaper than the status enum per delta

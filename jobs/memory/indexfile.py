@@ -129,8 +129,8 @@ def _root_from_extensions(data: bytes, pos: int, end: int, count: int, oid_len: 
     while pos < end:
         if pos + 8 > end:
             return None
-        signature = data[pos:pos + 4]
-        size = int.from_bytes(data[pos + 4:pos + 8], "big")
+        signature = data[pos : pos + 4]
+        size = int.from_bytes(data[pos + 4 : pos + 8], "big")
         body = pos + 8
         pos = body + size
         if pos > end or signature in _UNSUPPORTED:
@@ -154,5 +154,5 @@ def _tree_root(body: bytes, oid_len: int) -> Root:
     fields = body[1:line_end].split(b" ")
     if len(fields) != 2 or not all(f.isdigit() for f in fields):
         return None  # "-1": the root is invalid
-    oid = body[line_end + 1:line_end + 1 + oid_len]
+    oid = body[line_end + 1 : line_end + 1 + oid_len]
     return (int(fields[0]), oid) if len(oid) == oid_len else None

@@ -43,7 +43,8 @@ class _Renewer(threading.Thread):
         while not self._done.wait(self._lease_ms / 3000):
             try:
                 held = memory_scripts.renew_observe_lock(
-                    self._rt.scripts, self._agent_id, token=self._token, lease_ms=self._lease_ms)
+                    self._rt.scripts, self._agent_id, token=self._token, lease_ms=self._lease_ms
+                )
             except Exception as exc:  # a failed renewal must not kill the observation
                 log.event("observe_lock_renew_failed", key=self._key, error=type(exc).__name__)
                 continue
@@ -70,8 +71,9 @@ def _take(rt: Runtime, agent_id: str, token: str, lease_ms: int) -> bool:
     if held is None or not holder_gone(held):
         return False
     log.event("observe_lock_taken_over", key=key, holder=held.split(" ", 1)[-1])
-    return memory_scripts.take_over_observe_lock(rt.scripts, agent_id, gone_token=held,
-                                                 token=token, lease_ms=lease_ms)
+    return memory_scripts.take_over_observe_lock(
+        rt.scripts, agent_id, gone_token=held, token=token, lease_ms=lease_ms
+    )
 
 
 @contextmanager

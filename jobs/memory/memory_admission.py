@@ -42,8 +42,9 @@ NOT_ABSORBABLE = frozenset({"repository_replaced", "reobserved"})
 RECORDED = frozenset({"baseline", "unchanged", "changed"})
 
 #: M12: what an observation ended as.
-ObservationStatus = Literal["baseline", "unchanged", "changed", "absorbed", "unavailable",
-                            "unstable", "error", "skipped"]
+ObservationStatus = Literal[
+    "baseline", "unchanged", "changed", "absorbed", "unavailable", "unstable", "error", "skipped"
+]
 
 
 class ObservationResult(TypedDict, total=False):
@@ -63,13 +64,23 @@ class ObservationResult(TypedDict, total=False):
 RECORDED_AS: dict[str, ObservationStatus] = {"baseline": "baseline", "refresh": "unchanged"}
 
 
-def result(status: ObservationStatus, trigger: str, *, reason: str | None = None,
-           event_id: str | None = None, checkpoint_version: int | None = None,
-           observed_at: str | None = None) -> ObservationResult:
+def result(
+    status: ObservationStatus,
+    trigger: str,
+    *,
+    reason: str | None = None,
+    event_id: str | None = None,
+    checkpoint_version: int | None = None,
+    observed_at: str | None = None,
+) -> ObservationResult:
     """An M12 result; ``reason`` appears only when given."""
-    out: ObservationResult = {"status": status, "trigger": trigger, "event_id": event_id,
-                              "checkpoint_version": checkpoint_version,
-                              "observed_at": observed_at}
+    out: ObservationResult = {
+        "status": status,
+        "trigger": trigger,
+        "event_id": event_id,
+        "checkpoint_version": checkpoint_version,
+        "observed_at": observed_at,
+    }
     if reason is not None:
         out["reason"] = reason
     return out
@@ -80,14 +91,19 @@ def observe_memory(rt: Runtime, agent: AgentRecord, trigger: str = "manual") -> 
     return _guarded(rt, agent, trigger, owned=None, reconcile=False)
 
 
-def observe_at_finish(rt: Runtime, agent: AgentRecord,
-              owned: Mapping[str, object] | None) -> ObservationResult:
+def observe_at_finish(
+    rt: Runtime, agent: AgentRecord, owned: Mapping[str, object] | None
+) -> ObservationResult:
     """M48: the finish-turn observation; own changes are absorbed, others admitted."""
     return _guarded(rt, agent, "finish_turn", owned=owned, reconcile=True)
 
 
 def _guarded(
-    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, object] | None,
+    rt: Runtime,
+    agent: AgentRecord,
+    trigger: str,
+    *,
+    owned: Mapping[str, object] | None,
     reconcile: bool,
 ) -> ObservationResult:
     if agent.memory_repo is None:
@@ -102,7 +118,11 @@ def _guarded(
 
 
 def _locked(
-    rt: Runtime, agent: AgentRecord, trigger: str, *, owned: Mapping[str, object] | None,
+    rt: Runtime,
+    agent: AgentRecord,
+    trigger: str,
+    *,
+    owned: Mapping[str, object] | None,
     reconcile: bool,
 ) -> ObservationResult:
     try:
@@ -115,8 +135,13 @@ def _locked(
     except ObservationBusy:
         return result("error", trigger, reason="observation_busy")
     except Exception as exc:  # M12: never raise to the caller, never fail a turn
-        log.event("memory_observation_failed", agent_id=agent.agent_id, trigger=trigger,
-                  error=type(exc).__name__, detail=str(exc)[:200])
+        log.event(
+            "memory_observation_failed",
+            agent_id=agent.agent_id,
+            trigger=trigger,
+            error=type(exc).__name__,
+            detail=str(exc)[:200],
+        )
         # a store refusal says so (interfaces.md, Never silent); anything else is a failure
         refused = refusals.refusal(exc, rt.redis)
         if refused is None:
@@ -127,7 +152,10 @@ def _locked(
 
 
 def _attempt(
-    rt: Runtime, agent: AgentRecord, trigger: str, owned: Mapping[str, object] | None,
+    rt: Runtime,
+    agent: AgentRecord,
+    trigger: str,
+    owned: Mapping[str, object] | None,
     reconcile: bool,
 ) -> ObservationResult | None:
     """One read-observe-commit round; ``None`` on a checkpoint conflict."""
@@ -139,8 +167,12 @@ def _attempt(
     state = decode_checkpoint(raw) if raw else None
     if isinstance(state, TooNew):
         return result("error", trigger, reason="checkpoint_too_new")
-    observed = observe_worktree(repo, state if isinstance(state, Snapshot) else None,
-                       now=rt.clock.now(), threads=rt.settings.memory_observe_threads)
+    observed = observe_worktree(
+        repo,
+        state if isinstance(state, Snapshot) else None,
+        now=rt.clock.now(),
+        threads=rt.settings.memory_observe_threads,
+    )
     if observed.status != "ok":
         return result(observed.status, trigger, reason=observed.reason or observed.status)
     snapshot = observed.snapshot
@@ -148,8 +180,12 @@ def _attempt(
         raise ValueError("an ok observation without a snapshot")
     comparison = compare(state, snapshot, repo)
     if comparison.kind == "unchanged":
-        return result("unchanged", trigger, checkpoint_version=_version(read_version),
-                      observed_at=snapshot.observed_at)
+        return result(
+            "unchanged",
+            trigger,
+            checkpoint_version=_version(read_version),
+            observed_at=snapshot.observed_at,
+        )
     content = None
     if comparison.kind == "changed":
         content = _content(rt, comparison, trigger, owned, reconcile, repo)
@@ -160,8 +196,12 @@ def _attempt(
 
 
 def _content(
-    rt: Runtime, comparison: Comparison, trigger: str, owned: Mapping[str, object] | None,
-    reconcile: bool, repo: str,
+    rt: Runtime,
+    comparison: Comparison,
+    trigger: str,
+    owned: Mapping[str, object] | None,
+    reconcile: bool,
+    repo: str,
 ) -> tuple[str, MemoryPayload] | None:
     """The event due for a changed comparison, or ``None`` when it is absorbed (M48)."""
     standing = rt.settings.memory_standing_files
@@ -177,8 +217,13 @@ def _content(
 
 
 def _commit(
-    rt: Runtime, agent: AgentRecord, trigger: str, snapshot: Snapshot, read_version: str,
-    content: tuple[str, MemoryPayload] | None, status: ObservationStatus,
+    rt: Runtime,
+    agent: AgentRecord,
+    trigger: str,
+    snapshot: Snapshot,
+    read_version: str,
+    content: tuple[str, MemoryPayload] | None,
+    status: ObservationStatus,
 ) -> ObservationResult | None:
     k = InboxKeys(agent.agent_id)
     fields = encode_checkpoint(snapshot, (_version(read_version) or 0) + 1)
@@ -187,13 +232,25 @@ def _commit(
     if content is not None:
         event_id = new_uuid7()
         summary, payload = content
-        event = compact({"event_id": event_id, "source_kind": MEMORY_SOURCE_KIND,
-                         "created_at": utc_stamp_ms(now), "observed_at": snapshot.observed_at,
-                         "summary": summary, "payload": payload})
+        event = compact(
+            {
+                "event_id": event_id,
+                "source_kind": MEMORY_SOURCE_KIND,
+                "created_at": utc_stamp_ms(now),
+                "observed_at": snapshot.observed_at,
+                "summary": summary,
+                "payload": payload,
+            }
+        )
         faults.reach("admit.before_script")
     admitted = memory_scripts.admit(
-        rt.scripts, agent.agent_id, read_version=read_version, event_id=event_id or None,
-        event_json=event, open_bound=MAX_OPEN, created_ms=int(now * 1000),
+        rt.scripts,
+        agent.agent_id,
+        read_version=read_version,
+        event_id=event_id or None,
+        event_json=event,
+        open_bound=MAX_OPEN,
+        created_ms=int(now * 1000),
         checkpoint={name: value for name, value in fields.items() if name != "version"},
     )
     if admitted.outcome == "conflict" and event_id and rt.redis.hexists(k.events, event_id):
@@ -210,8 +267,13 @@ def _commit(
         version = admitted.version
     if str(version) == fields["version"]:
         memory_checkpoint.remember(fields, snapshot)
-    return result(status, trigger, event_id=event_id or None,
-                  checkpoint_version=version, observed_at=snapshot.observed_at)
+    return result(
+        status,
+        trigger,
+        event_id=event_id or None,
+        checkpoint_version=version,
+        observed_at=snapshot.observed_at,
+    )
 
 
 def _version(raw: str) -> int | None:

@@ -28,12 +28,28 @@ from tidings.store.files import describe, safe_read
 #: Files of the git directory libgit2 opens to open a repository and list its status
 #: (the ``info/`` and ``objects/info/`` ones are opened while the GIL is held, so no
 #: watchdog thread could release them: ``bench/memory_fifo.py``).
-GIT_DIR_FILES = ("HEAD", "config", "commondir", "packed-refs", "index", "shallow",
-                 "info/exclude", "info/attributes", "info/grafts",
-                 "objects/info/alternates")
+GIT_DIR_FILES = (
+    "HEAD",
+    "config",
+    "commondir",
+    "packed-refs",
+    "index",
+    "shallow",
+    "info/exclude",
+    "info/attributes",
+    "info/grafts",
+    "objects/info/alternates",
+)
 #: Files of a linked work tree's common directory it opens as well.
-COMMON_DIR_FILES = ("config", "packed-refs", "shallow", "info/exclude", "info/attributes",
-                    "info/grafts", "objects/info/alternates")
+COMMON_DIR_FILES = (
+    "config",
+    "packed-refs",
+    "shallow",
+    "info/exclude",
+    "info/attributes",
+    "info/grafts",
+    "objects/info/alternates",
+)
 #: The most bytes read from a ``gitdir:`` file, ``commondir`` or ``HEAD``.
 POINTER_MAX_BYTES = 4096
 #: The most bytes read from a ``config`` to find the files it includes, and how deep
@@ -110,11 +126,12 @@ def _pointed_dir(base: str, name: str, prefix: bytes) -> str:
     data = _read_small(base, name, name)
     if not data.startswith(prefix):
         raise RepositoryUnavailable("unreadable", f"{name} does not name a directory")
-    target = os.path.join(base, os.fsdecode(data[len(prefix):].strip()))
+    target = os.path.join(base, os.fsdecode(data[len(prefix) :].strip()))
     st = _lstat(target)
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise RepositoryUnavailable(
-            "unreadable", f"{name} names {'nothing' if st is None else describe(st.st_mode)}")
+            "unreadable", f"{name} names {'nothing' if st is None else describe(st.st_mode)}"
+        )
     return target
 
 

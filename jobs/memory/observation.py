@@ -38,7 +38,10 @@ IndexStat = tuple[int, int, int] | None
 
 
 def observe_worktree(
-    repo_path: str | os.PathLike[str] | None, previous: Snapshot | None, *, now: float,
+    repo_path: str | os.PathLike[str] | None,
+    previous: Snapshot | None,
+    *,
+    now: float,
     threads: int = 1,
 ) -> ObserveResult:
     """Observe ``repo_path``. Never raises for repository oddities (M12).
@@ -61,12 +64,16 @@ def _observe(path: str, previous: Snapshot | None, now: float, threads: int) -> 
             try:
                 return ObserveResult("ok", _attempt(path, previous, now, threads))
             except Unstable as exc:
-                log.event("memory.observe_unstable", logging.INFO, repo=path, attempt=attempt,
-                          detail=str(exc))
+                log.event(
+                    "memory.observe_unstable",
+                    logging.INFO,
+                    repo=path,
+                    attempt=attempt,
+                    detail=str(exc),
+                )
     except RepositoryUnavailable as exc:
         if exc.reason in REPORTED:
-            log.event("memory.observe_unavailable", repo=path, reason=exc.reason,
-                      detail=str(exc))
+            log.event("memory.observe_unavailable", repo=path, reason=exc.reason, detail=str(exc))
         return ObserveResult("unavailable", reason=exc.reason)
     except Exception as exc:  # M12: a repository oddity must never fail the caller
         log.event("memory.observe_failed", repo=path, error=type(exc).__name__, detail=str(exc))
@@ -84,7 +91,8 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float, threads: int
         staged = git_status.read_staged(repo, index, head, index_path)
         if threads > 1:
             names = partition.top_level_names(
-                repo.workdir, git_status.head_tree(repo, head.head), staged)
+                repo.workdir, git_status.head_tree(repo, head.head), staged
+            )
             worktree = partition.read_worktree(repo_path, index_path, index_data, names, threads)
         else:
             worktree = git_status.read_worktree(index)
@@ -108,8 +116,7 @@ def _attempt(repo_path: str, previous: Snapshot | None, now: float, threads: int
 
 
 def _fingerprint(
-    root: str, paths: list[bytes], listed: dict[bytes,
-                                                git_status.Listed], previous: Snapshot | None
+    root: str, paths: list[bytes], listed: dict[bytes, git_status.Listed], previous: Snapshot | None
 ) -> dict[bytes, PathRecord]:
     cached = previous.paths if previous else {}
     cache_before = previous.started_ns - RACY_WINDOW_NS if previous else 0
@@ -124,7 +131,11 @@ def _fingerprint(
 
 
 def _refresh(
-    index: pygit2.Index, index_path: str, data: bytes, root: str, listed: set[bytes],
+    index: pygit2.Index,
+    index_path: str,
+    data: bytes,
+    root: str,
+    listed: set[bytes],
     started_ns: int,
 ) -> None:
     """Refresh the private index copy's stat data (a cache: a failure costs only time)."""
@@ -151,4 +162,3 @@ def _index_stat(path: str) -> IndexStat:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
-

@@ -64,15 +64,23 @@ def split_owned(comparison: Comparison, owned: Mapping[str, object], repo_path: 
         worktree=tuple(c for c in comparison.worktree if not _path_owned(c, spec)),
     )
     new_head = comparison.new_head
-    if result.branch_moved and spec.has_branch and spec.branch == (
-        None if new_head.detached else display_name(new_head.branch)
+    if (
+        result.branch_moved
+        and spec.has_branch
+        and spec.branch == (None if new_head.detached else display_name(new_head.branch))
     ):
-        result = replace(result, branch_moved=False, history_rewritten=False,
-                         old_head_unreadable=False, commit=())
+        result = replace(
+            result,
+            branch_moved=False,
+            history_rewritten=False,
+            old_head_unreadable=False,
+            commit=(),
+        )
     old_head = comparison.old_head.head if comparison.old_head else None
     if result.head_moved and _commits_owned(repo_path, old_head, new_head.head, spec.commits):
-        result = replace(result, head_moved=False, history_rewritten=False,
-                         old_head_unreadable=False, commit=())
+        result = replace(
+            result, head_moved=False, history_rewritten=False, old_head_unreadable=False, commit=()
+        )
     if not result.has_delta():
         result = replace(result, kind="refresh")
     return result
@@ -80,8 +88,7 @@ def split_owned(comparison: Comparison, owned: Mapping[str, object], repo_path: 
 
 def _path_owned(change: Change, spec: Owned) -> bool:
     """Owned when the path (and a rename's source) is claimed with its new id there."""
-    if not _claims(spec, change.path, change.new_id if change.present else None,
-                   change.present):
+    if not _claims(spec, change.path, change.new_id if change.present else None, change.present):
         return False
     return change.from_path is None or _claims(spec, change.from_path, None, False)
 
@@ -96,8 +103,9 @@ def _claims(spec: Owned, raw: bytes, new_id: str | None, present: bool) -> bool:
     return claimed is None
 
 
-def _commits_owned(repo_path: str, old: str | None, new: str | None,
-                   commits: frozenset[str]) -> bool:
+def _commits_owned(
+    repo_path: str, old: str | None, new: str | None, commits: frozenset[str]
+) -> bool:
     """The new head and every commit reachable from it but not from the old head."""
     if new is None or new not in commits:
         return False

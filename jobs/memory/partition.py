@@ -55,8 +55,9 @@ def read_worktree(
     return merged
 
 
-def _part(repo_path: str, index_file: str, data: bytes, names: list[bytes]
-          ) -> git_status.WorktreeSide:
+def _part(
+    repo_path: str, index_file: str, data: bytes, names: list[bytes]
+) -> git_status.WorktreeSide:
     with opened(repo_path) as repo:
         index, seen = privateindex.load(repo, index_file)
         if seen != data:

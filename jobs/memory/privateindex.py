@@ -128,7 +128,11 @@ def _write_copy(index_file: str, data: bytes, source_stat: os.stat_result) -> _C
 
 
 def refresh(
-    index: pygit2.Index, index_file: str, data: bytes, root: str, listed: set[bytes],
+    index: pygit2.Index,
+    index_file: str,
+    data: bytes,
+    root: str,
+    listed: set[bytes],
     started_ns: int,
 ) -> int:
     """Refresh the copy's stat data when a sample shows re-hashed entries; returns the
@@ -232,9 +236,7 @@ def _equal(reader: Fingerprinter, raw: bytes, entry: Entry, st: os.stat_result) 
     except Unstable:
         return False
     entry_id = bytes(ffi.buffer(entry.id.id)).hex()
-    return (
-        found is not None and found == (entry_id, stat_key(st)) and _git_mode(st) == entry.mode
-    )
+    return found is not None and found == (entry_id, stat_key(st)) and _git_mode(st) == entry.mode
 
 
 def _replace(index: pygit2.Index, entry: Entry, st: os.stat_result | None) -> None:

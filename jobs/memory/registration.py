@@ -66,5 +66,6 @@ def _problem(path: str) -> str | None:
         if exc.reason not in REFUSED:
             return None
         detail = _detail(path, exc.reason, str(exc).partition(": ")[2])
-        return (f"memory repository {path} {WHY.get(exc.reason, exc.reason)}"
-                + (f" ({detail})" if detail else ""))
+        return f"memory repository {path} {WHY.get(exc.reason, exc.reason)}" + (
+            f" ({detail})" if detail else ""
+        )

@@ -31,8 +31,10 @@ def opened(repo_path: str) -> Iterator[pygit2.Repository]:
     try:
         repo = pygit2.Repository(repo_path, RepositoryOpenFlag.NO_SEARCH)
     except (pygit2.GitError, OSError, ValueError) as exc:
-        reason = "unreadable" if os.path.lexists(os.path.join(repo_path, ".git")) else (
-            "not_a_repository"
+        reason = (
+            "unreadable"
+            if os.path.lexists(os.path.join(repo_path, ".git"))
+            else ("not_a_repository")
         )
         raise RepositoryUnavailable(reason, str(exc)) from None
     try:

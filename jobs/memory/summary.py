@@ -41,20 +41,25 @@ def summary_text(payload: Mapping[str, object], header: str) -> str:
     within SUMMARY_BYTES by showing fewer entries (see :func:`bounded`)."""
     lines = [header]
     if payload.get("repository_replaced"):
-        lines.append("The memory repository at this path was replaced by a different one; "
-                     "observation restarted from its current state.")
+        lines.append(
+            "The memory repository at this path was replaced by a different one; "
+            "observation restarted from its current state."
+        )
         lines.append(f"Now on {_position(payload, 'to')}.")
     if payload.get("reobserved"):
-        lines.append("The previous observation was unreadable; observation restarted from "
-                     "the current state.")
+        lines.append(
+            "The previous observation was unreadable; observation restarted from the current state."
+        )
     if payload.get("branch_moved"):
         lines.append(f"Branch moved: {_position(payload, 'from')} → {_position(payload, 'to')}")
     if payload.get("head_moved"):
-        where = "(detached HEAD)" if payload.get("to_detached") else (
-            f"on {payload.get('to_branch')}"
+        where = (
+            "(detached HEAD)" if payload.get("to_detached") else (f"on {payload.get('to_branch')}")
         )
-        lines.append(f"Head moved {where}: {short(payload.get('from_head'))} → "
-                     f"{short(payload.get('to_head'))}")
+        lines.append(
+            f"Head moved {where}: {short(payload.get('from_head'))} → "
+            f"{short(payload.get('to_head'))}"
+        )
     if payload.get("history_rewritten"):
         lines.append("History rewritten; inspect with git.")
     changes, more = mapping_of(payload.get("changes")), mapping_of(payload.get("more"))
@@ -66,8 +71,10 @@ def summary_text(payload: Mapping[str, object], header: str) -> str:
     tail = []
     overflow = mapping_of(payload.get("overflow"))
     if overflow:
-        tail.append(f"Paths listed beyond the first 20,000 changed: {overflow.get('from')} → "
-                    f"{overflow.get('to')} more paths.")
+        tail.append(
+            f"Paths listed beyond the first 20,000 changed: {overflow.get('from')} → "
+            f"{overflow.get('to')} more paths."
+        )
     persona_paths = strings_of(payload.get("persona_paths"))
     if payload.get("persona_changed") and persona_paths:
         tail.append(persona_sentence(persona_paths))
@@ -133,8 +140,11 @@ def bounded(head: Sequence[str], lists: Sequence[_List], tail: Sequence[str]) ->
 def _shortened_entry(entry: Mapping[str, object], room: int) -> str | None:
     """The entry's text in at most ``room`` UTF-8 bytes, its path(s) shortened in the
     middle with ``…`` (None when no shortening fits)."""
-    paths = ["path", "from_path"] if entry.get("change") == "renamed" and entry.get(
-        "from_path") is not None else ["path"]
+    paths = (
+        ["path", "from_path"]
+        if entry.get("change") == "renamed" and entry.get("from_path") is not None
+        else ["path"]
+    )
     full = entry_text(entry)
     budget = {key: len(str(entry.get(key)).encode("utf-8")) for key in paths}
     while True:
@@ -147,8 +157,10 @@ def _shortened_entry(entry: Mapping[str, object], room: int) -> str | None:
                 break
         if min(budget.values()) < _MIN_PATH_BYTES:
             return None
-        shortened = {**entry, **{key: middle_cut(str(entry.get(key)), budget[key])
-                                 for key in paths}}
+        shortened = {
+            **entry,
+            **{key: middle_cut(str(entry.get(key)), budget[key]) for key in paths},
+        }
         full = entry_text(shortened)
 
 
@@ -241,4 +253,3 @@ def _position(payload: Mapping[str, object], side: str) -> str:
     if payload.get(f"{side}_unborn") or not head:
         return f"{branch} (no commits)"
     return f"{branch} at {short(head)}"
-

@@ -104,8 +104,7 @@ def _leave(repo_path: str, done: threading.Event, reason: str) -> ObserveResult:
         if not done.is_set():
             _stuck.add(repo_path)
             if _reaper is None or not _reaper.is_alive():
-                _reaper = threading.Thread(target=_reap, name="tidings-observe-reaper",
-                                           daemon=True)
+                _reaper = threading.Thread(target=_reap, name="tidings-observe-reaper", daemon=True)
                 _reaper.start()
     return ObserveResult("unavailable", reason=reason)
 

@@ -34,6 +34,7 @@ class HostSync(TypedDict):
     woke: int
     failed: list[str]
 
+
 #: Agents a full scan visits between two looks at its host's changed-tick marker.
 STEP_ASIDE_EVERY = 10
 #: Longest a full scan waits at one look while a changed tick runs (s).
@@ -55,11 +56,12 @@ PREFETCH_BATCH = 1000
 
 def _batches(agents: Sequence[AgentRecord]) -> Iterator[Sequence[AgentRecord]]:
     for start in range(0, len(agents), PREFETCH_BATCH):
-        yield agents[start:start + PREFETCH_BATCH]
+        yield agents[start : start + PREFETCH_BATCH]
 
 
-def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
-             gone: list[str]) -> list[AgentRecord]:
+def _visited(
+    rt: Runtime, host: str, agent_ids: Sequence[str] | None, gone: list[str]
+) -> list[AgentRecord]:
     """The agents to visit. A changed tick renews its running marker and reads the named
     agents' records in one pipelined round trip."""
     if agent_ids is None:
@@ -80,8 +82,7 @@ def _visited(rt: Runtime, host: str, agent_ids: Sequence[str] | None,
     return agents
 
 
-def next_visit(rt: Runtime, outcome: Mapping[str, object],
-               agent: AgentRecord) -> float | None:
+def next_visit(rt: Runtime, outcome: Mapping[str, object], agent: AgentRecord) -> float | None:
     """When this agent must be visited again whatever its files do (Unix s; ``0`` = at
     the next tick), or ``None``: a failed or unfinished visit, else a live delay (D9)."""
     if outcome.get("status") != "ok" or outcome.get("retry"):
@@ -121,9 +122,16 @@ def sync_host(rt: Runtime, host: str, agent_ids: Sequence[str] | None = None) ->
         _finish(rt, host, full, due, gone, woke)
     scan = "full" if full else "changed"
     metrics.synced(scan, len(agents))
-    log.event("notification_sync_tick", logging.DEBUG, host=host, scan=scan,
-              visited=len(agents), woke=woke, failed=len(failed),
-              ms=round((time.perf_counter() - started) * 1000, 1))
+    log.event(
+        "notification_sync_tick",
+        logging.DEBUG,
+        host=host,
+        scan=scan,
+        visited=len(agents),
+        woke=woke,
+        failed=len(failed),
+        ms=round((time.perf_counter() - started) * 1000, 1),
+    )
     return {"status": "ok", "host": host, "agents": len(agents), "woke": woke, "failed": failed}
 
 
@@ -140,13 +148,18 @@ def _step_aside(rt: Runtime, host: str, waited: float) -> float:
     return waited + rt.clock.monotonic() - started
 
 
-def _finish(rt: Runtime, host: str, full: bool, due: dict[str, float | None],
-            gone: list[str], woke: int) -> None:
+def _finish(
+    rt: Runtime, host: str, full: bool, due: dict[str, float | None], gone: list[str], woke: int
+) -> None:
     """One pipeline: what each visited agent needs next time, the tick's summary (for
     the console) and the marker cleared."""
     pipe = rt.redis.pipeline(transaction=False)
-    last = {"at": utc_stamp(rt.clock.now()), "agents": len(due), "woke": woke,
-            "scan": "full" if full else "changed"}
+    last = {
+        "at": utc_stamp(rt.clock.now()),
+        "agents": len(due),
+        "woke": woke,
+        "scan": "full" if full else "changed",
+    }
     pipe.set(keys.sync_last(host), compact(last))
     at = {agent_id: when for agent_id, when in due.items() if when is not None}
     if at:

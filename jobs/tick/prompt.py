@@ -50,8 +50,14 @@ Visit = Callable[[list[str]], Collection[str]]
 class PromptVisits:
     """The prompt visits of one process; thread-safe. ``debounce`` in seconds."""
 
-    def __init__(self, visit: Visit, debounce: float, *, threads: int = VISIT_THREADS,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        visit: Visit,
+        debounce: float,
+        *,
+        threads: int = VISIT_THREADS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.debounce = debounce
         self._visit, self._monotonic = visit, monotonic
         self._cond = threading.Condition()
@@ -65,8 +71,10 @@ class PromptVisits:
         #: Visits started and pokes received (figures for bench/wake.py and tests).
         self.visits = 0
         self.pokes = 0
-        self._threads = [threading.Thread(target=self._serve, name=f"tidings-visit-{n}",
-                                          daemon=True) for n in range(threads)]
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"tidings-visit-{n}", daemon=True)
+            for n in range(threads)
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -134,8 +142,13 @@ class PromptVisits:
             try:
                 busy = self._visit(taken)
             except Exception as exc:  # a visit answers its failures; this is a last guard
-                log.event("notification_prompt_visit_failed", agent_ids=taken[:10],
-                          error=type(exc).__name__, detail=str(exc)[:200], exc_info=exc)
+                log.event(
+                    "notification_prompt_visit_failed",
+                    agent_ids=taken[:10],
+                    error=type(exc).__name__,
+                    detail=str(exc)[:200],
+                    exc_info=exc,
+                )
             with self._cond:
                 for agent_id in taken:
                     self._finished(agent_id, agent_id in busy)
@@ -159,8 +172,11 @@ def prompt_visit(rt: Runtime, agent_ids: list[str]) -> set[str]:
     visited elsewhere. What one needs next (a retry, a delay's deadline) goes to the
     host's *due* set, which the tick reads."""
     records, known = prefetch_records(rt, agent_ids)  # one round trip, as the tick's
-    agents = [a for a in records if a is not None
-              and a.host == rt.settings.host and os.path.isdir(a.workdir)]
+    agents = [
+        a
+        for a in records
+        if a is not None and a.host == rt.settings.host and os.path.isdir(a.workdir)
+    ]
     busy: set[str] = set()
     due: dict[str, float] = {}
     for agent in agents:

@@ -28,9 +28,12 @@ from tidings.store.scripts import turns as turn_scripts
 #: Most ids accepted in ``ignored`` (more than a turn can claim, with room for slips).
 MAX_IGNORED = 1_000
 #: (item state entered, the finish result's list of such ids), for the metrics.
-SETTLED_STATES = (("handled", "handled"), ("ignored", "ignored"), ("deferred", "retryable"),
-                  ("needs-repair", "needs_repair"))
-
+SETTLED_STATES = (
+    ("handled", "handled"),
+    ("ignored", "ignored"),
+    ("deferred", "retryable"),
+    ("needs-repair", "needs_repair"),
+)
 
 
 class SideEffectMarked(TypedDict):
@@ -39,7 +42,6 @@ class SideEffectMarked(TypedDict):
     status: Literal["ok"]
     turn_id: str
     marked: list[str]
-
 
 
 def owned_problem(owned: object) -> str | None:
@@ -88,14 +90,20 @@ def _gone(
         if isinstance(stored, dict):
             return stored
     if record["state"] != "open" or int(record["lease_ms"] or 0) <= rt.clock.now() * 1000:
-        return error("turn_expired", "the turn's lease passed; its items were recovered",
-                     turn_id=turn_id)
+        return error(
+            "turn_expired", "the turn's lease passed; its items were recovered", turn_id=turn_id
+        )
     return None
 
 
 def finish_turn(
-    rt: Runtime, agent: AgentRecord, turn_id: object, ok: object = True,
-    side_effects: object = False, ignored: object = (), owned: object = None,
+    rt: Runtime,
+    agent: AgentRecord,
+    turn_id: object,
+    ok: object = True,
+    side_effects: object = False,
+    ignored: object = (),
+    owned: object = None,
 ) -> TurnError | dict[str, object]:
     """M46: validate, reconcile (M48-M50), mark the claimed items, release the slot.
 
@@ -121,28 +129,41 @@ def finish_turn(
     else:
         memory = result("skipped", "finish_turn")  # M50: the checkpoint is not touched
     faults.reach("finish.after_reconcile")
-    return _settle(rt, agent.agent_id, turn_id, record, ok, side_effects,
-                   ignored_ids, memory)
+    return _settle(rt, agent.agent_id, turn_id, record, ok, side_effects, ignored_ids, memory)
 
 
 def _settle(
-    rt: Runtime, agent_id: str, turn_id: str, record: dict[str, str | None], ok: bool,
-    side_effects: bool, ignored: list[str], memory: ObservationResult,
+    rt: Runtime,
+    agent_id: str,
+    turn_id: str,
+    record: dict[str, str | None],
+    ok: bool,
+    side_effects: bool,
+    ignored: list[str],
+    memory: ObservationResult,
 ) -> TurnError | dict[str, object]:
     claimed = set((record["claimed"] or "").split())
     not_claimed = [i for i in ignored if i not in claimed]
     now = rt.clock.now()
     finished = inbox_scripts.finish(
-        rt.scripts, agent_id, turn_id=turn_id, now_ms=int(now * 1000), now_iso=utc_stamp_ms(now),
-        ok=ok, side_effects=side_effects, memory_json=compact(memory),
-        not_claimed_json=compact(not_claimed), terminal_kept=MAX_TERMINAL,
+        rt.scripts,
+        agent_id,
+        turn_id=turn_id,
+        now_ms=int(now * 1000),
+        now_iso=utc_stamp_ms(now),
+        ok=ok,
+        side_effects=side_effects,
+        memory_json=compact(memory),
+        not_claimed_json=compact(not_claimed),
+        terminal_kept=MAX_TERMINAL,
         ignored_claimed=[i for i in ignored if i in claimed],
     )
     if finished.outcome == "unknown_turn":
         return error("unknown_turn", f"no turn {turn_id}", turn_id=turn_id)
     if finished.outcome == "turn_expired":
-        return error("turn_expired", "the turn's lease passed; its items were recovered",
-                     turn_id=turn_id)
+        return error(
+            "turn_expired", "the turn's lease passed; its items were recovered", turn_id=turn_id
+        )
     loaded = loads_or(finished.result_json or None, {})
     settled: dict[str, object] = loaded if isinstance(loaded, dict) else {}
     for state, field in SETTLED_STATES:
@@ -158,11 +179,18 @@ def mark_side_effect(
     if not is_event_id(turn_id):
         return error("invalid_input", "turn must be a Turn or its turn_id")
     now = rt.clock.now()
-    marked = turn_scripts.mark_side_effect(rt.scripts, agent.agent_id, turn_id=turn_id,
-                                           now_ms=int(now * 1000), now_iso=utc_stamp_ms(now))
+    marked = turn_scripts.mark_side_effect(
+        rt.scripts,
+        agent.agent_id,
+        turn_id=turn_id,
+        now_ms=int(now * 1000),
+        now_iso=utc_stamp_ms(now),
+    )
     if marked.outcome != "ok":
-        messages = {"unknown_turn": f"no turn {turn_id}",
-                    "turn_expired": "the turn's lease passed; its items were recovered",
-                    "turn_finished": "the turn is already finished"}
+        messages = {
+            "unknown_turn": f"no turn {turn_id}",
+            "turn_expired": "the turn's lease passed; its items were recovered",
+            "turn_finished": "the turn is already finished",
+        }
         return error(marked.outcome, messages[marked.outcome], turn_id=turn_id)
     return {"status": "ok", "turn_id": turn_id, "marked": marked.marked}

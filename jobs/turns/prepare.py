@@ -37,7 +37,6 @@ KEPT_TURNS = 100
 _SLOT_ATTEMPTS = 3
 
 
-
 class Skipped(TypedDict):
     """M11, M50: the memory of a turn that does not observe."""
 
@@ -92,9 +91,7 @@ class Startup(TypedDict):
 class PreTurn(Protocol):
     """Runs a turn's pre-turn observation (when ``observe``) and attention render."""
 
-    def __call__(
-        self, rt: Runtime, agent: AgentRecord, observe: bool
-    ) -> tuple[TurnMemory, Lane]:
+    def __call__(self, rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[TurnMemory, Lane]:
         """``(memory result, attention lane)``; never raises."""
 
 
@@ -113,17 +110,18 @@ def safe_attention(rt: Runtime, agent: AgentRecord) -> Lane:
         return {}
 
 
-def inline_pre_turn(
-    rt: Runtime, agent: AgentRecord, observe: bool
-) -> tuple[TurnMemory, Lane]:
+def inline_pre_turn(rt: Runtime, agent: AgentRecord, observe: bool) -> tuple[TurnMemory, Lane]:
     """The in-process :class:`PreTurn` (``inline=True`` agents and unit tests): the
     attention render runs on a thread of its own while this one observes, so the turn
     waits for the longer of the two, not their sum (as the worker group does)."""
     if not observe:
         return skipped(), safe_attention(rt, agent)
     attention: list[Lane] = []
-    render = threading.Thread(target=lambda: attention.append(safe_attention(rt, agent)),
-                              name=f"pre-turn-render {agent.agent_id}", daemon=True)
+    render = threading.Thread(
+        target=lambda: attention.append(safe_attention(rt, agent)),
+        name=f"pre-turn-render {agent.agent_id}",
+        daemon=True,
+    )
     render.start()
     memory = observe_memory(rt, agent, "pre_turn")
     render.join()
@@ -134,28 +132,40 @@ def error(reason: str, message: str, **fields: Unpack[ErrorFields]) -> TurnError
     return {"status": "error", "reason": reason, "message": message, **fields}
 
 
-def _take_slot(
-    rt: Runtime, agent_id: str, turn_id: str, kind: str
-) -> tuple[TurnError | None, int]:
+def _take_slot(rt: Runtime, agent_id: str, turn_id: str, kind: str) -> tuple[TurnError | None, int]:
     """M43 step 1; an expired holder is recovered first (M51). Returns (error, lease ms)."""
     for _ in range(_SLOT_ATTEMPTS):
         now = rt.clock.now()
         lease_ms = int((now + rt.settings.turn_lease_seconds) * 1000)
-        began = turn_scripts.begin(rt.scripts, agent_id, turn_id=turn_id, kind=kind,
-                                   now_ms=int(now * 1000), lease_ms=lease_ms,
-                                   turns_kept=KEPT_TURNS)
+        began = turn_scripts.begin(
+            rt.scripts,
+            agent_id,
+            turn_id=turn_id,
+            kind=kind,
+            now_ms=int(now * 1000),
+            lease_ms=lease_ms,
+            turns_kept=KEPT_TURNS,
+        )
         if began.outcome == "ok":
             return None, lease_ms
         holder = began.holder
         if began.outcome == "busy":
             break
         recovered = recover(rt, agent_id, expired_turn=holder)
-        log.event("turn_expired_recovered", agent_id=agent_id, turn_id=holder,
-                  retryable=recovered["retryable"], needs_repair=recovered["needs_repair"])
-    return error("turn_in_progress",
-                 f"an unfinished turn holds the turn slot: finish it with "
-                 f"finish_turn({holder!r}), or call startup() after an orchestrator crash "
-                 "(it recovers the turn's items)", turn_id=holder), 0
+        log.event(
+            "turn_expired_recovered",
+            agent_id=agent_id,
+            turn_id=holder,
+            retryable=recovered["retryable"],
+            needs_repair=recovered["needs_repair"],
+        )
+    return error(
+        "turn_in_progress",
+        f"an unfinished turn holds the turn slot: finish it with "
+        f"finish_turn({holder!r}), or call startup() after an orchestrator crash "
+        "(it recovers the turn's items)",
+        turn_id=holder,
+    ), 0
 
 
 @dataclass(frozen=True)
@@ -188,13 +198,21 @@ def claim_turn(
     """M43 after the pre-turn work: claim ≤ 20 items and render the turn."""
     version = memory.get("checkpoint_version")
     claimed = inbox_scripts.claim(
-        rt.scripts, agent.agent_id, turn_id=begun.turn_id,
-        now_iso=utc_stamp_ms(rt.clock.now()), observing=begun.observing, limit=MAX_CLAIM,
-        memory_status=memory.get("status", "error"), memory_version=version,
+        rt.scripts,
+        agent.agent_id,
+        turn_id=begun.turn_id,
+        now_iso=utc_stamp_ms(rt.clock.now()),
+        observing=begun.observing,
+        limit=MAX_CLAIM,
+        memory_status=memory.get("status", "error"),
+        memory_version=version,
     )
     if claimed.lost:
-        return error("turn_expired", "the turn was recovered before it claimed its items",
-                     turn_id=begun.turn_id)
+        return error(
+            "turn_expired",
+            "the turn was recovered before it claimed its items",
+            turn_id=begun.turn_id,
+        )
     metrics.items_entered("processing", len(claimed.event_ids))
     items = read_items(rt, agent.agent_id, claimed.event_ids)
     return {
@@ -210,7 +228,9 @@ def claim_turn(
 
 
 def prepare_turn(
-    rt: Runtime, agent: AgentRecord, kind: str = "ordinary",
+    rt: Runtime,
+    agent: AgentRecord,
+    kind: str = "ordinary",
     pre_turn: PreTurn = inline_pre_turn,
 ) -> PreparedTurn | TurnError:
     """M43: take the slot, observe (observing kinds), claim ≤ 20 items, render."""
@@ -233,19 +253,18 @@ def startup(rt: Runtime, agent: AgentRecord) -> Startup:
     """M51: recover (idempotently), then the ``startup`` observation. Never wakes."""
     recovered = recover(rt, agent.agent_id)
     if recovered["closed_turn"]:
-        log.event("startup_closed_turn", agent_id=agent.agent_id,
-                  turn_id=recovered["closed_turn"])
+        log.event("startup_closed_turn", agent_id=agent.agent_id, turn_id=recovered["closed_turn"])
     return {
         "status": "ok",
-        "recovered": {"retryable": recovered["retryable"],
-                      "needs_repair": recovered["needs_repair"]},
+        "recovered": {
+            "retryable": recovered["retryable"],
+            "needs_repair": recovered["needs_repair"],
+        },
         "memory": observe_memory(rt, agent, "startup"),
     }
 
 
-def startup_all(
-    rt: Runtime, agents: Iterable[AgentRecord]
-) -> dict[str, Startup | TurnError]:
+def startup_all(rt: Runtime, agents: Iterable[AgentRecord]) -> dict[str, Startup | TurnError]:
     """M51: start-up for several agents; a failing one is logged and skipped."""
     results: dict[str, Startup | TurnError] = {}
     for agent in agents:

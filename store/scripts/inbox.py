@@ -38,16 +38,34 @@ class Admitted:
 
 
 def admit(
-    scripts: Scripts, agent_id: str, *, event_id: str, event_json: str, created_ms: int,
-    key_digest: str | None, open_bound: int, wake_entry_json: str | None,
+    scripts: Scripts,
+    agent_id: str,
+    *,
+    event_id: str,
+    event_json: str,
+    created_ms: int,
+    key_digest: str | None,
+    open_bound: int,
+    wake_entry_json: str | None,
 ) -> Admitted:
     """M3/M4/M8: admit one event; ``wake_entry_json`` also appends a wake signal."""
     k = InboxKeys(agent_id)
-    reply = parts("inbox_admit", scripts(
-        "inbox_admit", [*k.item_keys(), k.sequence, k.wake_stream],
-        [event_id, event_json, created_ms, key_digest or "", open_bound,
-         flag(wake_entry_json is not None), wake_entry_json or ""],
-    ))
+    reply = parts(
+        "inbox_admit",
+        scripts(
+            "inbox_admit",
+            [*k.item_keys(), k.sequence, k.wake_stream],
+            [
+                event_id,
+                event_json,
+                created_ms,
+                key_digest or "",
+                open_bound,
+                flag(wake_entry_json is not None),
+                wake_entry_json or "",
+            ],
+        ),
+    )
     known = outcome("inbox_admit", reply, _ADMIT)
     return Admitted(known, reply[1] if known == "duplicate" else None)
 
@@ -61,13 +79,18 @@ class Ignored:
     previous: str | None = None
 
 
-def ignore(scripts: Scripts, agent_id: str, *, event_id: str, now_iso: str, now_ms: int,
-           terminal_kept: int) -> Ignored:
+def ignore(
+    scripts: Scripts, agent_id: str, *, event_id: str, now_iso: str, now_ms: int, terminal_kept: int
+) -> Ignored:
     """M6: make one item ignored; M8 retention trims the terminal items."""
-    reply = parts("inbox_ignore", scripts(
-        "inbox_ignore", InboxKeys(agent_id).item_keys(),
-        [event_id, now_iso, now_ms, terminal_kept, _ATTRIBUTES],
-    ))
+    reply = parts(
+        "inbox_ignore",
+        scripts(
+            "inbox_ignore",
+            InboxKeys(agent_id).item_keys(),
+            [event_id, now_iso, now_ms, terminal_kept, _ATTRIBUTES],
+        ),
+    )
     known = outcome("inbox_ignore", reply, _IGNORE)
     return Ignored(known, reply[1] if len(reply) > 1 else None)
 
@@ -83,15 +106,20 @@ class Recovered:
     needs_repair: list[str]
 
 
-def recover(scripts: Scripts, agent_id: str, *, now_ms: int,
-            expired_turn: str | None = None) -> Recovered:
+def recover(
+    scripts: Scripts, agent_id: str, *, now_ms: int, expired_turn: str | None = None
+) -> Recovered:
     """M51: running items become retryable (needs-repair after a side effect) and the
     open turn closes; with ``expired_turn``, only if it holds the slot past its lease."""
     k = InboxKeys(agent_id)
-    reply = parts("inbox_recover", scripts(
-        "inbox_recover", [*k.item_keys(), k.turn_slot, k.turns],
-        ["expired" if expired_turn else "startup", now_ms, expired_turn or ""],
-    ))
+    reply = parts(
+        "inbox_recover",
+        scripts(
+            "inbox_recover",
+            [*k.item_keys(), k.turn_slot, k.turns],
+            ["expired" if expired_turn else "startup", now_ms, expired_turn or ""],
+        ),
+    )
     if reply[0] == "noop":
         return Recovered(False, None, [], [])
     if reply[0] != "ok" or len(reply) != 4:
@@ -109,17 +137,34 @@ class Claimed:
 
 
 def claim(
-    scripts: Scripts, agent_id: str, *, turn_id: str, now_iso: str, observing: bool,
-    limit: int, memory_status: str, memory_version: object,
+    scripts: Scripts,
+    agent_id: str,
+    *,
+    turn_id: str,
+    now_iso: str,
+    observing: bool,
+    limit: int,
+    memory_status: str,
+    memory_version: object,
 ) -> Claimed:
     """M43 step 3, M44: claim up to ``limit`` selectable items for the turn, recording
     the pre-turn memory status and its checkpoint version (``None`` = none)."""
     k = InboxKeys(agent_id)
-    reply = parts("inbox_claim", scripts(
-        "inbox_claim", [*k.item_keys(), k.turn_slot, k.turns],
-        [turn_id, now_iso, flag(observing), limit, memory_status,
-         "" if memory_version is None else str(memory_version)],
-    ))
+    reply = parts(
+        "inbox_claim",
+        scripts(
+            "inbox_claim",
+            [*k.item_keys(), k.turn_slot, k.turns],
+            [
+                turn_id,
+                now_iso,
+                flag(observing),
+                limit,
+                memory_status,
+                "" if memory_version is None else str(memory_version),
+            ],
+        ),
+    )
     if reply[0] == "lost":
         return Claimed(True, [])
     if reply[0] != "ok":
@@ -137,16 +182,39 @@ class Finished:
 
 
 def finish(
-    scripts: Scripts, agent_id: str, *, turn_id: str, now_ms: int, now_iso: str, ok: bool,
-    side_effects: bool, memory_json: str, not_claimed_json: str, terminal_kept: int,
+    scripts: Scripts,
+    agent_id: str,
+    *,
+    turn_id: str,
+    now_ms: int,
+    now_iso: str,
+    ok: bool,
+    side_effects: bool,
+    memory_json: str,
+    not_claimed_json: str,
+    terminal_kept: int,
     ignored_claimed: list[str],
 ) -> Finished:
     """M46 steps 3-4, M8: settle the turn's claimed items and release the slot."""
     k = InboxKeys(agent_id)
-    reply = parts("inbox_finish", scripts(
-        "inbox_finish", [*k.item_keys(), k.turn_slot, k.turns],
-        [turn_id, now_ms, now_iso, flag(ok), flag(side_effects), memory_json,
-         not_claimed_json, terminal_kept, _ATTRIBUTES, *ignored_claimed],
-    ))
+    reply = parts(
+        "inbox_finish",
+        scripts(
+            "inbox_finish",
+            [*k.item_keys(), k.turn_slot, k.turns],
+            [
+                turn_id,
+                now_ms,
+                now_iso,
+                flag(ok),
+                flag(side_effects),
+                memory_json,
+                not_claimed_json,
+                terminal_kept,
+                _ATTRIBUTES,
+                *ignored_claimed,
+            ],
+        ),
+    )
     known = outcome("inbox_finish", reply, _FINISH)
     return Finished(known, reply[1] if len(reply) > 1 else None)

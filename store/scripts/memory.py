@@ -24,18 +24,36 @@ class MemoryAdmitted:
 
 
 def admit(
-    scripts: Scripts, agent_id: str, *, read_version: str, event_id: str | None,
-    event_json: str, open_bound: int, created_ms: int, checkpoint: Mapping[str, str],
+    scripts: Scripts,
+    agent_id: str,
+    *,
+    read_version: str,
+    event_id: str | None,
+    event_json: str,
+    open_bound: int,
+    created_ms: int,
+    checkpoint: Mapping[str, str],
 ) -> MemoryAdmitted:
     """M40: compare the checkpoint's version with ``read_version``, then write the event
     (when ``event_id`` is given) and the advanced ``checkpoint`` fields together."""
     k = InboxKeys(agent_id)
     pairs = [part for name, value in checkpoint.items() for part in (name, value)]
-    reply = parts("memory_admit", scripts(
-        "memory_admit", [*k.item_keys(), k.sequence, k.checkpoint],
-        [read_version, "1" if event_id else "0", open_bound, event_id or "", event_json,
-         created_ms, *pairs],
-    ))
+    reply = parts(
+        "memory_admit",
+        scripts(
+            "memory_admit",
+            [*k.item_keys(), k.sequence, k.checkpoint],
+            [
+                read_version,
+                "1" if event_id else "0",
+                open_bound,
+                event_id or "",
+                event_json,
+                created_ms,
+                *pairs,
+            ],
+        ),
+    )
     known = outcome("memory_admit", reply, _ADMIT)
     if known != "ok":
         return MemoryAdmitted(known)
@@ -50,13 +68,15 @@ def renew_observe_lock(scripts: Scripts, agent_id: str, *, token: str, lease_ms:
     return number("lock_renew", scripts("lock_renew", [key], [token, lease_ms])) == 1
 
 
-def take_over_observe_lock(scripts: Scripts, agent_id: str, *, gone_token: str, token: str,
-                           lease_ms: int) -> bool:
+def take_over_observe_lock(
+    scripts: Scripts, agent_id: str, *, gone_token: str, token: str, lease_ms: int
+) -> bool:
     """M52: take the observation lock over from a holder known to be gone, only if the
     lock still holds that holder's token."""
     key = InboxKeys(agent_id).observe_lock
-    return number("lock_takeover", scripts("lock_takeover", [key],
-                                           [gone_token, token, lease_ms])) == 1
+    return (
+        number("lock_takeover", scripts("lock_takeover", [key], [gone_token, token, lease_ms])) == 1
+    )
 
 
 def release_observe_lock(scripts: Scripts, agent_id: str, *, token: str) -> bool:

@@ -14,21 +14,29 @@ def index_add(scripts: Scripts, host: str, entries: Iterable[tuple[str, str]]) -
     flat = [part for entry in entries for part in entry]
     if not flat:
         return 0
-    return number("registry_index_add", scripts(
+    return number(
         "registry_index_add",
-        [keys.host_agents(host), keys.host_workdirs(host), keys.host_agents_version(host)],
-        flat))
+        scripts(
+            "registry_index_add",
+            [keys.host_agents(host), keys.host_workdirs(host), keys.host_agents_version(host)],
+            flat,
+        ),
+    )
 
 
-def index_drop(scripts: Scripts, host: str, agent_ids: Sequence[str],
-               at_version: int | None = None) -> int:
+def index_drop(
+    scripts: Scripts, host: str, agent_ids: Sequence[str], at_version: int | None = None
+) -> int:
     """Drop ``agent_ids`` from ``host``'s index; with ``at_version``, only if the index
     is still at that version (else -1, nothing dropped)."""
     if not agent_ids:
         return 0
     version = "" if at_version is None else str(at_version)
-    return number("registry_index_drop", scripts(
+    return number(
         "registry_index_drop",
-        [keys.host_agents(host), keys.host_workdirs(host), keys.host_agents_version(host)],
-        [version, *agent_ids]))
-
+        scripts(
+            "registry_index_drop",
+            [keys.host_agents(host), keys.host_workdirs(host), keys.host_agents_version(host)],
+            [version, *agent_ids],
+        ),
+    )

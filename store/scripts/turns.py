@@ -24,14 +24,26 @@ class Began:
     holder: str | None = None
 
 
-def begin(scripts: Scripts, agent_id: str, *, turn_id: str, kind: str, now_ms: int,
-          lease_ms: int, turns_kept: int) -> Began:
+def begin(
+    scripts: Scripts,
+    agent_id: str,
+    *,
+    turn_id: str,
+    kind: str,
+    now_ms: int,
+    lease_ms: int,
+    turns_kept: int,
+) -> Began:
     """M43 step 1, M53: take the agent's turn slot; old turn records are trimmed."""
     k = InboxKeys(agent_id)
-    reply = parts("turn_begin", scripts(
-        "turn_begin", [k.turn_slot, k.turns, k.turn_order],
-        [turn_id, kind, now_ms, lease_ms, turns_kept, " ".join(TURN_ATTRIBUTES)],
-    ))
+    reply = parts(
+        "turn_begin",
+        scripts(
+            "turn_begin",
+            [k.turn_slot, k.turns, k.turn_order],
+            [turn_id, kind, now_ms, lease_ms, turns_kept, " ".join(TURN_ATTRIBUTES)],
+        ),
+    )
     known = outcome("turn_begin", reply, _BEGIN)
     return Began(known, reply[1] if len(reply) > 1 else None)
 
@@ -44,11 +56,17 @@ class SideEffectMarked:
     marked: list[str]
 
 
-def mark_side_effect(scripts: Scripts, agent_id: str, *, turn_id: str, now_ms: int,
-                     now_iso: str) -> SideEffectMarked:
+def mark_side_effect(
+    scripts: Scripts, agent_id: str, *, turn_id: str, now_ms: int, now_iso: str
+) -> SideEffectMarked:
     """M47: stamp the turn and its running items (the first stamp wins)."""
     k = InboxKeys(agent_id)
-    reply = parts("turn_side_effect", scripts(
-        "turn_side_effect", [k.admissions, k.turns], [turn_id, now_ms, now_iso],
-    ))
+    reply = parts(
+        "turn_side_effect",
+        scripts(
+            "turn_side_effect",
+            [k.admissions, k.turns],
+            [turn_id, now_ms, now_iso],
+        ),
+    )
     return SideEffectMarked(outcome("turn_side_effect", reply, _SIDE_EFFECT), reply[1:])

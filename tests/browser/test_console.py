@@ -66,9 +66,13 @@ class Stack:
         url = str(proc.wait_ready(timeout=30)["url"]).rstrip("/")
         if not extra:
             return url, ""
-        login = wait_until(lambda: next((line.split()[-1] for line in proc.stderr
-                                         if "/login?token=" in line), None),
-                           timeout=10, what="the login URL")
+        login = wait_until(
+            lambda: next(
+                (line.split()[-1] for line in proc.stderr if "/login?token=" in line), None
+            ),
+            timeout=10,
+            what="the login URL",
+        )
         return url, str(login)
 
     def close(self) -> None:
@@ -99,8 +103,11 @@ def browser() -> Iterator[Any]:
 
 def text_of(browser: Any, css: str) -> str:
     """The rendered text of the first match, read in one script (live swaps replace nodes)."""
-    return str(browser.execute_script(
-        "const el = document.querySelector(arguments[0]); return el ? el.innerText : '';", css))
+    return str(
+        browser.execute_script(
+            "const el = document.querySelector(arguments[0]); return el ? el.innerText : '';", css
+        )
+    )
 
 
 def _events_peak(chart_text: str) -> float:
@@ -127,8 +134,11 @@ def confirm(browser: Any, button: str) -> Any:
         return True
 
     wait_until(click, timeout=5, what=f"{button} clicked")
-    return wait_until(lambda: not no_alert(browser) and browser.switch_to.alert, timeout=3,
-                      what="the confirmation")
+    return wait_until(
+        lambda: not no_alert(browser) and browser.switch_to.alert,
+        timeout=3,
+        what="the confirmation",
+    )
 
 
 def test_overview_shows_the_hosts_queue(stack: Stack, browser: Any) -> None:
@@ -139,19 +149,26 @@ def test_overview_shows_the_hosts_queue(stack: Stack, browser: Any) -> None:
     wait_until(lambda: stack.host in text_of(browser, "#hosts"), timeout=5, what="host row")
     # The live indicator shows the event stream connected.
     wait_until(lambda: "live" in text_of(browser, "#live"), timeout=5, what="live updates")
-    wait_until(lambda: text_of(browser, "#hosts tbody tr td:nth-child(2)") == "1", timeout=12,
-               what="the up process's worker counted")
+    wait_until(
+        lambda: text_of(browser, "#hosts tbody tr td:nth-child(2)") == "1",
+        timeout=12,
+        what="the up process's worker counted",
+    )
     for n in range(30):
         stack.agent.publish_event("mcp.burst", {"text": f"burst {n}"}, wait=n == 29)
     # A worker writes its counts every FLUSH_SECONDS (issue 25), so the burst may land in a
     # bucket that is already past: its peak shows it (the warm-up alone peaks at 1.0/s at most).
-    wait_until(lambda: _events_peak(text_of(browser, ".card.chart")) > 1.0,
-               timeout=FLUSH_SECONDS + 5, what="the events/s chart to move")
+    wait_until(
+        lambda: _events_peak(text_of(browser, ".card.chart")) > 1.0,
+        timeout=FLUSH_SECONDS + 5,
+        what="the events/s chart to move",
+    )
     browser.save_screenshot(str(screenshot_dir() / "overview.png"))
 
 
-def test_agent_page_shows_a_new_channel_within_2s_without_reload(stack: Stack,
-                                                                 browser: Any) -> None:
+def test_agent_page_shows_a_new_channel_within_2s_without_reload(
+    stack: Stack, browser: Any
+) -> None:
     browser.get(f"{stack.web}/agents/{stack.agent.agent_id}")
     wait_until(lambda: "live" in text_of(browser, "#live"), timeout=5, what="live updates")
     browser.execute_script("window.__sameDocument = 'yes';")
@@ -159,8 +176,12 @@ def test_agent_page_shows_a_new_channel_within_2s_without_reload(stack: Stack,
     result = stack.agent.publish_event(channel, {"text": "just written"}, wait=True)
     assert result["status"] == "ok"
     written = time.monotonic()
-    wait_until(lambda: text_of(browser, f'[data-channel="{channel}"]'),
-               timeout=2.0, interval=0.05, what=f"{channel} on the agent page")
+    wait_until(
+        lambda: text_of(browser, f'[data-channel="{channel}"]'),
+        timeout=2.0,
+        interval=0.05,
+        what=f"{channel} on the agent page",
+    )
     assert time.monotonic() - written <= 2.0
     assert browser.execute_script("return window.__sameDocument;") == "yes"  # no reload
 
@@ -170,10 +191,15 @@ def test_delay_countdown_ticks(stack: Stack, browser: Any) -> None:
     done = stack.agent.notification("delay", {"channel": "system", "seconds": 300})
     assert done["status"] == "ok", done
     browser.get(f"{stack.web}/agents/{stack.agent.agent_id}")
-    first = wait_until(lambda: text_of(browser, "#live-delay .countdown"), timeout=5,
-                       what="countdown")
-    later = wait_until(lambda: (t := text_of(browser, "#live-delay .countdown")) != first and t,
-                       timeout=3, interval=0.1, what="the countdown to move")
+    first = wait_until(
+        lambda: text_of(browser, "#live-delay .countdown"), timeout=5, what="countdown"
+    )
+    later = wait_until(
+        lambda: (t := text_of(browser, "#live-delay .countdown")) != first and t,
+        timeout=3,
+        interval=0.1,
+        what="the countdown to move",
+    )
 
     def seconds(text: str) -> int:
         minutes, _, rest = text.partition("m ")
@@ -187,14 +213,19 @@ def test_delay_countdown_ticks(stack: Stack, browser: Any) -> None:
 
 
 def test_script_payload_shows_as_text_and_never_runs(stack: Stack, browser: Any) -> None:
-    stack.agent.publish("mcp.hostile", {"header": HOSTILE, "priority": "high",
-                                        "data": {"text": HOSTILE}}, wait=True)
+    stack.agent.publish(
+        "mcp.hostile", {"header": HOSTILE, "priority": "high", "data": {"text": HOSTILE}}, wait=True
+    )
     browser.get(f"{stack.web}/agents/{stack.agent.agent_id}")
-    row = wait_until(lambda: text_of(browser, '[data-channel="mcp.hostile"]'), timeout=5,
-                     what="the hostile channel")
+    row = wait_until(
+        lambda: text_of(browser, '[data-channel="mcp.hostile"]'),
+        timeout=5,
+        what="the hostile channel",
+    )
     assert HOSTILE in row
-    assert HOSTILE.replace("'", "\\'") in text_of(browser, "#lane") or "window.__pwned" in \
-        text_of(browser, "#lane")
+    assert HOSTILE.replace("'", "\\'") in text_of(browser, "#lane") or "window.__pwned" in text_of(
+        browser, "#lane"
+    )
     time.sleep(0.5)  # give a script that wrongly ran the chance to raise its alert
     assert no_alert(browser)
     assert browser.execute_script("return window.__pwned === undefined;")
@@ -208,8 +239,9 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
     browser.get(stack.web + page)
     wait_until(lambda: event_id in browser.page_source, timeout=5, what="the inbox item")
     assert not browser.find_elements(By.CSS_SELECTOR, f'[data-event="{event_id}"] form')
-    request = urllib.request.Request(f"{stack.web}{page}/inbox/{event_id}/ignore",
-                                     data=b"form_key=x", method="POST")
+    request = urllib.request.Request(
+        f"{stack.web}{page}/inbox/{event_id}/ignore", data=b"form_key=x", method="POST"
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
     refused.value.close()
@@ -222,14 +254,22 @@ def test_ignore_works_only_with_allow_actions(stack: Stack, browser: Any) -> Non
     browser.get(stack.web_actions + page)
 
     confirm(browser, f'[data-event="{event_id}"] form button').accept()
-    wait_until(lambda: '"status": "ok"' in text_of(browser, "#result").replace("\n", " ")
-               or "ok" in text_of(browser, "h1"), timeout=5, what="the action's result")
+    wait_until(
+        lambda: (
+            '"status": "ok"' in text_of(browser, "#result").replace("\n", " ")
+            or "ok" in text_of(browser, "h1")
+        ),
+        timeout=5,
+        what="the action's result",
+    )
     states = {i["event_id"]: i["state"] for i in stack.agent.inbox()}
     assert states[event_id] == "ignored"
 
 
 def test_overview_lists_the_agents_that_need_attention(
-    stack: Stack, browser: Any, tmp_path_factory: pytest.TempPathFactory,
+    stack: Stack,
+    browser: Any,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """interfaces.md "Never silent, never wrong" (issue 29): an agent whose registered memory
     repository went away is listed on the overview among the agents that need attention,
@@ -238,16 +278,20 @@ def test_overview_lists_the_agents_that_need_attention(
     repo = MemoryRepo(root / "memory", {"MEMORY.md": "m\n"})
     workdir = root / "w"
     workdir.mkdir()
-    forgetful = stack.hub.agent(workdir, memory_repo=repo.root, agent_id="forgetful",
-                                host=stack.host, inline=True)
+    forgetful = stack.hub.agent(
+        workdir, memory_repo=repo.root, agent_id="forgetful", host=stack.host, inline=True
+    )
     shutil.rmtree(repo.root)
     turn = forgetful.prepare_turn(kind="bridge")
     assert not isinstance(turn, dict), turn
     try:
         browser.get(stack.web + "/")
         row = "#attention tr[data-name='forgetful']"
-        wait_until(lambda: "memory_unavailable" in text_of(browser, row), timeout=10,
-                   what="the memory row in the attention list")
+        wait_until(
+            lambda: "memory_unavailable" in text_of(browser, row),
+            timeout=10,
+            what="the memory row in the attention list",
+        )
         text = text_of(browser, row)
         assert "unfinished_turn" in text and "memory repository unavailable" in text
         assert "browser-agent" not in text_of(browser, "#attention")
@@ -341,8 +385,11 @@ def test_the_console_reads_at_800_1400_and_1900_px(stack: Stack, browser: Any) -
             browser.set_window_size(width, 1000)
             assert browser.execute_script("return window.innerWidth;") == width
             browser.get(f"{stack.web_actions}/agents/{agent.agent_id}")
-            wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#inbox button")) == 3,
-                       timeout=5, what="three inbox items with their ignore buttons")
+            wait_until(
+                lambda: len(browser.find_elements(By.CSS_SELECTOR, "#inbox button")) == 3,
+                timeout=5,
+                what="three inbox items with their ignore buttons",
+            )
             browser.save_screenshot(str(shots / f"agent-{width}.png"))
             assert browser.find_element(By.TAG_NAME, "h1").text.startswith("billing-agent")
             assert readable_and_clickable(browser, "#inbox", "form button", width) == 3
@@ -356,9 +403,14 @@ def test_the_console_reads_at_800_1400_and_1900_px(stack: Stack, browser: Any) -
             assert re.search(r"(valkey|redis) \d+\.\d+", store), store
             assert "AOF on · fsync everysec" in store, store
             # the unfinished turn and the dead letter (issue 29's list), the agent by name
-            wait_until(lambda: "billing-agent" in text_of(browser, "#attention")
-                       and "dead_letters" in text_of(browser, "#attention"),
-                       timeout=10, what="the agents and queues that need attention")
+            wait_until(
+                lambda: (
+                    "billing-agent" in text_of(browser, "#attention")
+                    and "dead_letters" in text_of(browser, "#attention")
+                ),
+                timeout=10,
+                what="the agents and queues that need attention",
+            )
             assert "unfinished_turn" in text_of(browser, "#attention")
             browser.save_screenshot(str(shots / f"overview-{width}.png"))
             for table in ("#attention", "#hosts", "#queues"):

@@ -56,18 +56,22 @@ def store(request: pytest.FixtureRequest) -> StoreFactory:
 
 
 @pytest.fixture
-def world(request: pytest.FixtureRequest, store: StoreFactory,
-          tmp_path: FsPath) -> Iterator[World]:
+def world(request: pytest.FixtureRequest, store: StoreFactory, tmp_path: FsPath) -> Iterator[World]:
     callspec = getattr(request.node, "callspec", None)
     needs_memory = callspec is None or callspec.params.get("scenario") == "memory"
-    w = World(store, tmp_path, memory=needs_memory,
-              new_control=store.control if isinstance(store, ClusterStore) else None)
+    w = World(
+        store,
+        tmp_path,
+        memory=needs_memory,
+        new_control=store.control if isinstance(store, ClusterStore) else None,
+    )
     yield w
     w.close()
 
 
 @pytest.fixture
-def path(request: pytest.FixtureRequest, world: World,
-         monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def path(
+    request: pytest.FixtureRequest, world: World, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     with opened(request.param, world, monkeypatch) as p:
         yield p

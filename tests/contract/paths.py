@@ -95,6 +95,7 @@ class Path:
 
 # -- the Python API: sync, inline or with a worker, and tidings.aio -------------------
 
+
 class Calls:
     """The agent's calls a Python path makes; sync here, awaited through a portal in aio."""
 
@@ -189,8 +190,10 @@ class AioPath(PythonPath):
         import tidings.aio
 
         portal: BlockingPortal = self.stack.enter_context(start_blocking_portal())
-        hub = portal.call(_opened, tidings.aio.connect(
-            **world.clients(), settings=world.settings, clock=world.clock))
+        hub = portal.call(
+            _opened,
+            tidings.aio.connect(**world.clients(), settings=world.settings, clock=world.clock),
+        )
         self.stack.callback(hub.sync.redis.close)
         self.stack.callback(hub.sync.control.close)
         self.stack.callback(portal.call, hub.aclose)
@@ -205,6 +208,7 @@ async def _opened(connecting: Any) -> Any:
 
 
 # -- the CLI ---------------------------------------------------------------------------
+
 
 class CliPath(Path):
     """``tidings check``, ``tidings notification ...``, ``tidings observe`` and ``tidings
@@ -253,6 +257,7 @@ class CliPath(Path):
 
 # -- MCP ---------------------------------------------------------------------------------
 
+
 class McpPath(Path):
     """``tidings mcp``'s server objects over the MCP SDK's in-memory transport: the
     ``notification`` and ``inbox`` tools and the ``tidings://attention`` resource."""
@@ -267,21 +272,25 @@ class McpPath(Path):
         from tidings.mcp.server import AgentServer
 
         self.portal: BlockingPortal = self.stack.enter_context(start_blocking_portal())
-        hub = self.portal.call(_opened, tidings.aio.connect(
-            **world.clients(), settings=world.settings, clock=world.clock))
+        hub = self.portal.call(
+            _opened,
+            tidings.aio.connect(**world.clients(), settings=world.settings, clock=world.clock),
+        )
         self.stack.callback(hub.sync.redis.close)
         self.stack.callback(hub.sync.control.close)
         self.stack.callback(self.portal.call, hub.aclose)
         agent = self.portal.call(lambda: hub.agent(world.workdir))
         server = AgentServer(agent)
         self.client = self.stack.enter_context(
-            self.portal.wrap_async_context_manager(Client(server.server)))
+            self.portal.wrap_async_context_manager(Client(server.server))
+        )
 
     def stamped(self) -> Result:
         from tidings.mcp.server import ATTENTION_URI
 
-        read = self.portal.call(lambda: self.client.read_resource(ATTENTION_URI,
-                                                                 cache_mode="bypass"))
+        read = self.portal.call(
+            lambda: self.client.read_resource(ATTENTION_URI, cache_mode="bypass")
+        )
         stamped: Result = json.loads(read.contents[0].text)
         return stamped
 
@@ -313,6 +322,7 @@ class McpCheckPath(McpPath):
 
 # -- the console's read-only preview -------------------------------------------------
 
+
 class ConsolePath(Path):
     """The web console's agent page (``tidings web``): the same read and cap, but it
     commits nothing and writes nothing — an overdue alarm is shown as overdue, the
@@ -338,20 +348,26 @@ class ConsolePath(Path):
 
 # -- the registry ------------------------------------------------------------------------
 
+
 def _python(base: type[PythonPath], name: str, via: str, worker: bool) -> type[Path]:
-    attrs = {"via": via, "worker": worker, "exposes": _exposes(via),
-             "commits": via != "snapshot"}
+    attrs = {"via": via, "worker": worker, "exposes": _exposes(via), "commits": via != "snapshot"}
     return type(name, (base,), attrs)
 
 
 #: Every public path by name. A path added here gets every scenario it exposes.
 PATHS: dict[str, type[Path]] = {
-    **{f"sync-inline.{via}": _python(SyncPath, f"SyncInline_{via}", via, False)
-       for via in ("snapshot", "stamp", "render", "turn")},
-    **{f"sync-worker.{via}": _python(SyncPath, f"SyncWorker_{via}", via, True)
-       for via in ("snapshot", "stamp", "turn")},
-    **{f"aio.{via}": _python(AioPath, f"Aio_{via}", via, False)
-       for via in ("snapshot", "stamp", "render", "turn")},
+    **{
+        f"sync-inline.{via}": _python(SyncPath, f"SyncInline_{via}", via, False)
+        for via in ("snapshot", "stamp", "render", "turn")
+    },
+    **{
+        f"sync-worker.{via}": _python(SyncPath, f"SyncWorker_{via}", via, True)
+        for via in ("snapshot", "stamp", "turn")
+    },
+    **{
+        f"aio.{via}": _python(AioPath, f"Aio_{via}", via, False)
+        for via in ("snapshot", "stamp", "render", "turn")
+    },
     "aio-worker.turn": _python(AioPath, "AioWorker_turn", "turn", True),
     "cli.check": CliPath,
     "mcp.attention": McpPath,

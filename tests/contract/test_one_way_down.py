@@ -26,9 +26,19 @@ ROGUES = {
 
 def lint(tree: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(LINT_IMPORTS), "--no-cache", "--contract", "one-way-down",
-         str(REPO / "pyproject.toml")],
-        cwd=tree, capture_output=True, text=True, timeout=120, check=False)
+        [
+            str(LINT_IMPORTS),
+            "--no-cache",
+            "--contract",
+            "one-way-down",
+            str(REPO / "pyproject.toml"),
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")

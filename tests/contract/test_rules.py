@@ -64,11 +64,14 @@ def delay_soul(path: Path, world: World, seconds: int = DELAY_SECONDS) -> None:
     if ACT in path.exposes:
         delay(path, "soul", seconds)
     else:
-        assert world.producer.notification("delay", {"channel": "soul",
-                                                     "seconds": seconds})["status"] == "ok"
+        assert (
+            world.producer.notification("delay", {"channel": "soul", "seconds": seconds})["status"]
+            == "ok"
+        )
 
 
 # -- the scenarios -------------------------------------------------------------------------
+
 
 def d9_overdue_alarm_shows_in_the_same_read_once(path: Path, world: World) -> None:
     """delay.md D9, channels.md C22: the first read after the deadline shows the due
@@ -129,8 +132,7 @@ def c53_own_acts_never_wake_a_producer_does(path: Path, world: World) -> None:
     assert {"soul", "mcp.build"} <= set(path.read())
     world.tick()
     settled = world.wakes()
-    dismissed = path.act("dismiss_channel", {"channel": "mcp.build",
-                                             "force": not path.commits})
+    dismissed = path.act("dismiss_channel", {"channel": "mcp.build", "force": not path.commits})
     assert dismissed["status"] == "ok" and dismissed["cleared"] is True, dismissed
     world.tick()
     assert world.wakes() == settled
@@ -162,8 +164,7 @@ def c24_the_stamp_carries_the_live_payload(path: Path, world: World) -> None:
         assert meta["notifications"]["attention"]["soul"] == world.channel("soul")
 
 
-def c24_a_failed_or_unstable_read_never_says_nothing_is_active(path: Path,
-                                                                world: World) -> None:
+def c24_a_failed_or_unstable_read_never_says_nothing_is_active(path: Path, world: World) -> None:
     """channels.md C24 (issue 29): a read that the store refuses, or that stays unstable
     after the coherent read's retries, stamps the check placeholder with
     ``notifications_unavailable`` (a reason and a sentence the model can act on), never
@@ -185,8 +186,9 @@ def c24_a_failed_or_unstable_read_never_says_nothing_is_active(path: Path,
 
 def _digest8(full: Any) -> str:
     """block-cap.md B10: sha256 of the canonical text, first 8 hex."""
-    text = json.dumps(full, ensure_ascii=False, sort_keys=True, separators=(", ", ": "),
-                      default=str)
+    text = json.dumps(
+        full, ensure_ascii=False, sort_keys=True, separators=(", ", ": "), default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -208,8 +210,9 @@ def b8_b10_an_over_cap_lane_has_its_marker_and_spill(path: Path, world: World) -
     assert len(channels_of(lane)["soul"]["data"]["text"]) < len(text)
     if not path.publishes:
         assert not spill.exists()
-        assert world.deliver()["_meta"]["agent_meta"]["notifications"]["attention"][
-            "overflow"]["path"] == str(spill)
+        assert world.deliver()["_meta"]["agent_meta"]["notifications"]["attention"]["overflow"][
+            "path"
+        ] == str(spill)
     full = json.loads(spill.read_text("utf-8"))
     assert full["soul"]["data"]["text"] == text
     assert _digest8(full) == match.group(1)
@@ -223,12 +226,12 @@ def memory_item_of_a_turn(path: Path, world: World) -> None:
     world.memory.commit("plan changed outside the agent")
     items, text = path.memory()
     assert len(items) == 1, items
-    changed = [c["path"] for entries in items[0]["payload"]["changes"].values()
-               for c in entries]
+    changed = [c["path"] for entries in items[0]["payload"]["changes"].values() for c in entries]
     assert "notes/plan.md" in changed
     if text is not None:
-        assert text.endswith("Inspect the current files in your memory repository and "
-                             "decide what needs attention.")
+        assert text.endswith(
+            "Inspect the current files in your memory repository and decide what needs attention."
+        )
 
 
 @dataclass(frozen=True)
@@ -240,24 +243,38 @@ class Scenario:
 
 #: The table: each scenario runs on every path that exposes what it needs.
 SCENARIOS = {
-    "D9": Scenario("delay.md D9, channels.md C22", frozenset({READ}),
-                   d9_overdue_alarm_shows_in_the_same_read_once),
-    "C22": Scenario("channels.md C22, delay.md D5", frozenset({READ}),
-                    c22_delayed_target_is_omitted_while_active),
+    "D9": Scenario(
+        "delay.md D9, channels.md C22",
+        frozenset({READ}),
+        d9_overdue_alarm_shows_in_the_same_read_once,
+    ),
+    "C22": Scenario(
+        "channels.md C22, delay.md D5",
+        frozenset({READ}),
+        c22_delayed_target_is_omitted_while_active,
+    ),
     "C23": Scenario("channels.md C23", frozenset({READ}), c23_a_read_that_delivers_is_not_news),
-    "C23/C53": Scenario("channels.md C23, C53", frozenset({READ, ACT}),
-                        c53_own_acts_never_wake_a_producer_does),
+    "C23/C53": Scenario(
+        "channels.md C23, C53", frozenset({READ, ACT}), c53_own_acts_never_wake_a_producer_does
+    ),
     "C24": Scenario("channels.md C24", frozenset({LANE}), c24_the_stamp_carries_the_live_payload),
-    "C24-unavailable": Scenario("channels.md C24 (issue 29)", frozenset({STAMP}),
-                                c24_a_failed_or_unstable_read_never_says_nothing_is_active),
-    "B8-B10": Scenario("block-cap.md B7-B10", frozenset({LANE}),
-                       b8_b10_an_over_cap_lane_has_its_marker_and_spill),
+    "C24-unavailable": Scenario(
+        "channels.md C24 (issue 29)",
+        frozenset({STAMP}),
+        c24_a_failed_or_unstable_read_never_says_nothing_is_active,
+    ),
+    "B8-B10": Scenario(
+        "block-cap.md B7-B10", frozenset({LANE}), b8_b10_an_over_cap_lane_has_its_marker_and_spill
+    ),
     "memory": Scenario("memory-inbox.md M43-M45", frozenset({MEMORY}), memory_item_of_a_turn),
 }
 
-CASES = [pytest.param(scenario, name, id=f"{scenario}-{name}")
-         for scenario, spec in SCENARIOS.items()
-         for name, cls in PATHS.items() if spec.needs <= cls.exposes]
+CASES = [
+    pytest.param(scenario, name, id=f"{scenario}-{name}")
+    for scenario, spec in SCENARIOS.items()
+    for name, cls in PATHS.items()
+    if spec.needs <= cls.exposes
+]
 
 
 @pytest.mark.parametrize(("scenario", "path"), CASES, indirect=["path"])
@@ -269,16 +286,29 @@ def test_every_scenario_runs_on_every_listed_path() -> None:
     """Acceptance 2's coverage: the D9 and C22 reads run on every path, each other
     scenario on every path that exposes it, and each path kind is listed."""
     kinds = {name.split(".")[0] for name in PATHS}
-    assert kinds == {"sync-inline", "sync-worker", "aio", "aio-worker", "cli", "mcp",
-                     "console"}
+    assert kinds == {"sync-inline", "sync-worker", "aio", "aio-worker", "cli", "mcp", "console"}
     ran = {(case.values[0], case.values[1]) for case in CASES}
     for name in PATHS:
         assert {("D9", name), ("C22", name), ("C23", name)} <= ran
-    for name in ("cli.check", "mcp.attention", "mcp.check", "console.preview", "sync-inline.turn",
-                 "sync-worker.turn", "aio.turn", "aio-worker.turn"):
+    for name in (
+        "cli.check",
+        "mcp.attention",
+        "mcp.check",
+        "console.preview",
+        "sync-inline.turn",
+        "sync-worker.turn",
+        "aio.turn",
+        "aio-worker.turn",
+    ):
         assert ("memory", name) in ran
-    for name in ("sync-inline.stamp", "sync-worker.stamp", "aio.stamp", "cli.check",
-                 "mcp.attention", "mcp.check"):  # issue 29: sync, aio, CLI and MCP
+    for name in (
+        "sync-inline.stamp",
+        "sync-worker.stamp",
+        "aio.stamp",
+        "cli.check",
+        "mcp.attention",
+        "mcp.check",
+    ):  # issue 29: sync, aio, CLI and MCP
         assert ("C24-unavailable", name) in ran
 
 
@@ -287,8 +317,12 @@ def test_d9_the_sync_tick_publishes_an_overdue_alarm_and_wakes(world: World) -> 
     observation is the composed read too, so the first tick after the deadline publishes
     the alarm (once) and wakes the agent for it (C27)."""
     world.producer.publish("soul", SOUL, wait=True)
-    assert world.producer.notification("delay", {"channel": "soul",
-                                                 "seconds": DELAY_SECONDS})["status"] == "ok"
+    assert (
+        world.producer.notification("delay", {"channel": "soul", "seconds": DELAY_SECONDS})[
+            "status"
+        ]
+        == "ok"
+    )
     world.tick()
     wakes = world.wakes()
     world.clock.advance(DELAY_SECONDS + 1)

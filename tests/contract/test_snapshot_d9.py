@@ -43,8 +43,11 @@ def past(delay: dict[str, Any]) -> None:
     so one more second bounds it) has passed."""
     assert delay["status"] == "ok", delay
     deadline = time.time() + delay["seconds"]
-    wait_until(lambda: time.time() >= deadline + MARGIN, timeout=delay["seconds"] + 5,
-               what="the delay's deadline")
+    wait_until(
+        lambda: time.time() >= deadline + MARGIN,
+        timeout=delay["seconds"] + 5,
+        what="the delay's deadline",
+    )
 
 
 def state(workdir: Path) -> Any:

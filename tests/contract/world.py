@@ -66,13 +66,19 @@ def unreadable(how: str) -> Iterator[None]:
     bookends differ), for whichever path reads (channels.md C24)."""
     with pytest.MonkeyPatch.context() as patch:
         if how == "refused":
+
             def refuse(*args: Any) -> None:
                 raise NoPermissionError("this user has no permissions to run the 'get' command")
 
             patch.setattr(delay_alarm, "reconcile", refuse)
         else:
-            patch.setattr(coherent, "bare_read", lambda *a, **k: Observation(
-                False, [["soul.json", 1, "x"]], [], {"soul": {"header": "half"}}, attempts=3))
+            patch.setattr(
+                coherent,
+                "bare_read",
+                lambda *a, **k: Observation(
+                    False, [["soul.json", 1, "x"]], [], {"soul": {"header": "half"}}, attempts=3
+                ),
+            )
         yield
 
 
@@ -80,8 +86,14 @@ class World:
     """One agent with a memory repository on ``store``; ``producer`` is an inline agent
     that stands for the outside producers and the orchestrator's own calls."""
 
-    def __init__(self, new_client: Callable[[], Any], tmp_path: Path, *,
-                 memory: bool = True, new_control: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        new_client: Callable[[], Any],
+        tmp_path: Path,
+        *,
+        memory: bool = True,
+        new_control: Callable[[], Any] | None = None,
+    ) -> None:
         self.new_client = new_client
         #: Clients of a control store of its own (a cluster's broker), else ``None``.
         self.new_control = new_control
@@ -89,15 +101,17 @@ class World:
         # The world decides when the agent is visited (its tick), so that a scenario can
         # count the wakes a tick gives; prompt visits racing the tick are the subject of
         # tests/unit/test_prompt_races.py and tests/e2e/test_prompt_wake.py (issue 33).
-        self.settings = Settings(host=f"contract-{uuid.uuid4().hex[:8]}", redis_url=None,
-                                 prompt_visits=False)
+        self.settings = Settings(
+            host=f"contract-{uuid.uuid4().hex[:8]}", redis_url=None, prompt_visits=False
+        )
         self.workdir = tmp_path / "workdir"
         self.workdir.mkdir()
         self.hub = self.open_hub()
         # A memory repository costs a git init and an observation: only where it is used.
         repo = MemoryRepo(tmp_path / "memory", MEMORY_FILES) if memory else None
         self.producer: Agent = self.hub.agent(
-            self.workdir, memory_repo=repo.root if repo else None, inline=True)
+            self.workdir, memory_repo=repo.root if repo else None, inline=True
+        )
         self.record: AgentRecord = self.producer.record
         if repo is not None:
             assert self.producer.startup()["memory"]["status"] == "baseline"
@@ -116,9 +130,15 @@ class World:
     def open_hub(self, *, declare_actors: bool = True) -> Hub:
         """A hub of its own clients on the world's store(s) and clock."""
         clients = self.clients()
-        return Hub(clients["client"], self.settings, clock=self.clock, url="client",
-                   owns_client=True, declare_actors=declare_actors,
-                   control=clients["broker_client"])
+        return Hub(
+            clients["client"],
+            self.settings,
+            clock=self.clock,
+            url="client",
+            owns_client=True,
+            declare_actors=declare_actors,
+            control=clients["broker_client"],
+        )
 
     def close(self) -> None:
         self.hub.close()

@@ -12,8 +12,9 @@ from tests.support.docblocks import REFUSED, Block, Machine, documents, parse
 pytestmark = pytest.mark.e2e
 
 BLOCKS = {path: parse(path) for path in documents()}
-RUN = [block for blocks in BLOCKS.values() for block in blocks
-       if block.mode in ("run", "background")]
+RUN = [
+    block for blocks in BLOCKS.values() for block in blocks if block.mode in ("run", "background")
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,8 @@ def test_every_runnable_looking_block_runs_or_says_why_not() -> None:
         for block in blocks:
             assert block.language, f"{block}: a fence without a language"
             assert block.language not in REFUSED, (
-                f"{block}: '{block.language}' is neither run nor text: write sh or python")
+                f"{block}: '{block.language}' is neither run nor text: write sh or python"
+            )
             assert block.mode != "skip" or block.reason.strip(), f"{block}: skip without a reason"
 
 

@@ -32,8 +32,7 @@ EXPECTED = {
     "one event (`publish_event`), as JSON": size(envelope.MAX_EVENT_BYTES),
     "one envelope, one channel file": size(envelope.MAX_ENVELOPE_BYTES),
     "events kept per channel": str(mirror.DEFAULT_RETAINED),
-    "events kept, per-channel override (`max_events`, hooks)":
-        f"{models.MIN_RETAINED} to {models.MAX_RETAINED:,}",
+    "events kept, per-channel override (`max_events`, hooks)": f"{models.MIN_RETAINED} to {models.MAX_RETAINED:,}",
     "idempotency and event-id dedup window": f"{publishing.DEDUP_SECONDS // 3600} h",
     "records per flush batch": str(flushing.BATCH_RECORDS),
     "channel name, hook name": f"{names.MAX_NAME_CHARS} characters",
@@ -42,10 +41,8 @@ EXPECTED = {
     "one hook manifest": size(hooks.MAX_MANIFEST_BYTES),
     "the hooks registry (`hooks.json`)": size(hooks.MAX_REGISTRY_BYTES),
     "blocked channels warned one by one": str(blocked_overflow.MAX_WARNED_BLOCKED),
-    "longest delay, by default (`LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS`)":
-        f"{limits.DEFAULT_DELAY_CAP} s",
-    "block cap, default and ceiling (`LINGTAI_NOTIFICATION_MAX_CHARS`)":
-        f"{limits.DEFAULT_MAX_CHARS:,} characters",
+    "longest delay, by default (`LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS`)": f"{limits.DEFAULT_DELAY_CAP} s",
+    "block cap, default and ceiling (`LINGTAI_NOTIFICATION_MAX_CHARS`)": f"{limits.DEFAULT_MAX_CHARS:,} characters",
     "block cap, floor": f"{limits.MIN_MAX_CHARS:,} characters",
     "a text field kept in a compacted lane, first stage": f"{cap_attention.BUDGETS[0]} characters",
     "inbox items claimed by one turn": str(turn_prepare.MAX_CLAIM),
@@ -54,17 +51,16 @@ EXPECTED = {
     "an `admit` payload, as JSON": size(inbox_admission.MAX_PAYLOAD_BYTES),
     "an `admit` idempotency key": f"{inbox_admission.MAX_KEY_CHARS} characters",
     "an inbox item's summary in `agent.inbox()`": f"{text.PROJECTION_SUMMARY_CHARS} characters",
-    "an inbox page (`agent.inbox(limit=)`), default and most":
-        f"{inbox_items.DEFAULT_PAGE}, {inbox_items.MAX_PAGE}",
+    "an inbox page (`agent.inbox(limit=)`), default and most": f"{inbox_items.DEFAULT_PAGE}, {inbox_items.MAX_PAGE}",
     "event ids in one `finish_turn(ignored=)`": f"{turn_finish.MAX_IGNORED:,}",
     "a memory event's summary": f"{summary_cap.SUMMARY_BYTES:,} bytes",
     "a memory repository's index file": size(indexfile.INDEX_MAX_BYTES),
-    "a prepared turn's lease (`TIDINGS_TURN_LEASE_SECONDS`)":
-        f"{Settings.model_fields['turn_lease_seconds'].default:,.0f} s",
+    "a prepared turn's lease (`TIDINGS_TURN_LEASE_SECONDS`)": f"{Settings.model_fields['turn_lease_seconds'].default:,.0f} s",
     "one request body to the console or MCP over HTTP": size(body_limit.MAX_BODY_BYTES),
     "a spill file the console serves": size(pages.MAX_SPILL_BYTES),
-    "console sign-in failures per address":
-        f"{sessions.MAX_FAILURES} a minute" if sessions.FAILURE_WINDOW_SECONDS == 60 else "?",
+    "console sign-in failures per address": f"{sessions.MAX_FAILURES} a minute"
+    if sessions.FAILURE_WINDOW_SECONDS == 60
+    else "?",
     "a console session": f"{sessions.SESSION_SECONDS // 3600} h",
     "Redis connections of one `tidings.aio` hub": f"{async_connection.MAX_CONNECTIONS:,}",
 }
@@ -82,6 +78,7 @@ def table() -> dict[str, str]:
 def test_every_limit_matches_the_code() -> None:
     rows = table()
     assert set(rows) == set(EXPECTED), set(rows) ^ set(EXPECTED)
-    wrong = {label: (rows[label], value) for label, value in EXPECTED.items()
-             if rows[label] != value}
+    wrong = {
+        label: (rows[label], value) for label, value in EXPECTED.items() if rows[label] != value
+    }
     assert not wrong, f"docs/limits.md says (documented, code): {wrong}"

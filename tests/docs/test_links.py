@@ -15,10 +15,37 @@ from tests.support.doclinks import RULE_ID, bare_ids, entries, prose_lines, targ
 #: Documents of the specification that never shipped with the repository.
 NOT_SHIPPED = ("shared/spec", "api.md", "architecture.md")
 #: What is not the repository's own text.
-SKIPPED_DIRS = {".git", ".venv", "build", "__pycache__", ".mypy_cache", ".ruff_cache",
-                ".pytest_cache", "node_modules", ".hypothesis"}
-TEXT_SUFFIXES = {".py", ".md", ".toml", ".lua", ".txt", ".cfg", ".ini", ".yaml", ".yml",
-                 ".conf", ".service", ".env", ".example", ".html", ".js", ".css", ".sh", ""}
+SKIPPED_DIRS = {
+    ".git",
+    ".venv",
+    "build",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "node_modules",
+    ".hypothesis",
+}
+TEXT_SUFFIXES = {
+    ".py",
+    ".md",
+    ".toml",
+    ".lua",
+    ".txt",
+    ".cfg",
+    ".ini",
+    ".yaml",
+    ".yml",
+    ".conf",
+    ".service",
+    ".env",
+    ".example",
+    ".html",
+    ".js",
+    ".css",
+    ".sh",
+    "",
+}
 #: The most bytes README.md may hold: a first read.
 README_BYTES = 8 * 1024
 LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
@@ -49,8 +76,11 @@ def slug(heading: str) -> str:
 
 
 def anchors(path: Path) -> set[str]:
-    return {slug(line.lstrip("#")) for _, line in enumerate(text(path).splitlines())
-            if line.startswith("#")}
+    return {
+        slug(line.lstrip("#"))
+        for _, line in enumerate(text(path).splitlines())
+        if line.startswith("#")
+    }
 
 
 def linked_documents() -> list[Path]:
@@ -58,19 +88,29 @@ def linked_documents() -> list[Path]:
 
 
 def test_no_file_refers_to_a_document_that_does_not_ship() -> None:
-    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()[:80]}"
-             for path in repository_files()
-             for n, line in enumerate(text(path).splitlines(), 1)
-             if any(name in line for name in NOT_SHIPPED)]
-    assert not found, ("these cite documents that are not in the repository; cite "
-                       "docs/reference/ (interfaces.md, channels.md...) or docs/guide.md "
-                       "instead:\n" + "\n".join(found))
+    found = [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()[:80]}"
+        for path in repository_files()
+        for n, line in enumerate(text(path).splitlines(), 1)
+        if any(name in line for name in NOT_SHIPPED)
+    ]
+    assert not found, (
+        "these cite documents that are not in the repository; cite "
+        "docs/reference/ (interfaces.md, channels.md...) or docs/guide.md "
+        "instead:\n" + "\n".join(found)
+    )
 
 
 def test_every_document_cited_exists() -> None:
     shipped = {p.name for p in repository_files() if p.suffix == ".md"}
-    missing = sorted({f"{path.relative_to(REPO)}: {name}" for path in repository_files()
-                      for name in CITED.findall(text(path)) if name not in shipped})
+    missing = sorted(
+        {
+            f"{path.relative_to(REPO)}: {name}"
+            for path in repository_files()
+            for name in CITED.findall(text(path))
+            if name not in shipped
+        }
+    )
     assert not missing, missing
 
 
@@ -103,8 +143,9 @@ def test_every_rule_id_links_to_its_entry() -> None:
                         wrong.append(f"{where}: {rule} has no entry in docs/reference/")
                     elif RULE_ID.fullmatch(label) and href != target(doc, rule, defined):
                         wrong.append(f"{where}: {rule} links to {href}")
-    assert not wrong, ("run `python -m tests.support.doclinks` to link bare ids:\n"
-                       + "\n".join(wrong))
+    assert not wrong, "run `python -m tests.support.doclinks` to link bare ids:\n" + "\n".join(
+        wrong
+    )
 
 
 def test_readme_is_a_first_read() -> None:

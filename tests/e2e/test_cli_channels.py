@@ -15,8 +15,14 @@ from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.e2e
 
-MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
-            "how_to_modify": "m", "how_to_cancel": "c"}
+MANIFEST = {
+    "name": "h",
+    "channel": "deploys",
+    "source": "s",
+    "description": "d",
+    "how_to_modify": "m",
+    "how_to_cancel": "c",
+}
 
 
 def cli(env: dict[str, str], workdir: Path, *args: str) -> tuple[int, Any]:
@@ -41,7 +47,9 @@ def test_every_tool_action_through_the_cli(
 
     # state-dependent steps, in order
     assert run("hooks", "add", "--input", json.dumps(MANIFEST)) == (
-        0, {"status": "ok", "reason": "added", "name": "h"})
+        0,
+        {"status": "ok", "reason": "added", "name": "h"},
+    )
     code, edited = run("hooks", "edit", "h", "--input", '{"source": "cron"}')
     assert (code, edited["reason"]) == (0, "edited")
     code, out = run("publish", "deploys", "--event", '{"event_id": "d1", "n": 1}')
@@ -56,15 +64,17 @@ def test_every_tool_action_through_the_cli(
     assert (code, out["removed"]) == (0, 1)
     code, out = run("notification", "dismiss_channel", "--input", '{"channel": "deploys"}')
     assert (code, out["cleared"]) == (0, True)
-    code, out = run("notification", "dismiss_ref", "--input",
-                    '{"ref_id": "nope", "channel": "daemon"}')
+    code, out = run(
+        "notification", "dismiss_ref", "--input", '{"ref_id": "nope", "channel": "daemon"}'
+    )
     assert (code, out["cause"]) == (0, "no_matching_event")
     code, out = run("notification", "edit", "--input", '{"name": "h", "max_events": 3}')
     assert (code, out["reason"]) == (0, "edited")
     assert run("hooks", "drop", "h")[1]["reason"] == "dropped"
     assert run("notification", "drop", "--input", '{"name": "h"}') == (
-        1, {"status": "error", "reason": "not_found", "message": "no hook named 'h'",
-            "name": "h"})
+        1,
+        {"status": "error", "reason": "not_found", "message": "no hook named 'h'", "name": "h"},
+    )
 
     # independent steps, in parallel
     steps: list[tuple[str, ...]] = [
@@ -94,6 +104,12 @@ def test_every_tool_action_through_the_cli(
     assert manual[0] == 0 and Path(manual[1]["manual_path"]).is_file()
     assert results[steps[7]] == results[steps[8]]  # the shortcut is the tool action
     assert results[steps[8]][0] == 1  # a non-integer is refused by the delay job
-    assert results[steps[9]] == (1, {"status": "error", "reason": "unknown_action",
-                                     "message": "Unknown notification action: explode"})
+    assert results[steps[9]] == (
+        1,
+        {
+            "status": "error",
+            "reason": "unknown_action",
+            "message": "Unknown notification action: explode",
+        },
+    )
     assert results[steps[10]][1]["error_code"] == "INVALID_ARGUMENT"

@@ -41,8 +41,14 @@ def test_read_only_and_producer_commands_never_register(
     workdir = tmp_path / "w"
     workdir.mkdir()
     before = keys(redis_server)
-    for command in (["check"], ["publish", "system", "--event", "{}"], ["notification", "list"],
-                    ["inbox"], ["settings"], ["hooks", "list"]):
+    for command in (
+        ["check"],
+        ["publish", "system", "--event", "{}"],
+        ["notification", "list"],
+        ["inbox"],
+        ["settings"],
+        ["hooks", "list"],
+    ):
         done = run_cli([*command, "--workdir", str(workdir), "--json"], env)
         assert done.returncode == 1, (command, done.stderr)
         assert json.loads(done.stdout)["reason"] == "unknown_agent"
@@ -59,7 +65,11 @@ def test_event_from_stdin_and_from_a_file(env: dict[str, str], tmp_path: Path) -
     common = ["--workdir", str(workdir), "--inline", "--json"]
     from_stdin = subprocess.run(
         [sys.executable, "-m", "tidings", "publish", "system", "--event", "-", *common],
-        input='{"text": "from stdin"}', env=env, capture_output=True, text=True, timeout=60,
+        input='{"text": "from stdin"}',
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
         check=False,
     )
     assert from_stdin.returncode == 0, from_stdin.stderr
@@ -72,8 +82,9 @@ def test_event_from_stdin_and_from_a_file(env: dict[str, str], tmp_path: Path) -
     assert [e["text"] for e in events["events"]] == ["from stdin", "from a file"]
 
 
-def test_notification_check_prints_the_bare_placeholder(env: dict[str, str],
-                                                        tmp_path: Path) -> None:
+def test_notification_check_prints_the_bare_placeholder(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     workdir = tmp_path / "w"
     workdir.mkdir()
     add_agent(workdir, env)
@@ -84,8 +95,9 @@ def test_notification_check_prints_the_bare_placeholder(env: dict[str, str],
     assert "agent_meta" in stamped["_meta"]
 
 
-def test_a_second_up_on_a_busy_port_exits_2(procs: ProcessGroup, e2e_env: dict[str, str],
-                                            tmp_path: Path) -> None:
+def test_a_second_up_on_a_busy_port_exits_2(
+    procs: ProcessGroup, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
     """A second `tidings up` with a state directory of its own, on the first one's port."""
     port = free_port()
     procs.start("up", "--ephemeral", "--port", str(port)).wait_ready()
@@ -121,8 +133,7 @@ def test_a_busy_metrics_port_exits_2_naming_the_setting(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url,
-               "TIDINGS_METRICS_PORT": str(port)}
+        env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url, "TIDINGS_METRICS_PORT": str(port)}
         done = run_cli(["worker"], env, timeout=60)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr

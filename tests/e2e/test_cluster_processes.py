@@ -38,9 +38,13 @@ def write_direct(workdir: Path, name: str, payload: Any) -> None:
     os.replace(temp, folder / name)
 
 
-def test_worker_and_scheduler_on_a_cluster(procs: ProcessGroup, e2e_env: dict[str, str],
-                                           redis_cluster: RedisCluster,
-                                           own_redis: RedisServer, tmp_path: Path) -> None:
+def test_worker_and_scheduler_on_a_cluster(
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    redis_cluster: RedisCluster,
+    own_redis: RedisServer,
+    tmp_path: Path,
+) -> None:
     """Non-inline events flush, the sync tick wakes the agent, the scheduler fires an
     alarm, and ``tidings publish`` and ``tidings status`` work from the CLI."""
     redis_cluster.flush()
@@ -52,14 +56,16 @@ def test_worker_and_scheduler_on_a_cluster(procs: ProcessGroup, e2e_env: dict[st
     workdir.mkdir()
     record = add_agent(workdir, run_env)
 
-    done = run_cli(["publish", "mcp.cli", "--event", '{"text":"hi"}', "--workdir", str(workdir)],
-                   run_env)
+    done = run_cli(
+        ["publish", "mcp.cli", "--event", '{"text":"hi"}', "--workdir", str(workdir)], run_env
+    )
     assert done.returncode == 0, done.stderr
     wait_until(lambda: events_of(workdir, "mcp.cli"), timeout=10, what="the CLI's event")
 
     host = e2e_env["TIDINGS_HOST"]
-    with tidings.connect(redis_cluster.url, broker_url=own_redis.url,
-                         settings=Settings(host=host)) as hub:
+    with tidings.connect(
+        redis_cluster.url, broker_url=own_redis.url, settings=Settings(host=host)
+    ) as hub:
         agent = hub.find_agent(workdir)
         assert agent is not None
         published = agent.publish_event("mcp.hub", {"n": 1}, wait=True)
@@ -70,15 +76,20 @@ def test_worker_and_scheduler_on_a_cluster(procs: ProcessGroup, e2e_env: dict[st
         signal = agent.wait_for_wake(10)
         assert signal is not None, "the sync tick did not wake the agent"
         assert agent.notification("delay", {"channel": "mcp.hub", "seconds": 1})["status"] == "ok"
-        wait_until(lambda: (workdir / ".notification" / "delay-alarm.json").exists(),
-                   timeout=15, what="the scheduler's alarm")
+        wait_until(
+            lambda: (workdir / ".notification" / "delay-alarm.json").exists(),
+            timeout=15,
+            what="the scheduler's alarm",
+        )
 
     status = run_cli(["status", "--json"], run_env)
     assert status.returncode == 0, status.stderr
     figures = json.loads(status.stdout)
     assert [a["agent_id"] for a in figures["agents"]] == [record["agent_id"]]
     assert figures["schedulers"][host]["leader"]
-    assert {q["name"] for q in figures["queues"]} >= {f"tidings.host.{host}",
-                                                       f"tidings.scheduler.{host}"}
+    assert {q["name"] for q in figures["queues"]} >= {
+        f"tidings.host.{host}",
+        f"tidings.scheduler.{host}",
+    }
     keys = [k for found in redis_cluster.keys_by_node().values() for k in found]
     assert keys and all(k.startswith(("{a:", "{h:")) for k in keys), keys

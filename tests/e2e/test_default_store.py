@@ -70,16 +70,16 @@ def state(e2e_env: dict[str, str]) -> Iterator[Path]:
             os.kill(pid, signal.SIGKILL)
 
 
-def start_up(procs: ProcessGroup, *args: str, env: dict[str, str] | None = None
-             ) -> TidingsProcess:
+def start_up(procs: ProcessGroup, *args: str, env: dict[str, str] | None = None) -> TidingsProcess:
     up = procs.start("up", *args, env=env)
     up.wait_ready(timeout=READY_SECONDS)
     return up
 
 
 def settings_for(env: dict[str, str]) -> Settings:
-    return Settings(host=env["TIDINGS_HOST"], state_dir=Path(env["TIDINGS_STATE_DIR"]),
-                    turn_wait_seconds=20)
+    return Settings(
+        host=env["TIDINGS_HOST"], state_dir=Path(env["TIDINGS_STATE_DIR"]), turn_wait_seconds=20
+    )
 
 
 def anonymous_is_refused(port: int) -> None:
@@ -89,7 +89,9 @@ def anonymous_is_refused(port: int) -> None:
 
 
 def test_acceptance_1_and_5_a_real_engine_with_aof_a_password_and_one_owner(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No URL: AOF on, data in the state directory, store.json 0600, NOAUTH for an
@@ -123,7 +125,9 @@ def test_acceptance_1_and_5_a_real_engine_with_aof_a_password_and_one_owner(
 
 
 def test_ephemeral_serves_the_same_contract(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 24 acceptance 1: --ephemeral writes store.json 0600; NOAUTH without it; with
@@ -146,7 +150,10 @@ def test_ephemeral_serves_the_same_contract(
 
 
 def test_acceptance_2_and_3_what_the_agent_should_know_survives_a_restart(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path, tmp_path: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
+    tmp_path: Path,
 ) -> None:
     """Seed 001's restart case on the default path, with a pending inbox item, an
     idempotency key and a delay whose deadline passes while the host is down."""
@@ -166,14 +173,18 @@ def test_acceptance_2_and_3_what_the_agent_should_know_survives_a_restart(
         assert first["status"] == "ok", first
         delay = agent.notification("delay", {"channel": "email", "seconds": 2})
         assert delay["status"] == "ok", delay
-        deadline = float(json.loads((workdir / ".notification/.delay_state.json")
-                                    .read_bytes())["deadline_epoch"])
+        deadline = float(
+            json.loads((workdir / ".notification/.delay_state.json").read_bytes())["deadline_epoch"]
+        )
     assert up.stop() == 0
 
     repo.write("notes/plan.md", "edited while the host was down\n")
     alarm = workdir / ".notification" / "delay-alarm.json"
-    wait_until(lambda: time.time() > deadline + 0.5, timeout=30,
-               what="the deadline to pass while the host is down")
+    wait_until(
+        lambda: time.time() > deadline + 0.5,
+        timeout=30,
+        what="the deadline to pass while the host is down",
+    )
     assert not alarm.exists()
 
     start_up(procs, "--port", port)
@@ -197,8 +208,9 @@ def test_acceptance_2_and_3_what_the_agent_should_know_survives_a_restart(
         assert (alarm.stat().st_ino, alarm.stat().st_mtime_ns) == fired  # fired once
 
 
-def burst_until_killed(agent: Any, acked: list[str], started: threading.Event,
-                       stop: threading.Event) -> None:
+def burst_until_killed(
+    agent: Any, acked: list[str], started: threading.Event, stop: threading.Event
+) -> None:
     n = 0
     while not stop.is_set():
         with contextlib.suppress(Exception):  # a call cut by the kill is not acknowledged
@@ -211,7 +223,10 @@ def burst_until_killed(agent: Any, acked: list[str], started: threading.Event,
 
 
 def test_acceptance_4_and_5_kills_lose_no_acknowledged_write(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path, tmp_path: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
+    tmp_path: Path,
 ) -> None:
     """SIGKILL of `tidings up` and its engine mid-burst, then SIGKILL of `tidings up`
     alone: after each restart exactly one engine serves the directory and every
@@ -225,8 +240,9 @@ def test_acceptance_4_and_5_kills_lose_no_acknowledged_write(
     with tidings.connect(settings=settings_for(e2e_env)) as hub:
         agent = hub.agent(workdir, max_events={"mcp.burst": 10_000})
         started, stop = threading.Event(), threading.Event()
-        producer = threading.Thread(target=burst_until_killed,
-                                    args=(agent, acked, started, stop), daemon=True)
+        producer = threading.Thread(
+            target=burst_until_killed, args=(agent, acked, started, stop), daemon=True
+        )
         producer.start()
         assert started.wait(30)
         engine = record(state)["pid"]
@@ -248,8 +264,11 @@ def test_acceptance_4_and_5_kills_lose_no_acknowledged_write(
         up.process.send_signal(signal.SIGKILL)
         up.process.wait(10)
         # Linux: the kernel's parent-death signal (SIGTERM) stops it, AOF synced.
-        wait_until(lambda: spared not in engines(state), timeout=20,
-                   what="the spared engine to stop with its parent")
+        wait_until(
+            lambda: spared not in engines(state),
+            timeout=20,
+            what="the spared engine to stop with its parent",
+        )
         start_up(procs, "--port", port)
         assert engines(state) == [record(state)["pid"]]
 
@@ -261,13 +280,18 @@ def test_acceptance_4_and_5_kills_lose_no_acknowledged_write(
             except (OSError, ValueError, KeyError):
                 return []
 
-        wait_until(lambda: set(acked) <= set(ids()), timeout=30,
-                   what="every acknowledged event in mcp.burst.json")
+        wait_until(
+            lambda: set(acked) <= set(ids()),
+            timeout=30,
+            what="every acknowledged event in mcp.burst.json",
+        )
         assert len(ids()) == len(set(ids()))
 
 
 def test_an_orphaned_engine_is_shut_down_and_its_data_kept(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
 ) -> None:
     """Where no parent-death signal exists (macOS), an engine outlives its killed
     `tidings up`: the next one finds it by the busy server lock and free owner lock,
@@ -283,8 +307,10 @@ def test_an_orphaned_engine_is_shut_down_and_its_data_kept(
     orphan.spawn(server.fd, parent_death=False)
     try:
         orphan.wait_ready()
-        storefile.write(store.paths.store_file, {"url": orphan.url, "pid": orphan.pid,
-                                                  "port": port, "engine": engine.label})
+        storefile.write(
+            store.paths.store_file,
+            {"url": orphan.url, "pid": orphan.pid, "port": port, "engine": engine.label},
+        )
         with redis.Redis.from_url(orphan.url, protocol=2) as c:
             c.set("acknowledged", "yes")
         owner.release()
@@ -301,7 +327,9 @@ def test_an_orphaned_engine_is_shut_down_and_its_data_kept(
 
 @pytest.mark.parametrize("version", ["missing", "Redis server v=6.2.14 sha=0 bits=64"])
 def test_a_missing_or_old_engine_is_one_line_exit_2(
-    e2e_env: dict[str, str], tmp_path: Path, version: str,
+    e2e_env: dict[str, str],
+    tmp_path: Path,
+    version: str,
 ) -> None:
     fake = tmp_path / "fake-server"
     if version != "missing":
@@ -314,7 +342,9 @@ def test_a_missing_or_old_engine_is_one_line_exit_2(
 
 
 def test_a_client_with_no_store_running_exits_2_naming_both_fixes(
-    e2e_env: dict[str, str], state: Path, tmp_path: Path,
+    e2e_env: dict[str, str],
+    state: Path,
+    tmp_path: Path,
 ) -> None:
     """No URL and no `tidings up`: one line naming `tidings up` and TIDINGS_REDIS_URL;
     a store.json left by a dead process is not believed."""

@@ -61,8 +61,7 @@ class Side:
 
     def agent(self, workdir: Path, agent_id: str) -> AgentRecord:
         workdir.mkdir(parents=True, exist_ok=True)
-        record = AgentRecord(agent_id=agent_id, workdir=os.path.realpath(workdir),
-                             host=self.host)
+        record = AgentRecord(agent_id=agent_id, workdir=os.path.realpath(workdir), host=self.host)
         AgentRegistry(self.redis).put(record)
         return record
 
@@ -72,8 +71,7 @@ class Side:
 
 
 @pytest.fixture
-def side(server: RedisServer, e2e_env: dict[str, str],
-         procs: ProcessGroup) -> Iterator[Side]:
+def side(server: RedisServer, e2e_env: dict[str, str], procs: ProcessGroup) -> Iterator[Side]:
     e2e_env.update(
         TIDINGS_REDIS_URL=server.url,
         TIDINGS_SYNC_INTERVAL="60",
@@ -83,8 +81,9 @@ def side(server: RedisServer, e2e_env: dict[str, str],
     client = server.tidings_client()
     settings = Settings(host=e2e_env["TIDINGS_HOST"], redis_url=server.url)
     broker = make_broker(client, settings)
-    yield Side(Runtime(client, SystemClock(), settings, BrokerDispatcher(broker)), broker,
-               settings.host)
+    yield Side(
+        Runtime(client, SystemClock(), settings, BrokerDispatcher(broker)), broker, settings.host
+    )
     client.close()
 
 
@@ -119,12 +118,18 @@ def published_once(side: Side, agent: AgentRecord, request_id: str) -> None:
     alarm = agent.root / ALARM
     wait_until(alarm.exists, timeout=20, what="the alarm")
     first = identity(alarm)
-    wait_until(lambda: side.redis.hlen(keys.scheduler_jobs(side.host)) == 0, timeout=10,
-               what="every alarm job to fire")
+    wait_until(
+        lambda: side.redis.hlen(keys.scheduler_jobs(side.host)) == 0,
+        timeout=10,
+        what="every alarm job to fire",
+    )
     wait_until(lambda: side.pending() == 0, timeout=10, what="the host queue to drain")
     # D15: the job runs D17 in the scheduler, which writes the state after the alarm
-    wait_until(lambda: json.loads((agent.root / STATE).read_bytes())["status"] == "published",
-               timeout=10, what="the published state")
+    wait_until(
+        lambda: json.loads((agent.root / STATE).read_bytes())["status"] == "published",
+        timeout=10,
+        what="the published state",
+    )
     assert identity(alarm) == first
     assert json.loads(alarm.read_bytes())["data"]["delay_alarm"]["request_id"] == request_id
     assert json.loads((agent.root / STATE).read_bytes())["status"] == "published"
@@ -146,8 +151,11 @@ def test_d18_scheduler_killed_before_deadline_restarted_after(
     agent = side.agent(tmp_path / "w", "a1")
     atomic_write(agent.root, ".notification/email.json", b'{"header":"mail"}')
     result = request_delay(side.rt, agent, "email", 2)
-    wait_until(lambda: side.redis.hexists(keys.scheduler_jobs(side.host), result["request_id"]),
-               timeout=10, what="the scheduler to store the alarm job")
+    wait_until(
+        lambda: side.redis.hexists(keys.scheduler_jobs(side.host), result["request_id"]),
+        timeout=10,
+        what="the scheduler to store the alarm job",
+    )
     first.kill()
     wait_past(deadline_of(agent) + 0.5)
     assert not (agent.root / ALARM).exists(), "nothing publishes while no scheduler runs"
@@ -189,8 +197,9 @@ def test_d15_scheduler_crash_mid_protocol_then_identical_alarm(
     writing the alarm; the next scheduler's start-up (D18) sends ``expire_delay``, the
     worker writes identical bytes and the alarm is published once."""
     worker = procs.start("worker", "--threads", "2")
-    faulty = procs.start("scheduler", env={"TIDINGS_ENABLE_FAULTS": "1",
-                                           "TIDINGS_FAULTS": "expire.after_alarm"})
+    faulty = procs.start(
+        "scheduler", env={"TIDINGS_ENABLE_FAULTS": "1", "TIDINGS_FAULTS": "expire.after_alarm"}
+    )
     worker.wait_ready()
     leader(faulty)
     agent = side.agent(tmp_path / "w", "a1")
@@ -200,8 +209,11 @@ def test_d15_scheduler_crash_mid_protocol_then_identical_alarm(
     assert json.loads((agent.root / STATE).read_bytes())["status"] == "expiring"
     crashed_bytes = (agent.root / ALARM).read_bytes()
     leader(procs.start("scheduler"), timeout=30)
-    wait_until(lambda: json.loads((agent.root / STATE).read_bytes())["status"] == "published",
-               timeout=20, what="the owed alarm completed")
+    wait_until(
+        lambda: json.loads((agent.root / STATE).read_bytes())["status"] == "published",
+        timeout=20,
+        what="the owed alarm completed",
+    )
     assert (agent.root / ALARM).read_bytes() == crashed_bytes
 
 
@@ -216,8 +228,11 @@ def test_d15_worker_down_the_scheduler_alone_publishes_once(
     result = request_delay(side.rt, agent, "email", 1)
     assert result["status"] == "ok"
     wait_until((agent.root / ALARM).exists, timeout=20, what="the alarm")
-    wait_until(lambda: side.redis.xlen(keys.AgentKeys("alone").wake_stream) == 1, timeout=10,
-               what="the wake after the alarm")
+    wait_until(
+        lambda: side.redis.xlen(keys.AgentKeys("alone").wake_stream) == 1,
+        timeout=10,
+        what="the wake after the alarm",
+    )
     assert side.pending() == 0
     assert json.loads((agent.root / STATE).read_bytes())["status"] == "published"
 
@@ -246,6 +261,12 @@ def test_d18_two_schedulers_one_leads_and_hands_over(
     leader(standby, timeout=LEASE_SECONDS + 10)
     assert time.monotonic() - took_over < LEASE_SECONDS + 5
     second = request_delay(side.rt, agent, "system", 1)
-    wait_until(lambda: json.loads((agent.root / ALARM).read_bytes())["data"]["delay_alarm"]
-               ["request_id"] == second["request_id"], timeout=20, what="the second alarm")
+    wait_until(
+        lambda: (
+            json.loads((agent.root / ALARM).read_bytes())["data"]["delay_alarm"]["request_id"]
+            == second["request_id"]
+        ),
+        timeout=20,
+        what="the second alarm",
+    )
     published_once(side, agent, second["request_id"])

@@ -46,8 +46,10 @@ def generate(client: Any, root: Path, host: str) -> list[AgentRecord]:
     root.mkdir()
     template = root / "template.json"
     template.write_text(json.dumps({"header": "1 item", "data": {"n": 1}}))
-    records = [AgentRecord(agent_id=f"f{n:04d}", workdir=str(root / f"agent{n}"), host=host)
-               for n in range(AGENTS)]
+    records = [
+        AgentRecord(agent_id=f"f{n:04d}", workdir=str(root / f"agent{n}"), host=host)
+        for n in range(AGENTS)
+    ]
     for record in records:
         d = record.root / ".notification"
         d.mkdir(parents=True)
@@ -94,9 +96,13 @@ def test_acceptance1_two_thousand_agents_wake_within_one_and_a_half_seconds(
     records = generate(client, tmp_path / "agents", host)
     # The tick's own behaviour (the backstop of prompt visits, issue 33): prompt visits
     # off, so that the watcher's changes reach the changed ticks this test counts.
-    env = {**e2e_env, "TIDINGS_REDIS_URL": own_redis.url, "TIDINGS_LOG_LEVEL": "DEBUG",
-           "TIDINGS_FULL_SCAN_SECONDS": str(FULL_SCAN_SECONDS),
-           "TIDINGS_PROMPT_VISITS": "false"}
+    env = {
+        **e2e_env,
+        "TIDINGS_REDIS_URL": own_redis.url,
+        "TIDINGS_LOG_LEVEL": "DEBUG",
+        "TIDINGS_FULL_SCAN_SECONDS": str(FULL_SCAN_SECONDS),
+        "TIDINGS_PROMPT_VISITS": "false",
+    }
     up = procs.start("up", env=env)
     up.wait_json(lambda line: line.get("status") == "leader", timeout=60)
     wait_until(lambda: planned(up.stderr), timeout=60, what="the watches and the first scan")
@@ -120,8 +126,11 @@ def test_acceptance1_two_thousand_agents_wake_within_one_and_a_half_seconds(
     p99 = latencies[round(0.99 * (len(latencies) - 1))]
     assert p99 <= 1.5, f"p99 {p99:.3f}s; latencies {latencies}"
 
-    wait_until(lambda: sum(t["scan"] == "full" for t in ticks(up.stderr)) >= 2, timeout=120,
-               what="two full scans")
+    wait_until(
+        lambda: sum(t["scan"] == "full" for t in ticks(up.stderr)) >= 2,
+        timeout=120,
+        what="two full scans",
+    )
     logged = ticks(up.stderr)
     full = [t for t in logged if t["scan"] == "full"]
     changed = [t for t in logged if t["scan"] == "changed"]
@@ -131,6 +140,7 @@ def test_acceptance1_two_thousand_agents_wake_within_one_and_a_half_seconds(
     # A changed tick visits the agent just written, plus what an earlier trial left:
     # agents carried over while the previous changed tick still ran, and re-visits a
     # visit asked for (an unstable read). A handful, never the host's 2,000.
-    assert max(t["visited"] for t in changed) <= MAX_CHANGED_VISITS, \
+    assert max(t["visited"] for t in changed) <= MAX_CHANGED_VISITS, (
         "changed ticks visit only changed agents"
+    )
     client.close()

@@ -50,8 +50,9 @@ def test_demo_shows_a_burst_and_exits_zero(e2e_env: dict[str, str]) -> None:
     assert "_meta.agent_meta" not in done.stdout and ".data.messages[" not in done.stdout
 
 
-def test_up_embedded_publish_then_check(procs: ProcessGroup, e2e_env: dict[str, str],
-                                        tmp_path: Path) -> None:
+def test_up_embedded_publish_then_check(
+    procs: ProcessGroup, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
     """Acceptance 2: `tidings up --ephemeral` (the in-memory store, on request); another
     process publishes, finding the store through TIDINGS_STATE_DIR (issue 20)."""
     workdir = tmp_path / "w"
@@ -62,12 +63,14 @@ def test_up_embedded_publish_then_check(procs: ProcessGroup, e2e_env: dict[str, 
     assert ready["embedded"] is True and ready["durable"] is False
     assert any("NOT durable" in line for line in up.stderr)
     env = e2e_env
-    done = run_cli(["publish", "system", "--event", '{"text":"hi"}', "--workdir", str(workdir)],
-                   env)
+    done = run_cli(
+        ["publish", "system", "--event", '{"text":"hi"}', "--workdir", str(workdir)], env
+    )
     assert done.returncode == 0, done.stderr
     event_id = json.loads(done.stdout)["event_id"]
-    found = wait_until(lambda: events_of(workdir, "system"), timeout=1.0,
-                       what="system.json holding the event")
+    found = wait_until(
+        lambda: events_of(workdir, "system"), timeout=1.0, what="system.json holding the event"
+    )
     assert [e["event_id"] for e in found] == [event_id]
     mirror = read_mirror(workdir, "system")
     assert mirror is not None and mirror["header"] == "1 system notification(s)"
@@ -91,8 +94,9 @@ def redis(own_redis: RedisServer) -> RedisServer:
     return own_redis
 
 
-def test_real_redis_two_workers(procs: ProcessGroup, e2e_env: dict[str, str], redis: RedisServer,
-                                tmp_path: Path) -> None:
+def test_real_redis_two_workers(
+    procs: ProcessGroup, e2e_env: dict[str, str], redis: RedisServer, tmp_path: Path
+) -> None:
     """Acceptance 3: the same against a real redis-server with two worker processes."""
     env = {"TIDINGS_REDIS_URL": redis.url}
     for _ in range(2):
@@ -101,8 +105,9 @@ def test_real_redis_two_workers(procs: ProcessGroup, e2e_env: dict[str, str], re
     workdir.mkdir()
     run_env = {**e2e_env, **env}
     add_agent(workdir, run_env)
-    done = run_cli(["publish", "system", "--event", '{"text":"hi"}', "--workdir", str(workdir)],
-                   run_env)
+    done = run_cli(
+        ["publish", "system", "--event", '{"text":"hi"}', "--workdir", str(workdir)], run_env
+    )
     assert done.returncode == 0, done.stderr
     wait_until(lambda: events_of(workdir, "system"), timeout=1.0, what="system.json")
     check = run_cli(["check", "--workdir", str(workdir)], run_env)
@@ -125,8 +130,9 @@ def test_real_redis_two_workers(procs: ProcessGroup, e2e_env: dict[str, str], re
         (["publish", "system", "--event", "[1]"], "invalid_json"),
     ],
 )
-def test_bad_input_through_the_cli(redis: RedisServer, e2e_env: dict[str, str], tmp_path: Path,
-                                   args: list[str], reason: str) -> None:
+def test_bad_input_through_the_cli(
+    redis: RedisServer, e2e_env: dict[str, str], tmp_path: Path, args: list[str], reason: str
+) -> None:
     """Acceptance 4: bad input changes nothing and answers with a reason (exit 1; exit 2
     for input text that is not a JSON object)."""
     workdir = tmp_path / "w"
@@ -141,16 +147,18 @@ def test_bad_input_through_the_cli(redis: RedisServer, e2e_env: dict[str, str], 
     )
 
 
-def test_symlinked_notification_dir_through_the_cli(redis: RedisServer, e2e_env: dict[str, str],
-                                                    tmp_path: Path) -> None:
+def test_symlinked_notification_dir_through_the_cli(
+    redis: RedisServer, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
     workdir, elsewhere = tmp_path / "w", tmp_path / "elsewhere"
     workdir.mkdir()
     elsewhere.mkdir()
     (workdir / ".notification").symlink_to(elsewhere)
     env = {**e2e_env, "TIDINGS_REDIS_URL": redis.url}
     add_agent(workdir, env)
-    done = run_cli(["publish", "system", "--event", "{}", "--workdir", str(workdir), "--inline"],
-                   env)
+    done = run_cli(
+        ["publish", "system", "--event", "{}", "--workdir", str(workdir), "--inline"], env
+    )
     assert done.returncode == 1
     assert json.loads(done.stdout)["reason"] == "unsafe_path"
     assert list(elsewhere.iterdir()) == []
@@ -168,8 +176,9 @@ hub.close()
 """
 
 
-def test_ten_producers_five_hundred_events_each(procs: ProcessGroup, e2e_env: dict[str, str],
-                                                redis: RedisServer, tmp_path: Path) -> None:
+def test_ten_producers_five_hundred_events_each(
+    procs: ProcessGroup, e2e_env: dict[str, str], redis: RedisServer, tmp_path: Path
+) -> None:
     """Acceptance 5: 10 processes x 500 events → each exactly once, in per-producer order."""
     import tidings
 
@@ -183,8 +192,9 @@ def test_ten_producers_five_hundred_events_each(procs: ProcessGroup, e2e_env: di
         procs.start("worker", "--threads", "4", env=env).wait_ready()
     child_env = {**e2e_env, **env}
     producers = [
-        subprocess.Popen([sys.executable, "-c", PRODUCER, redis.url, str(workdir), f"p{i}", "500"],
-                         env=child_env)
+        subprocess.Popen(
+            [sys.executable, "-c", PRODUCER, redis.url, str(workdir), f"p{i}", "500"], env=child_env
+        )
         for i in range(10)
     ]
     try:
@@ -195,8 +205,11 @@ def test_ten_producers_five_hundred_events_each(procs: ProcessGroup, e2e_env: di
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    events = wait_until(lambda: (e := events_of(workdir, "mcp.load")) and len(e) == 5000 and e,
-                        timeout=60, what="5000 events in mcp.load.json")
+    events = wait_until(
+        lambda: (e := events_of(workdir, "mcp.load")) and len(e) == 5000 and e,
+        timeout=60,
+        what="5000 events in mcp.load.json",
+    )
     keys = [(e["producer"], e["n"]) for e in events]
     assert len(set(keys)) == 5000
     for i in range(10):
@@ -214,8 +227,12 @@ def test_worker_killed_mid_flush_loses_and_duplicates_nothing(
     workdir = tmp_path / "w"
     workdir.mkdir()
     env = {"TIDINGS_REDIS_URL": redis.url, "TIDINGS_BROKER_HEARTBEAT_MS": "1500"}
-    doomed = procs.start("worker", "--threads", "1",
-                         env={**env, "TIDINGS_ENABLE_FAULTS": "1", "TIDINGS_FAULTS": f"{point}@2"})
+    doomed = procs.start(
+        "worker",
+        "--threads",
+        "1",
+        env={**env, "TIDINGS_ENABLE_FAULTS": "1", "TIDINGS_FAULTS": f"{point}@2"},
+    )
     doomed.wait_ready()
     settings = tidings.Settings(host=e2e_env["TIDINGS_HOST"])
     with tidings.connect(redis.url, settings=settings) as hub:
@@ -230,15 +247,17 @@ def test_worker_killed_mid_flush_loses_and_duplicates_nothing(
         procs.start("worker", "--threads", "1", env=env).wait_ready()
         events = wait_until(
             lambda: (e := events_of(workdir, "mcp.crash")) and len(e) >= 10 and e,
-            timeout=30, what="all ten events after the restart",
+            timeout=30,
+            what="all ten events after the restart",
         )
     assert [e["event_id"] for e in events] == ids
     visible = sorted(p.name for p in (workdir / ".notification").iterdir() if p.is_file())
     assert [n for n in visible if not n.startswith(".")] == ["mcp.crash.json"]
 
 
-def test_sigkill_during_a_flushing_burst(procs: ProcessGroup, e2e_env: dict[str, str],
-                                         redis: RedisServer, tmp_path: Path) -> None:
+def test_sigkill_during_a_flushing_burst(
+    procs: ProcessGroup, e2e_env: dict[str, str], redis: RedisServer, tmp_path: Path
+) -> None:
     """Acceptance 6 with a real SIGKILL at an arbitrary moment of a long burst."""
     import tidings
 
@@ -256,7 +275,8 @@ def test_sigkill_during_a_flushing_burst(procs: ProcessGroup, e2e_env: dict[str,
         procs.start("worker", "--threads", "2", env=env).wait_ready()
         events = wait_until(
             lambda: (e := events_of(workdir, "mcp.burst")) and len(e) >= 1500 and e,
-            timeout=30, what="every event after the kill",
+            timeout=30,
+            what="every event after the kill",
         )
     assert [e["event_id"] for e in events] == ids
     assert os.path.exists(workdir / ".notification" / "mcp.burst.json")

@@ -67,8 +67,11 @@ def test_hostile_workdirs_still_wake_on_email(
     redis = own_redis.client()
     for kind, (workdir, agent_id) in agents.items():
         write_direct(workdir, "email.json", json.dumps({"header": "new mail"}))
-        wait_until(lambda a=agent_id: woken_with_email(redis, a), timeout=15,
-                   what=f"the {kind} agent woken for email")
+        wait_until(
+            lambda a=agent_id: woken_with_email(redis, a),
+            timeout=15,
+            what=f"the {kind} agent woken for email",
+        )
     assert up.alive()
     tracebacks = [line for line in up.stderr if "Traceback" in line]
     assert not tracebacks, tracebacks[:2]

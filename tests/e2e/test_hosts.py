@@ -47,8 +47,12 @@ def hub(server: RedisServer) -> Iterator[Hub]:
 @pytest.fixture
 def env(e2e_env: dict[str, str], server: RedisServer) -> dict[str, str]:
     # A full scan every tick: the tests count sync_host runs as the tick's backstop (C27).
-    return {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0",
-            "TIDINGS_FULL_SCAN_SECONDS": "1"}
+    return {
+        **e2e_env,
+        "TIDINGS_REDIS_URL": server.url,
+        "TIDINGS_METRICS_PORT": "0",
+        "TIDINGS_FULL_SCAN_SECONDS": "1",
+    }
 
 
 def start_worker(procs: ProcessGroup, env: dict[str, str], host: str) -> tuple[TidingsProcess, int]:
@@ -75,8 +79,12 @@ def processed(port: int, actor: str, host: str) -> float:
 
 def alarms_written(*ports: int) -> float:
     """Alarms a host wrote: its scheduler runs the expiry (D15), its worker the fallback."""
-    return sum(scrape(port).get("tidings_alarms_published", {})
-               .get(("tidings_alarms_published_total", ()), 0.0) for port in ports)
+    return sum(
+        scrape(port)
+        .get("tidings_alarms_published", {})
+        .get(("tidings_alarms_published_total", ()), 0.0)
+        for port in ports
+    )
 
 
 def alarm(agent: Agent) -> Any:
@@ -119,8 +127,10 @@ def test_two_hosts_each_write_only_their_agents_and_wait_for_each_other(
     one, two = f"{env['TIDINGS_HOST']}-1", f"{env['TIDINGS_HOST']}-2"
     _, port_one = start_worker(procs, env, one)
     worker_two, port_two = start_worker(procs, env, two)
-    agents = {host: [hub.agent(workdir(tmp_path, f"{host}-{n}"), host=host) for n in range(2)]
-              for host in (one, two)}
+    agents = {
+        host: [hub.agent(workdir(tmp_path, f"{host}-{n}"), host=host) for n in range(2)]
+        for host in (one, two)
+    }
 
     for group in agents.values():
         for agent in group:
@@ -136,12 +146,16 @@ def test_two_hosts_each_write_only_their_agents_and_wait_for_each_other(
     writes_reach(port_one, 4)
     assert all(events(agent) == [1, 2] for agent in agents[one])
     assert all(events(agent) == [1] for agent in agents[two])
-    assert all(len(buffered_records(hub.runtime, agent.record, CHANNEL)) == 1
-               for agent in agents[two])
+    assert all(
+        len(buffered_records(hub.runtime, agent.record, CHANNEL)) == 1 for agent in agents[two]
+    )
 
     _, port_back = start_worker(procs, env, two)
-    wait_until(lambda: all(events(agent) == [1, 2] for agent in agents[two]),
-               timeout=20, what="host two's messages processed on its return")
+    wait_until(
+        lambda: all(events(agent) == [1, 2] for agent in agents[two]),
+        timeout=20,
+        what="host two's messages processed on its return",
+    )
     writes_reach(port_back, 2)
     assert flush_writes(port_one) == 4
 
@@ -166,8 +180,9 @@ def test_two_worker_and_scheduler_pairs_keep_their_agents_apart(
     for agent in (first, second):
         assert agent.publish_event(CHANNEL, {"round": 1}, wait=True)["flushed"] is True
     request_id, _ = delay(first, 1)
-    wait_until(lambda: alarms_written(port_one, timer_one) == 1, timeout=15,
-               what="host one's alarm")
+    wait_until(
+        lambda: alarms_written(port_one, timer_one) == 1, timeout=15, what="host one's alarm"
+    )
     assert alarm(first)["request_id"] == request_id
     writes_reach(port_one, 1)
     writes_reach(port_two, 1)
@@ -179,8 +194,11 @@ def test_two_worker_and_scheduler_pairs_keep_their_agents_apart(
     assert second.publish_event(CHANNEL, {"round": 2})["flushed"] is False
     assert first.publish_event(CHANNEL, {"round": 2}, wait=True)["flushed"] is True
     request_id, _ = delay(first, 1)
-    wait_until(lambda: alarms_written(port_one, timer_one) == 2, timeout=15,
-               what="host one's second alarm while host two is down")
+    wait_until(
+        lambda: alarms_written(port_one, timer_one) == 2,
+        timeout=15,
+        what="host one's second alarm while host two is down",
+    )
     assert alarm(first)["request_id"] == request_id
     wait_until(lambda: time.time() > late_deadline + 0.5, timeout=5, what="host two's deadline")
     figures = hub.status()
@@ -190,19 +208,26 @@ def test_two_worker_and_scheduler_pairs_keep_their_agents_apart(
 
     _, port_back = start_worker(procs, env, two)
     _, timer_back = start_scheduler(procs, env, two)
-    wait_until(lambda: events(second) == [1, 2] and alarm(second) is not None, timeout=30,
-               what="host two's waiting flush and overdue alarm on its return")
+    wait_until(
+        lambda: events(second) == [1, 2] and alarm(second) is not None,
+        timeout=30,
+        what="host two's waiting flush and overdue alarm on its return",
+    )
     assert alarm(second)["request_id"] == late_request
-    wait_until(lambda: alarms_written(port_back, timer_back) == 1, timeout=10,
-               what="the alarm counted")
+    wait_until(
+        lambda: alarms_written(port_back, timer_back) == 1, timeout=10, what="the alarm counted"
+    )
     writes_reach(port_back, 1)
     # Every path that could fire it again (the alarm job, run in the returned scheduler
     # (D15) at its start-up reconcile (D18), and the sync tick's backstop) has run by the
     # time the returned worker has handled a few more sync ticks: the reconcile runs
     # before the scheduler's first tick, and any expire_delay it queued was queued first.
     ticks = processed(port_back, "sync_host", two)
-    wait_until(lambda: processed(port_back, "sync_host", two) >= ticks + 3,
-               timeout=15, what="every alarm path run on host two")
+    wait_until(
+        lambda: processed(port_back, "sync_host", two) >= ticks + 3,
+        timeout=15,
+        what="every alarm path run on host two",
+    )
     assert alarms_written(port_back, timer_back) == 1
     assert alarms_written(port_one, timer_one) == 2
     assert events(first) == [1, 2]
@@ -237,19 +262,34 @@ def test_agents_move_is_safe_with_messages_in_flight(
     moved = run_cli(["agents", "move", "--agent-id", agent.agent_id, "--host", new], env)
     assert moved.returncode == 0, moved.stderr
     assert json.loads(moved.stdout) == {
-        "status": "ok", "agent_id": agent.agent_id, "from_host": old, "to_host": new,
-        "moved": True, "settled": True, "in_flight": 0,
+        "status": "ok",
+        "agent_id": agent.agent_id,
+        "from_host": old,
+        "to_host": new,
+        "moved": True,
+        "settled": True,
+        "in_flight": 0,
     }
     wait_until(lambda: events(agent) == [1, 2], timeout=20, what="the new host's flush")
 
     returned, port_returned = start_worker(procs, env, old)
-    wait_until(lambda: forwarded(returned, agent.agent_id), timeout=20,
-               what="the old host forwarding its queued message")
+    wait_until(
+        lambda: forwarded(returned, agent.agent_id),
+        timeout=20,
+        what="the old host forwarding its queued message",
+    )
     assert agent.publish_event(CHANNEL, {"round": 3}, wait=True)["flushed"] is True
     assert events(agent) == [1, 2, 3]
     assert flush_writes(port_returned) == 0
     labels = (("actor", "flush_channel"), ("queue", host_queue(old)))
-    wait_until(lambda: scrape(port_returned)["tidings_messages_processed"].get(
-        ("tidings_messages_processed_total", labels), 0) >= 2, timeout=10,
-        what="both queued messages handled (forwarded) by the old host")
+    wait_until(
+        lambda: (
+            scrape(port_returned)["tidings_messages_processed"].get(
+                ("tidings_messages_processed_total", labels), 0
+            )
+            >= 2
+        ),
+        timeout=10,
+        what="both queued messages handled (forwarded) by the old host",
+    )
     wait_until(lambda: flush_writes(port_new) >= 2, timeout=10, what="the new host's writes")

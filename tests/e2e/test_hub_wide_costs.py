@@ -28,14 +28,32 @@ def env(redis_server: RedisServer, e2e_env: dict[str, str]) -> dict[str, str]:
 
 
 def test_twenty_publish_runs_leave_at_most_one_heartbeat(
-    env: dict[str, str], redis_server: RedisServer, tmp_path: Path,
+    env: dict[str, str],
+    redis_server: RedisServer,
+    tmp_path: Path,
 ) -> None:
     add_agent(tmp_path, env)
-    runs = [subprocess.Popen(
-        [sys.executable, "-m", "tidings", "publish", f"mcp.c{n}", "--event", '{"n": 1}',
-         "--workdir", str(tmp_path), "--json"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    ) for n in range(20)]
+    runs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tidings",
+                "publish",
+                f"mcp.c{n}",
+                "--event",
+                '{"n": 1}',
+                "--workdir",
+                str(tmp_path),
+                "--json",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(20)
+    ]
     for run in runs:
         out, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
@@ -51,7 +69,9 @@ def commandstats(c: object) -> dict[str, int]:
 
 
 def test_status_beside_50000_foreign_keys_issues_no_scan_and_no_keys(
-    env: dict[str, str], redis_server: RedisServer, tmp_path: Path,
+    env: dict[str, str],
+    redis_server: RedisServer,
+    tmp_path: Path,
 ) -> None:
     add_agent(tmp_path, env)
     with redis_server.client() as c:

@@ -43,8 +43,16 @@ def write_direct(workdir: Path, name: str, payload: Any) -> None:
 
 def stamped_empty_check() -> dict[str, Any]:
     """The tool's ``check`` as MCP answers it: stamped, with nothing visible (C24)."""
-    return {**check_placeholder(), "_meta": {"agent_meta": {
-        "notifications": {}, "guidance": {"transient": {}}, "instruction": STAMP_INSTRUCTION}}}
+    return {
+        **check_placeholder(),
+        "_meta": {
+            "agent_meta": {
+                "notifications": {},
+                "guidance": {"transient": {}},
+                "instruction": STAMP_INSTRUCTION,
+            }
+        },
+    }
 
 
 def structured(result: types.CallToolResult) -> Any:
@@ -59,8 +67,10 @@ async def session_run(params: StdioServerParameters, errlog: Any, workdir: Path)
             assert str(message.params.uri) == "tidings://attention"
             updates.append(time.monotonic())
 
-    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(
-            read, write, message_handler=on_message) as session:
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write, message_handler=on_message) as session,
+    ):
         await session.initialize()
         listed = await session.list_tools()
         assert sorted(t.name for t in listed.tools) == ["inbox", "inbox_ignore", "notification"]
@@ -68,13 +78,17 @@ async def session_run(params: StdioServerParameters, errlog: Any, workdir: Path)
         stamped = stamped_empty_check()
         assert not check.is_error and structured(check) == stamped
         assert json.loads(check.content[0].text) == stamped  # type: ignore[union-attr]
-        delay = await session.call_tool("notification", {
-            "action": "delay", "input": {"channel": "mcp.x", "seconds": 0}})
+        delay = await session.call_tool(
+            "notification", {"action": "delay", "input": {"channel": "mcp.x", "seconds": 0}}
+        )
         assert not delay.is_error and structured(delay)["status"] == "ok", structured(delay)
         bogus = await session.call_tool("notification", {"action": "explode"})
         assert bogus.is_error
-        assert structured(bogus) == {"status": "error", "reason": "unknown_action",
-                                     "message": "Unknown notification action: explode"}
+        assert structured(bogus) == {
+            "status": "error",
+            "reason": "unknown_action",
+            "message": "Unknown notification action: explode",
+        }
         inbox = await session.call_tool("inbox", {"limit": 5})
         assert structured(inbox) == {"status": "ok", "items": []}
         ignored = await session.call_tool("inbox_ignore", {"event_id": "nope"})
@@ -95,31 +109,41 @@ async def session_run(params: StdioServerParameters, errlog: Any, workdir: Path)
         assert "mcp.x" in after.contents[0].text  # type: ignore[union-attr]
 
 
-def test_acceptance3_sdk_client_over_stdio(redis_server: RedisServer, procs: ProcessGroup,
-                                          e2e_env: dict[str, str], tmp_path: Path) -> None:
+def test_acceptance3_sdk_client_over_stdio(
+    redis_server: RedisServer, procs: ProcessGroup, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
     redis_server.client().flushall()
     env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url}
     workdir = tmp_path / "agent"
     workdir.mkdir()
-    with tidings.connect(redis_server.url,
-                         settings=tidings.Settings(host=env["TIDINGS_HOST"])) as hub:
+    with tidings.connect(
+        redis_server.url, settings=tidings.Settings(host=env["TIDINGS_HOST"])
+    ) as hub:
         hub.agent(workdir)
     procs.start("worker", "--threads", "2", env=env).wait_ready()
     scheduler = procs.start("scheduler", env=env)
     scheduler.wait_json(lambda line: line.get("status") == "leader")
-    params = StdioServerParameters(command=TIDINGS, args=["mcp", "--workdir", str(workdir)],
-                                   env=env)
+    params = StdioServerParameters(
+        command=TIDINGS, args=["mcp", "--workdir", str(workdir)], env=env
+    )
     with (tmp_path / "mcp.stderr").open("w") as errlog:
         anyio.run(session_run, params, errlog, workdir)
 
 
-def test_unregistered_agent_is_refused_clearly(redis_server: RedisServer,
-                                               e2e_env: dict[str, str], tmp_path: Path) -> None:
+def test_unregistered_agent_is_refused_clearly(
+    redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path
+) -> None:
     import subprocess
 
     env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url}
-    done = subprocess.run([TIDINGS, "mcp", "--workdir", str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [TIDINGS, "mcp", "--workdir", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1
     assert done.stdout == ""
     assert "tidings agents add --workdir" in done.stderr and "unknown_agent" in done.stderr
@@ -130,9 +154,11 @@ async def http_run(url: str, token: str) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(headers=headers) as http, \
-            streamable_http_client(url, http_client=http) as (read, write), \
-            ClientSession(read, write) as session:
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         listed = await session.list_tools()
         assert sorted(t.name for t in listed.tools) == ["inbox", "inbox_ignore", "notification"]
@@ -142,9 +168,16 @@ async def http_run(url: str, token: str) -> None:
         assert bogus.is_error
 
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "e2e", "version": "0"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "0"},
+    },
+}
 
 
 def initialize_status(port: int, token: str | None) -> int:
@@ -152,12 +185,15 @@ def initialize_status(port: int, token: str | None) -> int:
     import urllib.error
     import urllib.request
 
-    headers = {"Accept": "application/json, text/event-stream",
-               "Content-Type": "application/json"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", method="POST",
-                                     data=json.dumps(INITIALIZE).encode(), headers=headers)
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp",
+        method="POST",
+        data=json.dumps(INITIALIZE).encode(),
+        headers=headers,
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return int(answer.status)
@@ -175,8 +211,9 @@ def http_server(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[int, Path
     from tests.support.polling import wait_until
     from tests.support.redis_server import free_port
 
-    with tidings.connect(env["TIDINGS_REDIS_URL"],
-                         settings=tidings.Settings(host=env["TIDINGS_HOST"])) as hub:
+    with tidings.connect(
+        env["TIDINGS_REDIS_URL"], settings=tidings.Settings(host=env["TIDINGS_HOST"])
+    ) as hub:
         hub.agent(tmp_path)
     port = free_port()
 
@@ -189,9 +226,21 @@ def http_server(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[int, Path
 
     stderr = tmp_path / "http.stderr"
     with stderr.open("w") as errlog:
-        server = subprocess.Popen([TIDINGS, "mcp", "--workdir", str(tmp_path), "--transport",
-                                   "http", "--port", str(port)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=errlog)
+        server = subprocess.Popen(
+            [
+                TIDINGS,
+                "mcp",
+                "--workdir",
+                str(tmp_path),
+                "--transport",
+                "http",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+        )
         try:
             wait_until(listening, timeout=60, what="tidings mcp --transport http")
             yield port, stderr
@@ -206,8 +255,12 @@ def test_http_transport_needs_the_token_from_the_environment(
     """Issue 24 acceptance 5 (interfaces.md "Local trust"): POST ``initialize`` without the token
     is 401, with ``TIDINGS_MCP_TOKEN``'s value 200; the SDK's client works with it."""
     state = tmp_path / "state"
-    env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url, "TIDINGS_STATE_DIR": str(state),
-           "TIDINGS_MCP_TOKEN": "e2e-mcp-token"}
+    env = {
+        **e2e_env,
+        "TIDINGS_REDIS_URL": redis_server.url,
+        "TIDINGS_STATE_DIR": str(state),
+        "TIDINGS_MCP_TOKEN": "e2e-mcp-token",
+    }
     with http_server(tmp_path, env) as (port, _):
         assert initialize_status(port, None) == 401
         assert initialize_status(port, "wrong") == 401

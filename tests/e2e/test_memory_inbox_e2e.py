@@ -38,8 +38,11 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
 
 @pytest.fixture
 def env(e2e_env: dict[str, str], server: RedisServer) -> dict[str, str]:
-    e2e_env.update(TIDINGS_REDIS_URL=server.url, TIDINGS_BROKER_HEARTBEAT_MS="1000",
-                   TIDINGS_OBSERVE_LOCK_SECONDS=str(LOCK_SECONDS))
+    e2e_env.update(
+        TIDINGS_REDIS_URL=server.url,
+        TIDINGS_BROKER_HEARTBEAT_MS="1000",
+        TIDINGS_OBSERVE_LOCK_SECONDS=str(LOCK_SECONDS),
+    )
     return e2e_env
 
 
@@ -51,12 +54,21 @@ def repo(tmp_path: Path) -> MemoryRepo:
 class Orchestrator:
     """The test's own orchestrator: a hub on the server, its agent not inline."""
 
-    def __init__(self, server: RedisServer, env: dict[str, str], workdir: Path,
-                 repo: MemoryRepo | None = None) -> None:
+    def __init__(
+        self,
+        server: RedisServer,
+        env: dict[str, str],
+        workdir: Path,
+        repo: MemoryRepo | None = None,
+    ) -> None:
         workdir.mkdir(exist_ok=True)
         self.client = server.tidings_client()
-        settings = Settings(host=env["TIDINGS_HOST"], redis_url=server.url,
-                            turn_wait_seconds=3, observe_lock_seconds=LOCK_SECONDS)
+        settings = Settings(
+            host=env["TIDINGS_HOST"],
+            redis_url=server.url,
+            turn_wait_seconds=3,
+            observe_lock_seconds=LOCK_SECONDS,
+        )
         self.hub = Hub(self.client, settings, url=server.url)
         self.agent: Agent = self.hub.agent(workdir, memory_repo=repo.root if repo else None)
 
@@ -80,13 +92,21 @@ def run_orchestrator(
 ) -> subprocess.CompletedProcess[str]:
     extra = {"TIDINGS_ENABLE_FAULTS": "1", "TIDINGS_FAULTS": faults} if faults else {}
     return subprocess.run(
-        [sys.executable, "-m", "tests.support.orchestrator", *args], cwd=ROOT,
-        env={**env, **extra}, capture_output=True, text=True, timeout=60, check=False,
+        [sys.executable, "-m", "tests.support.orchestrator", *args],
+        cwd=ROOT,
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
 def test_acceptance_4_edit_then_full_restart_gives_one_event(
-    server: RedisServer, env: dict[str, str], procs: ProcessGroup, repo: MemoryRepo,
+    server: RedisServer,
+    env: dict[str, str],
+    procs: ProcessGroup,
+    repo: MemoryRepo,
     tmp_path: Path,
 ) -> None:
     """Edit, stop every process (SIGKILL, Redis too), restart Redis from its AOF and real
@@ -124,7 +144,10 @@ def test_acceptance_4_edit_then_full_restart_gives_one_event(
 
 
 def test_acceptance_5_worker_killed_before_the_admission_script(
-    server: RedisServer, env: dict[str, str], procs: ProcessGroup, repo: MemoryRepo,
+    server: RedisServer,
+    env: dict[str, str],
+    procs: ProcessGroup,
+    repo: MemoryRepo,
     tmp_path: Path,
 ) -> None:
     """The worker running the pre-turn observation dies at admit.before_script: the turn
@@ -134,8 +157,12 @@ def test_acceptance_5_worker_killed_before_the_admission_script(
     try:
         orch.agent.startup()
         repo.write("MEMORY.md", "changed\n")
-        faulty = procs.start("worker", "--threads", "1", env={
-            "TIDINGS_ENABLE_FAULTS": "1", "TIDINGS_FAULTS": "admit.before_script"})
+        faulty = procs.start(
+            "worker",
+            "--threads",
+            "1",
+            env={"TIDINGS_ENABLE_FAULTS": "1", "TIDINGS_FAULTS": "admit.before_script"},
+        )
         faulty.wait_ready()
         turn = orch.agent.prepare_turn()
         assert isinstance(turn, Turn)
@@ -145,8 +172,11 @@ def test_acceptance_5_worker_killed_before_the_admission_script(
         assert orch.memory_events() == []
         assert orch.agent.finish_turn(turn)["memory"]["status"] == "skipped"
         procs.start("worker", "--threads", "2").wait_ready()
-        wait_until(lambda: len(orch.memory_events()) == 1, timeout=20,
-                   what="the redelivered observation to admit the event")
+        wait_until(
+            lambda: len(orch.memory_events()) == 1,
+            timeout=20,
+            what="the redelivered observation to admit the event",
+        )
         turn = orch.agent.prepare_turn()
         assert isinstance(turn, Turn) and turn.memory["status"] == "unchanged"
         assert [i["source_kind"] for i in turn.inbox] == ["memory-change"]
@@ -165,8 +195,9 @@ def test_acceptance_5_orchestrator_killed_before_the_admission_script(
     try:
         orch.agent.startup()
         repo.write("MEMORY.md", "changed\n")
-        died = run_orchestrator(env, "startup", orch.agent.workdir, repo.root,
-                                faults="admit.before_script")
+        died = run_orchestrator(
+            env, "startup", orch.agent.workdir, repo.root, faults="admit.before_script"
+        )
         assert died.returncode == 75, died.stderr
         assert orch.memory_events() == []
         assert orch.agent.startup()["memory"]["status"] == "changed"
@@ -178,7 +209,10 @@ def test_acceptance_5_orchestrator_killed_before_the_admission_script(
 
 @pytest.mark.parametrize("marked", [False, True], ids=["deferred", "needs-repair"])
 def test_acceptance_5_orchestrator_killed_after_the_reconcile(
-    server: RedisServer, env: dict[str, str], repo: MemoryRepo, tmp_path: Path,
+    server: RedisServer,
+    env: dict[str, str],
+    repo: MemoryRepo,
+    tmp_path: Path,
     marked: bool,
 ) -> None:
     """finish_turn dies at finish.after_reconcile: the items stay running and the next
@@ -189,13 +223,17 @@ def test_acceptance_5_orchestrator_killed_after_the_reconcile(
         orch.agent.startup()
         mail = orch.agent.admit("mail", "a letter")["event_id"]
         args = ["crash-finish", orch.agent.workdir, repo.root, "notes/plan.md", "own edit\n"]
-        died = run_orchestrator(env, *args, *(["--mark"] if marked else []),
-                                faults="finish.after_reconcile")
+        died = run_orchestrator(
+            env, *args, *(["--mark"] if marked else []), faults="finish.after_reconcile"
+        )
         assert died.returncode == 75, died.stderr
         assert [i["state"] for i in orch.agent.inbox()] == ["processing"]
         started = orch.agent.startup()
-        expected = {"retryable": [], "needs_repair": [mail]} if marked else {
-            "retryable": [mail], "needs_repair": []}
+        expected = (
+            {"retryable": [], "needs_repair": [mail]}
+            if marked
+            else {"retryable": [mail], "needs_repair": []}
+        )
         assert started["recovered"] == expected
         assert started["memory"]["status"] == "unchanged"
         assert orch.memory_events() == []

@@ -41,9 +41,18 @@ def observer(
         assert agent.startup()["memory"]["status"] == "baseline"
     repo.write("MEMORY.md", "edited before the crash\n")
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.orchestrator", "observe-and-hang",
-         str(tmp_path / "wd"), repo.root],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "tests.support.orchestrator",
+            "observe-and-hang",
+            str(tmp_path / "wd"),
+            repo.root,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
@@ -57,7 +66,8 @@ def observer(
 
 
 def test_acceptance_5_restart_after_sigkill_mid_observation(
-    own_redis: RedisServer, observer: tuple[subprocess.Popen[bytes], MemoryRepo],
+    own_redis: RedisServer,
+    observer: tuple[subprocess.Popen[bytes], MemoryRepo],
     tmp_path: Path,
 ) -> None:
     child, repo = observer
@@ -84,8 +94,10 @@ def test_acceptance_5_restart_after_sigkill_mid_observation(
 
 
 def test_a_live_holder_is_still_waited_for(
-    own_redis: RedisServer, observer: tuple[subprocess.Popen[bytes], MemoryRepo],
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    own_redis: RedisServer,
+    observer: tuple[subprocess.Popen[bytes], MemoryRepo],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """M52: a holder that is alive keeps the lock; the waiter answers observation_busy."""
     child, repo = observer

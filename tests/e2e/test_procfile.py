@@ -44,7 +44,10 @@ class Honcho:
     def __init__(self, env: dict[str, str], directory: Path) -> None:
         self.process = subprocess.Popen(
             [str(BIN / "honcho"), "start", "-f", str(PROCFILE), "-d", str(directory)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self.lines: list[str] = []
         self.pids: set[int] = set()
@@ -97,8 +100,12 @@ def server(own_redis: RedisServer) -> RedisServer:
 @pytest.fixture
 def env(e2e_env: dict[str, str], server: RedisServer) -> dict[str, str]:
     """The Procfile names bare ``tidings``: the venv's bin goes first on PATH."""
-    return {**e2e_env, "TIDINGS_REDIS_URL": server.url, "TIDINGS_METRICS_PORT": "0",
-            "PATH": f"{BIN}{os.pathsep}{e2e_env.get('PATH', '')}"}
+    return {
+        **e2e_env,
+        "TIDINGS_REDIS_URL": server.url,
+        "TIDINGS_METRICS_PORT": "0",
+        "PATH": f"{BIN}{os.pathsep}{e2e_env.get('PATH', '')}",
+    }
 
 
 @pytest.fixture
@@ -124,8 +131,11 @@ def test_procfile_processes_publish_delay_and_observe_memory(
     honcho: Honcho, env: dict[str, str], tmp_path: Path
 ) -> None:
     host = env["TIDINGS_HOST"]
-    wait_until(lambda: len(honcho.ready("worker")) == 2 and honcho.ready("scheduler"),
-               timeout=60, what="both Procfile processes ready (two worker children)")
+    wait_until(
+        lambda: len(honcho.ready("worker")) == 2 and honcho.ready("scheduler"),
+        timeout=60,
+        what="both Procfile processes ready (two worker children)",
+    )
     [workers] = honcho.ready("workers")
     port = int(workers["metrics_port"])
     [scheduler] = honcho.ready("scheduler")
@@ -148,10 +158,17 @@ def test_procfile_processes_publish_delay_and_observe_memory(
     alarm = json.loads(alarm_file.read_text("utf-8"))["data"]["delay_alarm"]
     assert alarm["target"] == "mcp.build" and alarm["requested_seconds"] == 1
     # The scheduler runs the expiry (D15); the worker would only on the fallback path.
-    wait_until(lambda: sum(counter(p, "tidings_alarms_published",
-                                   "tidings_alarms_published_total")
-                           for p in (port, timer_port)) == 1,
-               timeout=10, what="the host counting the alarm it wrote")
+    wait_until(
+        lambda: (
+            sum(
+                counter(p, "tidings_alarms_published", "tidings_alarms_published_total")
+                for p in (port, timer_port)
+            )
+            == 1
+        ),
+        timeout=10,
+        what="the host counting the alarm it wrote",
+    )
 
     big = json.dumps({"text": "x" * 12_000})  # over the default 10,000-character cap
     assert cli(env, "publish", "mcp.log", "--event", big, "--wait", *at)["flushed"] is True
@@ -168,15 +185,32 @@ def test_procfile_processes_publish_delay_and_observe_memory(
         assert agent.finish_turn(turn)["handled"] == [item["event_id"]]
     finally:
         hub.close()
-    assert counter(port, "tidings_observations", "tidings_observations_total",
-                   reason="pre_turn", outcome="changed") == 1
+    assert (
+        counter(
+            port,
+            "tidings_observations",
+            "tidings_observations_total",
+            reason="pre_turn",
+            outcome="changed",
+        )
+        == 1
+    )
     assert len(list((workdir / "logs").iterdir())) == 1, "the render spilled the big lane"
     # The spill is written once, by whichever came first: the render on the worker or the
     # prompt visit the watcher started in the scheduler (C27) for the big event.
-    assert sum(counter(p, "tidings_spills", "tidings_spills_total", lane="attention")
-               for p in (port, timer_port)) == 1
-    assert counter(timer_port, "tidings_alarm_lateness_seconds",
-                   "tidings_alarm_lateness_seconds_count") == 1
+    assert (
+        sum(
+            counter(p, "tidings_spills", "tidings_spills_total", lane="attention")
+            for p in (port, timer_port)
+        )
+        == 1
+    )
+    assert (
+        counter(
+            timer_port, "tidings_alarm_lateness_seconds", "tidings_alarm_lateness_seconds_count"
+        )
+        == 1
+    )
 
     figures = cli(env, "status")
     assert {q["name"]: q["depth"] for q in figures["queues"]}[host_queue(host)] == 0
@@ -193,5 +227,8 @@ def test_procfile_processes_publish_delay_and_observe_memory(
     # with (rc=-15) and the tidings processes under it, which stop on it.
     said = "\n".join(honcho.lines)
     assert "worker.1 stopped" in said and "scheduler.1 stopped" in said
-    wait_until(lambda: not any(running(pid) for pid in pids), timeout=30,
-               what="every process honcho started gone")
+    wait_until(
+        lambda: not any(running(pid) for pid in pids),
+        timeout=30,
+        what="every process honcho started gone",
+    )

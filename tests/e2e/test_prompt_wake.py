@@ -87,16 +87,19 @@ class Listener:
 
 
 def mcp_listener(env: dict[str, str], workdir: Path, errlog: Any) -> Listener:
-    params = StdioServerParameters(command=TIDINGS, args=["mcp", "--workdir", str(workdir)],
-                                   env=env)
+    params = StdioServerParameters(
+        command=TIDINGS, args=["mcp", "--workdir", str(workdir)], env=env
+    )
 
     async def session(listener: Listener) -> None:
         async def on_message(message: Any) -> None:
             if isinstance(message, types.ResourceUpdatedNotification):
                 listener.arrived()
 
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(
-                read, write, message_handler=on_message) as client:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, message_handler=on_message) as client,
+        ):
             await client.initialize()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -118,9 +121,12 @@ def console_listener(port: int, agent_id: str) -> Listener:
                 if line.startswith("retry:"):
                     listener.ready.set()
                 elif line.startswith("event: "):
-                    kind = line[len("event: "):]
-                elif (line.startswith("data: ") and kind == "agents"
-                      and agent_id in json.loads(line[len("data: "):])):
+                    kind = line[len("event: ") :]
+                elif (
+                    line.startswith("data: ")
+                    and kind == "agents"
+                    and agent_id in json.loads(line[len("data: ") :])
+                ):
                     listener.arrived()
                 if listener.stop.is_set():
                     return
@@ -154,24 +160,32 @@ def write_direct(workdir: Path, channel: str, payload: Any) -> None:
 
 
 @pytest.fixture
-def up(redis_server: RedisServer, procs: ProcessGroup, e2e_env: dict[str, str],
-       tmp_path: Path) -> Iterator[dict[str, Any]]:
+def up(
+    redis_server: RedisServer, procs: ProcessGroup, e2e_env: dict[str, str], tmp_path: Path
+) -> Iterator[dict[str, Any]]:
     """``tidings up``, ``tidings web`` and the three listeners, all started at once."""
     redis_server.client().flushall()
-    env = {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url,
-           "TIDINGS_SYNC_INTERVAL": str(SYNC_INTERVAL), "TIDINGS_FULL_SCAN_SECONDS": "300"}
+    env = {
+        **e2e_env,
+        "TIDINGS_REDIS_URL": redis_server.url,
+        "TIDINGS_SYNC_INTERVAL": str(SYNC_INTERVAL),
+        "TIDINGS_FULL_SCAN_SECONDS": "300",
+    }
     e2e_env.update(env)
     workdirs = {"sync": tmp_path / "sync", "aio": tmp_path / "aio"}
     # Registered before the scheduler starts, so it watches them from its first moment
     # (a later registration is watched from the next tick on).
-    with tidings.connect(redis_server.url,
-                         settings=tidings.Settings(host=env["TIDINGS_HOST"])) as hub:
+    with tidings.connect(
+        redis_server.url, settings=tidings.Settings(host=env["TIDINGS_HOST"])
+    ) as hub:
         for name, workdir in workdirs.items():
             workdir.mkdir()
             hub.agent(workdir, agent_id=name)
     port = free_port()
-    started = [procs.start("up"), procs.start("web", "--port", str(port), "--redis-url",
-                                              redis_server.url)]
+    started = [
+        procs.start("up"),
+        procs.start("web", "--port", str(port), "--redis-url", redis_server.url),
+    ]
     waiter, kinds = aio_waiter(redis_server.url, env["TIDINGS_HOST"], workdirs["aio"])
     with (tmp_path / "mcp.stderr").open("w") as errlog:
         listeners = {"mcp": mcp_listener(env, workdirs["sync"], errlog), "aio": waiter}
@@ -192,19 +206,24 @@ def up(redis_server: RedisServer, procs: ProcessGroup, e2e_env: dict[str, str],
 
 
 def test_c27_a_write_wakes_promptly_and_once_on_every_path(
-        up: dict[str, Any], redis_server: RedisServer) -> None:
+    up: dict[str, Any], redis_server: RedisServer
+) -> None:
     env, workdirs, listeners, kinds = up["env"], up["workdirs"], up["listeners"], up["kinds"]
     admin = redis_server.client()
-    with tidings.connect(redis_server.url,
-                         settings=tidings.Settings(host=env["TIDINGS_HOST"])) as hub:
+    with tidings.connect(
+        redis_server.url, settings=tidings.Settings(host=env["TIDINGS_HOST"])
+    ) as hub:
         agents = {name: hub.agent(w, agent_id=name) for name, w in workdirs.items()}
         producers: dict[str, Callable[[str, int], object]] = {
             "publish_event": lambda name, n: agents[name].publish_event(
-                "mcp.events", {"body": f"event {n}", "event_id": f"e{n}"}),
+                "mcp.events", {"body": f"event {n}", "event_id": f"e{n}"}
+            ),
             "publish": lambda name, n: agents[name].publish(
-                "mcp.whole", {"header": f"{n} items", "data": {"n": n}}),
+                "mcp.whole", {"header": f"{n} items", "data": {"n": n}}
+            ),
             "file_write": lambda name, n: write_direct(
-                workdirs[name], "mcp.direct", {"header": "outside", "data": {"n": n}}),
+                workdirs[name], "mcp.direct", {"header": "outside", "data": {"n": n}}
+            ),
         }
         for n, (kind, produce) in enumerate(producers.items(), start=1):
             started = time.monotonic()
@@ -220,8 +239,10 @@ def test_c27_a_write_wakes_promptly_and_once_on_every_path(
             # once: one signal per agent per change, and nothing more arrives
             for name in workdirs:
                 key = AgentKeys(name).wake_stream
-                wait_until(lambda key=key, n=n: admin.xlen(key) == n,  # type: ignore[misc]
-                           timeout=2)
+                wait_until(
+                    lambda key=key, n=n: admin.xlen(key) == n,  # type: ignore[misc]
+                    timeout=2,
+                )
             assert agents["sync"].wait_for_wake(0) is None
         # once: a second arrival for any change would still be waiting here
         time.sleep(0.3)

@@ -29,8 +29,9 @@ def test_a_quiet_up_logs_fewer_than_10_info_lines_a_minute(
 ) -> None:
     workdir = tmp_path / "agent"
     workdir.mkdir()
-    up = procs.start("up", "--port", "0", "--workdir", str(workdir),
-                     env={"TIDINGS_LOG_LEVEL": "INFO"})
+    up = procs.start(
+        "up", "--port", "0", "--workdir", str(workdir), env={"TIDINGS_LOG_LEVEL": "INFO"}
+    )
     up.wait_ready()
     up.wait_json(lambda v: v.get("status") == "leader")  # the sync tick is running
     before = len(up.stderr)

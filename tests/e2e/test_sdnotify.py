@@ -23,8 +23,11 @@ def test_ready_then_watchdog_over_notify_socket(
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(str(path))
         sock.settimeout(30)
-        env = {"TIDINGS_REDIS_URL": redis_server.url, "NOTIFY_SOCKET": str(path),
-               "WATCHDOG_USEC": "400000"}
+        env = {
+            "TIDINGS_REDIS_URL": redis_server.url,
+            "NOTIFY_SOCKET": str(path),
+            "WATCHDOG_USEC": "400000",
+        }
         proc = procs.start(*command, env=env)
         proc.wait_ready()
         received = [sock.recv(256).decode()]

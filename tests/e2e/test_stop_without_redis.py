@@ -32,8 +32,10 @@ OUTAGE_SECONDS = 1.0
 #: children write theirs after the parent's, and a scheduler leads after its ready line.
 COMMANDS = {
     "worker": (("worker", "--threads", "2"), [("ready", "worker")]),
-    "pool": (("worker", "--processes", "2", "--threads", "1"),
-             [("ready", "workers"), ("ready", "worker"), ("ready", "worker")]),
+    "pool": (
+        ("worker", "--processes", "2", "--threads", "1"),
+        [("ready", "workers"), ("ready", "worker"), ("ready", "worker")],
+    ),
     "scheduler": (("scheduler",), [("leader", "scheduler")]),
     "up": (("up", "--threads", "2"), [("leader", "scheduler")]),
 }
@@ -58,11 +60,15 @@ def test_sigterm_with_the_store_gone_stops_within_seconds(
     try:
         code = proc.process.wait(STOP_SECONDS)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{args}: still running {STOP_SECONDS} s after SIGTERM; "
-                    f"stderr tail: {proc.stderr[-5:]}")
+        pytest.fail(
+            f"{args}: still running {STOP_SECONDS} s after SIGTERM; stderr tail: {proc.stderr[-5:]}"
+        )
     took = time.monotonic() - signalled
-    wait_until(lambda: not any(running(pid) for pid in family), timeout=5,
-               what="every process of the command gone")
+    wait_until(
+        lambda: not any(running(pid) for pid in family),
+        timeout=5,
+        what="every process of the command gone",
+    )
     proc.stop()  # collects the rest of its output
     assert code == 0, proc.stderr[-5:]
     assert took < STOP_SECONDS

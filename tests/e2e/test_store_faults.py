@@ -84,15 +84,21 @@ threading.Event().wait()
 
 
 def test_a_hung_engine_ends_up_and_clients_say_store_unresponsive(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path, tmp_path: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
+    tmp_path: Path,
 ) -> None:
     """Acceptance 3: SIGSTOP the engine. A CLI call fails within its PING budget with
     `store_unresponsive` (never "start `tidings up`"); `up` says it hung and exits 1."""
     up = start_up(procs, "--port", "0", env={"TIDINGS_STORE_HANG_SECONDS": "3"})
     os.kill(record(state)["pid"], signal.SIGSTOP)
     started = time.monotonic()
-    done = run_cli(["check", "--workdir", str(tmp_path), "--json"],
-                   {**e2e_env, "TIDINGS_STORE_HANG_SECONDS": "1"}, timeout=30)
+    done = run_cli(
+        ["check", "--workdir", str(tmp_path), "--json"],
+        {**e2e_env, "TIDINGS_STORE_HANG_SECONDS": "1"},
+        timeout=30,
+    )
     assert "Start the default store" not in refused(done, "store_unresponsive")
     failed = up.wait_json(lambda v: v.get("status") == "failed", timeout=EXIT_SECONDS)
     assert failed["reason"] == "store_unresponsive" and "hung" in failed["message"]
@@ -102,15 +108,23 @@ def test_a_hung_engine_ends_up_and_clients_say_store_unresponsive(
 
 
 def test_an_engine_that_dies_under_load_ends_up_within_15_s(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path, tmp_path: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
+    tmp_path: Path,
 ) -> None:
     """Acceptance 3: SIGKILL the engine while 4 producers publish and the worker flushes:
     `up` exits 1 within 15 s (dramatiq's Worker.stop() alone would wait 600 s, retrying
     the acknowledgement of each running message), with its failed line."""
     up = start_up(procs, "--port", "0")
     (tmp_path / "wd").mkdir()
-    load = subprocess.Popen([sys.executable, "-c", LOAD, str(tmp_path / "wd")], env=e2e_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    load = subprocess.Popen(
+        [sys.executable, "-c", LOAD, str(tmp_path / "wd")],
+        env=e2e_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert load.stdout is not None and load.stdout.readline() == "publishing\n"
         flushes = tmp_path / "wd" / ".notification" / "mcp.load.json"
@@ -129,7 +143,9 @@ def test_an_engine_that_dies_under_load_ends_up_within_15_s(
 
 
 def test_store_json_lost_data_lost_and_a_damaged_aof_say_what_is_true(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
 ) -> None:
     """Acceptance 5: store.json deleted, then garbage, under a running `up`: written
     again. The state directory deleted under a running `up`: one `store_data_missing`
@@ -142,11 +158,17 @@ def test_store_json_lost_data_lost_and_a_damaged_aof_say_what_is_true(
             (state / "store.json").unlink()
         else:
             (state / "store.json").write_text("{not json")
-        wait_until(lambda: _record_or_none(state) == kept, timeout=10,
-                   what=f"store.json written again after {damage}")
+        wait_until(
+            lambda: _record_or_none(state) == kept,
+            timeout=10,
+            what=f"store.json written again after {damage}",
+        )
     shutil.rmtree(state)
-    wait_until(lambda: any(ln.startswith("tidings: store_data_missing: ") for ln in up.stderr),
-               timeout=10, what="the store_data_missing line")
+    wait_until(
+        lambda: any(ln.startswith("tidings: store_data_missing: ") for ln in up.stderr),
+        timeout=10,
+        what="the store_data_missing line",
+    )
     assert up.stop() == 0
     line = refused(run_cli(["up", "--port", "0"], e2e_env, timeout=60), "store_data_missing")
     assert "--fresh" in line and engines(state) == []
@@ -154,7 +176,7 @@ def test_store_json_lost_data_lost_and_a_damaged_aof_say_what_is_true(
 
     [incr] = (state / "store" / "data" / "appendonlydir").glob("*.incr.aof")
     good = incr.read_bytes()
-    incr.write_bytes(good[:len(good) // 2] + b"\r\n*garbage\r\n" + good[len(good) // 2:])
+    incr.write_bytes(good[: len(good) // 2] + b"\r\n*garbage\r\n" + good[len(good) // 2 :])
     line = refused(run_cli(["up", "--port", "0"], e2e_env, timeout=60), "engine_failed")
     assert "tidings check-aof --fix" in line and "valkey-check-aof" not in line
     checked = run_cli(["check-aof"], e2e_env, timeout=60)
@@ -168,7 +190,10 @@ def _record_or_none(state: Path) -> dict[str, Any] | None:
 
 
 def test_d18_the_alarm_comes_on_time_after_a_sigkill_of_up(
-    procs: ProcessGroup, e2e_env: dict[str, str], state: Path, tmp_path: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,
+    tmp_path: Path,
 ) -> None:
     """Acceptance 6: `up` SIGKILLed 3 s before a 5 s deadline and restarted at once: the
     new scheduler takes the dead holder's lease at once (M52's rule), so the alarm
@@ -182,8 +207,9 @@ def test_d18_the_alarm_comes_on_time_after_a_sigkill_of_up(
         agent = hub.agent(workdir)
         up.wait_json(lambda v: v.get("status") == "leader", timeout=30)
         assert agent.notification("delay", {"channel": "system", "seconds": 5})["status"] == "ok"
-    deadline = float(json.loads((workdir / ".notification/.delay_state.json")
-                                .read_bytes())["deadline_epoch"])
+    deadline = float(
+        json.loads((workdir / ".notification/.delay_state.json").read_bytes())["deadline_epoch"]
+    )
     wait_until(lambda: time.time() >= deadline - 3, timeout=10, what="3 s before the deadline")
     up.kill()
     start_up(procs, "--port", "0", env=env)
@@ -244,7 +270,8 @@ def fill(folder: Path) -> Path:
 
 
 def test_full_or_read_only_state_dir_at_start_is_one_line_exit_2(
-    e2e_env: dict[str, str], small_disk: Path,
+    e2e_env: dict[str, str],
+    small_disk: Path,
 ) -> None:
     """Acceptance 4, at start: no traceback, exit 2, `state_dir_full` /
     `state_dir_read_only`."""
@@ -256,7 +283,10 @@ def test_full_or_read_only_state_dir_at_start_is_one_line_exit_2(
 
 
 def test_a_disk_that_fills_while_up_runs_refuses_writes_with_a_reason(
-    procs: ProcessGroup, e2e_env: dict[str, str], small_disk: Path, tmp_path: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    small_disk: Path,
+    tmp_path: Path,
 ) -> None:
     """Acceptance 4, while running and at stop: publishes answer `store_refuses_writes`
     (not internal_error) while the engine cannot append its AOF; `up` says so once, and
@@ -273,15 +303,24 @@ def test_a_disk_that_fills_while_up_runs_refuses_writes_with_a_reason(
             return answer["status"] == "error" and answer["reason"] == "store_refuses_writes"
 
         wait_until(refusing, timeout=20, interval=0.2, what="store_refuses_writes")
-        wait_until(lambda: any("store_refuses_writes" in ln for ln in up.stderr), timeout=10,
-                   what="up's refusing line")
+        wait_until(
+            lambda: any("store_refuses_writes" in ln for ln in up.stderr),
+            timeout=10,
+            what="up's refusing line",
+        )
         filler.unlink()
-        wait_until(lambda: agent.publish_event("mcp.disk", {"n": 1})["status"] == "ok",
-                   timeout=20, interval=0.2, what="writes to work again")
-        wait_until(lambda: any("accepts writes again" in ln for ln in up.stderr), timeout=10,
-                   what="up's writes-work-again line")
-    assert sum("store_refuses_writes" in ln for ln in up.stderr
-               if ln.startswith("tidings: ")) == 1
+        wait_until(
+            lambda: agent.publish_event("mcp.disk", {"n": 1})["status"] == "ok",
+            timeout=20,
+            interval=0.2,
+            what="writes to work again",
+        )
+        wait_until(
+            lambda: any("accepts writes again" in ln for ln in up.stderr),
+            timeout=10,
+            what="up's writes-work-again line",
+        )
+    assert sum("store_refuses_writes" in ln for ln in up.stderr if ln.startswith("tidings: ")) == 1
     read_only(small_disk)
     assert up.stop() == 0
     lines = [ln for ln in up.stderr if ln.startswith("tidings: ")]

@@ -32,12 +32,17 @@ SUITE = [("hang", 0), ("aof_tail", 20), ("aof_tail", 200)]
 def schedule() -> list[tuple[str, int]]:
     if not ROUNDS:
         return SUITE
-    return [(fault, CUTS[r % len(CUTS)] if fault == "aof_tail" else 0)
-            for fault in ("hang", "kill_engine", "kill_up", "aof_tail") for r in range(ROUNDS)]
+    return [
+        (fault, CUTS[r % len(CUTS)] if fault == "aof_tail" else 0)
+        for fault in ("hang", "kill_engine", "kill_up", "aof_tail")
+        for r in range(ROUNDS)
+    ]
 
 
 def test_no_acknowledged_event_lands_twice_across_engine_faults(
-    procs: ProcessGroup, e2e_env: dict[str, str], tmp_path: Path,
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     """Each round publishes from four threads into a channel of its own, strikes, and
     counts the file once everything buffered is flushed: every acknowledged event once

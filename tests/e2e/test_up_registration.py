@@ -19,7 +19,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 
 
 def test_up_registers_with_its_memory_repo_and_names_every_agent(
-    procs: ProcessGroup, redis_server: RedisServer, e2e_env: dict[str, str], tmp_path: Path,
+    procs: ProcessGroup,
+    redis_server: RedisServer,
+    e2e_env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     with redis_server.client() as c:
         c.flushall()
@@ -27,19 +30,25 @@ def test_up_registers_with_its_memory_repo_and_names_every_agent(
     earlier, now = tmp_path / "earlier", tmp_path / "now"
     earlier.mkdir()
     now.mkdir()
-    with tidings.connect(redis_server.url,
-                         settings=Settings(host=env["TIDINGS_HOST"])) as hub:
+    with tidings.connect(redis_server.url, settings=Settings(host=env["TIDINGS_HOST"])) as hub:
         hub.agent(earlier)
     repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "m\n"})
 
-    refused = run_cli(["up", "--workdir", str(now), "--memory-repo", str(tmp_path / "nope"),
-                       "--json"], env)
+    refused = run_cli(
+        ["up", "--workdir", str(now), "--memory-repo", str(tmp_path / "nope"), "--json"], env
+    )
     assert refused.returncode == 1, refused.stderr
     (line,) = refused.stderr.splitlines()
     assert line.startswith("tidings: invalid_memory_repo: ") and "does not exist" in line
 
-    up = procs.start("up", "--workdir", str(now), "--memory-repo", repo.root,
-                     env={"TIDINGS_REDIS_URL": redis_server.url})
+    up = procs.start(
+        "up",
+        "--workdir",
+        str(now),
+        "--memory-repo",
+        repo.root,
+        env={"TIDINGS_REDIS_URL": redis_server.url},
+    )
     ready = up.wait_ready(timeout=30)
     served = {a["workdir"]: a for a in ready["agents"]}
     assert set(served) == {str(earlier), str(now)}, ready

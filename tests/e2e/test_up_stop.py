@@ -34,9 +34,14 @@ class Terminal:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.master, slave = pty.openpty()
-        self.process = subprocess.Popen([sys.executable, "-m", "tidings", *args], env=env,
-                                        stdin=subprocess.DEVNULL, stdout=slave,
-                                        stderr=subprocess.PIPE, start_new_session=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tidings", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         os.close(slave)
         self.seen = b""
 
@@ -84,8 +89,11 @@ def terminals() -> Iterator[list[Terminal]]:
 
 
 def test_stop_stops_the_up_of_the_state_directory_cleanly(
-        procs: ProcessGroup, e2e_env: dict[str, str], state: Path,  # noqa: F811
-        terminals: list[Terminal]) -> None:
+    procs: ProcessGroup,
+    e2e_env: dict[str, str],
+    state: Path,  # noqa: F811
+    terminals: list[Terminal],
+) -> None:
     up = start_up(procs, "--port", "0")
     engine = record(state)["pid"]
     assert engines(state) == [engine]
@@ -100,18 +108,24 @@ def test_stop_stops_the_up_of_the_state_directory_cleanly(
 
 
 def test_up_on_a_terminal_prints_one_line_for_people_and_down_stops_it(
-        e2e_env: dict[str, str], state: Path, tmp_path: Path,  # noqa: F811
-        terminals: list[Terminal], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    e2e_env: dict[str, str],
+    state: Path,  # noqa: F811
+    tmp_path: Path,
+    terminals: list[Terminal],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     workdir = tmp_path / "billing-agent"
     workdir.mkdir()
     up = Terminal(["up", "--ephemeral", "--port", "0", "--workdir", str(workdir)], e2e_env)
     terminals.append(up)
     line = up.line()
     port = record(state)["port"]
-    assert line == (f"tidings up: ready; store in memory (NOT durable) at 127.0.0.1:{port}; "
-                    "1 agent: billing-agent; console: run `tidings web`, then open "
-                    "http://127.0.0.1:8377/; Ctrl-C to stop")
+    assert line == (
+        f"tidings up: ready; store in memory (NOT durable) at 127.0.0.1:{port}; "
+        "1 agent: billing-agent; console: run `tidings web`, then open "
+        "http://127.0.0.1:8377/; Ctrl-C to stop"
+    )
 
     monkeypatch.setenv("TIDINGS_STATE_DIR", str(state))
     assert cli.main(["down", "--json"]) == 0

@@ -34,8 +34,7 @@ def status_code(url: str, headers: dict[str, str] | None = None) -> int:
 
 
 def test_non_loopback_without_token_refuses_to_start(e2e_env: dict[str, str]) -> None:
-    done = run_cli(["web", "--host", "0.0.0.0", "--port", str(free_port())], e2e_env,
-                   timeout=30)
+    done = run_cli(["web", "--host", "0.0.0.0", "--port", str(free_port())], e2e_env, timeout=30)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "TIDINGS_WEB_TOKEN" in lines[0], done.stderr
@@ -47,10 +46,19 @@ TOKEN = "t0ken-" + "x" * 26
 
 
 def test_non_loopback_with_token_answers_401_without_it(
-        procs: ProcessGroup, own_redis: RedisServer) -> None:
+    procs: ProcessGroup, own_redis: RedisServer
+) -> None:
     port = free_port()
-    web = procs.start("web", "--host", "0.0.0.0", "--port", str(port), "--redis-url",
-                      own_redis.url, env={"TIDINGS_WEB_TOKEN": TOKEN})
+    web = procs.start(
+        "web",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(port),
+        "--redis-url",
+        own_redis.url,
+        env={"TIDINGS_WEB_TOKEN": TOKEN},
+    )
     ready = web.wait_ready(timeout=30)
     assert ready["token"] is True
     base = f"http://127.0.0.1:{port}"
@@ -69,23 +77,25 @@ def test_non_loopback_with_token_answers_401_without_it(
 
 def login_url(web: TidingsProcess) -> str:
     """The login URL a loopback ``--allow-actions`` console prints once to stderr."""
+
     def found() -> str | None:
         for line in web.stderr:
             match = re.search(r"http://127\.0\.0\.1:\d+/login\?token=[\w-]+", line)
             if match:
                 return match.group(0)
         return None
+
     return wait_until(found, timeout=10, what="the login URL on stderr")
 
 
 def test_actions_on_loopback_need_the_printed_token(
-        procs: ProcessGroup, own_redis: RedisServer) -> None:
+    procs: ProcessGroup, own_redis: RedisServer
+) -> None:
     """Issue 24 acceptance 3 (interfaces.md "Local trust"): ``tidings web --allow-actions`` on
     loopback with no token: ``/`` is 401; stderr carries a ``/login?token=`` URL; with
     that token, as a bearer or through the cookie the URL sets, ``/`` is 200."""
     port = free_port()
-    web = procs.start("web", "--port", str(port), "--allow-actions", "--redis-url",
-                      own_redis.url)
+    web = procs.start("web", "--port", str(port), "--allow-actions", "--redis-url", own_redis.url)
     assert web.wait_ready(timeout=30)["token"] is True
     base = f"http://127.0.0.1:{port}"
     assert status_code(f"{base}/") == 401
@@ -123,9 +133,10 @@ def post_chunked(port: int, path: str, total: int, chunk: int = 65536) -> bytes:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     reply = b""
     with sock:
-        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
-                     "application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     .encode())
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+            "application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+        )
         piece = b"%x\r\n" % chunk + b"t" * chunk + b"\r\n"
         with contextlib.suppress(OSError):  # the server may close as soon as it answers
             for _ in range(total // chunk):
@@ -140,12 +151,12 @@ def post_chunked(port: int, path: str, total: int, chunk: int = 65536) -> bytes:
 
 
 def test_a_32_mib_login_post_gets_413_and_is_not_buffered(
-        procs: ProcessGroup, own_redis: RedisServer) -> None:
+    procs: ProcessGroup, own_redis: RedisServer
+) -> None:
     """Issue 24 acceptance 4: 32 MiB streamed to ``/login`` of a real ``tidings web``
     (token in force): 413, and the server's RSS grows by less than 16 MiB."""
     port = free_port()
-    web = procs.start("web", "--port", str(port), "--allow-actions", "--redis-url",
-                      own_redis.url)
+    web = procs.start("web", "--port", str(port), "--allow-actions", "--redis-url", own_redis.url)
     web.wait_ready(timeout=30)
     base = f"http://127.0.0.1:{port}"
     assert status_code(f"{base}/login") == 200  # templates loaded before measuring

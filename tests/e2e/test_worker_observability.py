@@ -26,21 +26,40 @@ pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
 
 #: Every metric family tidings defines (jobs/metrics.py, workers/message_metrics.py).
 TIDINGS_FAMILIES = {
-    "tidings_events_published", "tidings_events_coalesced", "tidings_flush_batch_records",
-    "tidings_alarms_published", "tidings_alarm_lateness_seconds", "tidings_observations",
-    "tidings_observation_duration_seconds", "tidings_inbox_admissions", "tidings_spills",
-    "tidings_messages_processed", "tidings_messages_failed", "tidings_message_duration_seconds",
-    "tidings_messages_retried", "tidings_messages_dead_lettered",
+    "tidings_events_published",
+    "tidings_events_coalesced",
+    "tidings_flush_batch_records",
+    "tidings_alarms_published",
+    "tidings_alarm_lateness_seconds",
+    "tidings_observations",
+    "tidings_observation_duration_seconds",
+    "tidings_inbox_admissions",
+    "tidings_spills",
+    "tidings_messages_processed",
+    "tidings_messages_failed",
+    "tidings_message_duration_seconds",
+    "tidings_messages_retried",
+    "tidings_messages_dead_lettered",
 }
 #: Issue 14: the process collectors, the build and the status gauges (tidings/_metrics.py).
 PROCESS_FAMILIES = {
-    "process_cpu_seconds", "process_resident_memory_bytes", "process_open_fds",
-    "python_info", "python_gc_collections", "tidings_build_info",
+    "process_cpu_seconds",
+    "process_resident_memory_bytes",
+    "process_open_fds",
+    "python_info",
+    "python_gc_collections",
+    "tidings_build_info",
 }
 GAUGE_FAMILIES = {
-    "tidings_status_read_ok", "tidings_queue_depth", "tidings_queue_in_flight",
-    "tidings_queue_delayed", "tidings_queue_dead", "tidings_scheduler_leader",
-    "tidings_inbox_items", "tidings_live_delays", "tidings_agents",
+    "tidings_status_read_ok",
+    "tidings_queue_depth",
+    "tidings_queue_in_flight",
+    "tidings_queue_delayed",
+    "tidings_queue_dead",
+    "tidings_scheduler_leader",
+    "tidings_inbox_items",
+    "tidings_live_delays",
+    "tidings_agents",
 }
 
 
@@ -51,8 +70,18 @@ def server(own_redis: RedisServer) -> RedisServer:
 
 def publish(env: dict[str, str], workdir: Path, channel: str, text: str) -> None:
     add_agent(workdir, env)
-    done = run_cli(["publish", channel, "--event", json.dumps({"text": text}),
-                    "--workdir", str(workdir), "--wait"], env)
+    done = run_cli(
+        [
+            "publish",
+            channel,
+            "--event",
+            json.dumps({"text": text}),
+            "--workdir",
+            str(workdir),
+            "--wait",
+        ],
+        env,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["flushed"] is True
 
@@ -80,15 +109,21 @@ def test_worker_serves_tidings_metrics_and_logs_json_with_message_context(
     host = e2e_env["TIDINGS_HOST"]
     labels = (("actor", "flush_channel"), ("queue", host_queue(host)))
     metrics = wait_until(
-        lambda: (m := scrape(port))["tidings_messages_processed"].get(
-            ("tidings_messages_processed_total", labels)) and m,
-        timeout=10, what="flush counted",
+        lambda: (
+            (m := scrape(port))["tidings_messages_processed"].get(
+                ("tidings_messages_processed_total", labels)
+            )
+            and m
+        ),
+        timeout=10,
+        what="flush counted",
     )
     assert set(metrics) >= TIDINGS_FAMILIES | PROCESS_FAMILIES | GAUGE_FAMILIES
     assert metrics["tidings_flush_batch_records"][("tidings_flush_batch_records_sum", ())] == 1
     assert metrics["tidings_events_coalesced"][("tidings_events_coalesced_total", ())] == 0
-    assert ("tidings_message_duration_seconds_count", labels) in \
-        metrics["tidings_message_duration_seconds"]
+    assert ("tidings_message_duration_seconds_count", labels) in metrics[
+        "tidings_message_duration_seconds"
+    ]
 
     # A message for an agent nobody registered: the actor logs it, with context.
     with server.client() as client:
@@ -97,9 +132,11 @@ def test_worker_serves_tidings_metrics_and_logs_json_with_message_context(
         send(broker, "no_such_actor", host_queue(host))
         broker.close()
     entry = wait_until(
-        lambda: next((e for e in json_logs(worker) if e.get("event") == "actor_unknown_agent"),
-                     None),
-        timeout=10, what="the worker's JSON log line",
+        lambda: next(
+            (e for e in json_logs(worker) if e.get("event") == "actor_unknown_agent"), None
+        ),
+        timeout=10,
+        what="the worker's JSON log line",
     )
     assert entry["actor"] == "flush_channel"
     assert entry["message_id"] == message.message_id
@@ -107,8 +144,14 @@ def test_worker_serves_tidings_metrics_and_logs_json_with_message_context(
     assert entry["fields"] == {"actor": "flush_channel", "agent_id": "ghost"}
     assert entry["level"] == "warning" and entry["logger"] == "tidings" and entry["host"] == host
     # dramatiq's own records flow through the same handler.
-    wait_until(lambda: any(e["logger"].startswith("dramatiq") and "no_such_actor" in e["message"]
-                           for e in json_logs(worker)), timeout=10, what="dramatiq's log line")
+    wait_until(
+        lambda: any(
+            e["logger"].startswith("dramatiq") and "no_such_actor" in e["message"]
+            for e in json_logs(worker)
+        ),
+        timeout=10,
+        what="dramatiq's log line",
+    )
     assert worker.stop() == 0
 
 
@@ -157,8 +200,7 @@ def test_worker_gauges_follow_tidings_status(
         agent = hub.find_agent(workdir)
         assert agent is not None
         assert agent.admit("ticket", "a pending item")["status"] == "ok"
-        assert agent.notification("delay", {"channel": "email", "seconds": 300})["status"] \
-            == "ok"
+        assert agent.notification("delay", {"channel": "email", "seconds": 300})["status"] == "ok"
     finally:
         hub.close()
         hub.redis.close()
@@ -175,10 +217,10 @@ def test_worker_gauges_follow_tidings_status(
             values = (
                 m["tidings_status_read_ok"][("tidings_status_read_ok", ())],
                 m["tidings_queue_dead"].get(("tidings_queue_dead", (("queue", queue),))),
-                m["tidings_scheduler_leader"].get(("tidings_scheduler_leader",
-                                                   (("host", host),))),
-                m["tidings_inbox_items"].get(("tidings_inbox_items",
-                                              (("host", host), ("state", "pending")))),
+                m["tidings_scheduler_leader"].get(("tidings_scheduler_leader", (("host", host),))),
+                m["tidings_inbox_items"].get(
+                    ("tidings_inbox_items", (("host", host), ("state", "pending")))
+                ),
                 m["tidings_live_delays"].get(("tidings_live_delays", (("host", host),))),
             )
             seen[:] = [values]
@@ -187,8 +229,9 @@ def test_worker_gauges_follow_tidings_status(
         try:
             wait_until(figures, timeout=30, what="gauges matching the status reads")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; last (ok, dead, leader, pending, delays): {seen}") \
-                from None
+            raise AssertionError(
+                f"{exc}; last (ok, dead, leader, pending, delays): {seen}"
+            ) from None
         status = json.loads(run_cli(["status", "--json"], env).stdout)
         assert [q["dead"] for q in status["queues"] if q["name"] == queue] == [1]
     build = scrape(port)["tidings_build_info"]

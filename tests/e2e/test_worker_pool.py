@@ -46,8 +46,9 @@ def test_sigkill_of_one_child_stops_the_pool_with_a_non_zero_exit(
 def test_sigterm_still_drains_the_pool_and_exits_0(
     procs: ProcessGroup, e2e_env: dict[str, str], redis_server: RedisServer
 ) -> None:
-    pool = procs.start("worker", "--processes", "2", "--threads", "1",
-                       env={"TIDINGS_REDIS_URL": redis_server.url})
+    pool = procs.start(
+        "worker", "--processes", "2", "--threads", "1", env={"TIDINGS_REDIS_URL": redis_server.url}
+    )
     pids = pool.wait_json(lambda v: v.get("role") == "workers")["pids"]
     assert pool.stop(timeout=60) == 0
     assert all(gone(pid) for pid in pids)

@@ -37,15 +37,25 @@ def test_move_waits_for_the_old_hosts_run_under_way(hub: Hub, tmp_path: Path) ->
     fence = RunFence(hub.redis, SystemClock())
     token = fence.enter(agent.agent_id, "ha")
     outcome: list[dict[str, Any]] = []
-    mover = threading.Thread(target=lambda: outcome.append(
-        hub.move_agent(agent.agent_id, "hb", settle_seconds=20)))
+    mover = threading.Thread(
+        target=lambda: outcome.append(hub.move_agent(agent.agent_id, "hb", settle_seconds=20))
+    )
     mover.start()
     wait_until(lambda: hub.registry.require(agent.agent_id).host == "hb", what="registry moved")
     assert mover.is_alive() and not outcome
     fence.leave(agent.agent_id, token)
     mover.join(10)
-    assert outcome == [{"status": "ok", "agent_id": agent.agent_id, "from_host": "ha",
-                        "to_host": "hb", "moved": True, "settled": True, "in_flight": 0}]
+    assert outcome == [
+        {
+            "status": "ok",
+            "agent_id": agent.agent_id,
+            "from_host": "ha",
+            "to_host": "hb",
+            "moved": True,
+            "settled": True,
+            "in_flight": 0,
+        }
+    ]
     assert not hub.redis.exists(running_key(agent.agent_id))
 
 

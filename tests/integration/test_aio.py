@@ -44,8 +44,11 @@ def test_coroutines_give_the_sync_results(fake_redis: Any, tmp_path: Path) -> No
             assert published["status"] == "ok" and published["flushed"] is True
             assert (await agent.snapshot())["system"]["data"]["events"][0]["text"] == "hi"
             assert await agent.notification("check") == agent.sync.notification("check")
-            assert (await agent.call_tool({"action": "delay", "input": {
-                "channel": "system", "seconds": None}}))["reason"] == "invalid_delay"
+            assert (
+                await agent.call_tool(
+                    {"action": "delay", "input": {"channel": "system", "seconds": None}}
+                )
+            )["reason"] == "invalid_delay"
             turn = await agent.prepare_turn()
             assert isinstance(turn, tidings.Turn)
             assert (await agent.prepare_turn())["reason"] == "turn_in_progress"
@@ -82,8 +85,7 @@ def test_wait_returns_on_a_wake_appended_while_waiting(fake_redis: Any, tmp_path
 
 
 @pytest.mark.redis_server
-def test_acceptance4_300_waiters_add_few_threads(redis_server: RedisServer,
-                                                 tmp_path: Path) -> None:
+def test_acceptance4_300_waiters_add_few_threads(redis_server: RedisServer, tmp_path: Path) -> None:
     redis_server.client().flushall()
     baseline = os_threads()
 

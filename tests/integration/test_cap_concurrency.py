@@ -16,8 +16,10 @@ PROCESSES = 8
 
 
 def big(tag: str) -> dict[str, Any]:
-    return {"header": tag, "data": {"messages": [{"id": f"{tag}{i}", "text": tag * 3000}
-                                                 for i in range(8)]}}
+    return {
+        "header": tag,
+        "data": {"messages": [{"id": f"{tag}{i}", "text": tag * 3000} for i in range(8)]},
+    }
 
 
 def test_b9_eight_processes_one_spill(tmp_path: Path) -> None:

@@ -55,8 +55,9 @@ class Producer(threading.Thread):
         while not self.halt.is_set():
             started = time.monotonic()
             try:
-                result = self.agent.publish_event(CHANNEL, {"n": n}, idempotency_key=f"k{n}",
-                                                  wait=True)
+                result = self.agent.publish_event(
+                    CHANNEL, {"n": n}, idempotency_key=f"k{n}", wait=True
+                )
             except BaseException as exc:
                 self.failure = exc
                 return
@@ -90,12 +91,14 @@ def replicate(node: RedisServer, agent_id: str) -> None:
         assert c.execute_command("WAIT", 1, 5000) == 1
 
 
-def test_publishing_goes_on_through_a_primary_failover(tmp_path: Path,
-                                                       own_redis: RedisServer) -> None:
+def test_publishing_goes_on_through_a_primary_failover(
+    tmp_path: Path, own_redis: RedisServer
+) -> None:
     cluster = RedisCluster(tmp_path / "cluster", replicas=1).start()
     try:
-        hub = tidings.connect(cluster.url, broker_url=own_redis.url,
-                              settings=Settings(host="failover-host"))
+        hub = tidings.connect(
+            cluster.url, broker_url=own_redis.url, settings=Settings(host="failover-host")
+        )
         try:
             hub.start_worker(threads=4)
             workdirs = [tmp_path / f"w{n}" for n in range(AGENTS)]
@@ -104,24 +107,33 @@ def test_publishing_goes_on_through_a_primary_failover(tmp_path: Path,
                 workdir.mkdir()
                 agents.append(hub.agent(workdir, max_events={CHANNEL: 10_000}))
             node = victim(cluster, [a.agent_id for a in agents])
-            on_victim = next(a.agent_id for a in agents
-                             if f"{AgentKeys(a.agent_id).tag}:record"
-                             in cluster.keys_by_node()[node.port])
+            on_victim = next(
+                a.agent_id
+                for a in agents
+                if f"{AgentKeys(a.agent_id).tag}:record" in cluster.keys_by_node()[node.port]
+            )
             producers = [Producer(agent) for agent in agents]
             for producer in producers:
                 producer.start()
             try:
-                wait_until(lambda: all(len(p.acknowledged) >= 10 or p.failure
-                                       for p in producers), timeout=30,
-                           what="events before the kill")
+                wait_until(
+                    lambda: all(len(p.acknowledged) >= 10 or p.failure for p in producers),
+                    timeout=30,
+                    what="events before the kill",
+                )
                 before = [len(p.acknowledged) for p in producers]
                 replicate(node, on_victim)
                 node.kill()
                 after = [len(p.acknowledged) for p in producers]
                 killed_at = [len(p.seconds) for p in producers]
-                wait_until(lambda: all(len(p.acknowledged) >= a + 20 or p.failure
-                                       for p, a in zip(producers, after, strict=True)),
-                           timeout=90, what="events after the kill")
+                wait_until(
+                    lambda: all(
+                        len(p.acknowledged) >= a + 20 or p.failure
+                        for p, a in zip(producers, after, strict=True)
+                    ),
+                    timeout=90,
+                    what="events after the kill",
+                )
             finally:
                 for producer in producers:
                     producer.halt.set()
@@ -130,8 +142,9 @@ def test_publishing_goes_on_through_a_primary_failover(tmp_path: Path,
             assert [p.failure for p in producers] == [None] * AGENTS
             slowest = max(max(p.seconds[k:]) for p, k in zip(producers, killed_at, strict=True))
             assert slowest < BUDGET_SECONDS, slowest
-            for agent, workdir, producer, b, a in zip(agents, workdirs, producers, before,
-                                                      after, strict=True):
+            for agent, workdir, producer, b, a in zip(
+                agents, workdirs, producers, before, after, strict=True
+            ):
                 # The sync tick drains a flush the failover interrupted (C15); here directly.
                 flush_channel(agent.runtime, agent.record, CHANNEL)
                 found = numbers(workdir)
@@ -150,8 +163,9 @@ def test_a_stop_cuts_a_cluster_retry_short(tmp_path: Path, own_redis: RedisServe
     cluster = RedisCluster(tmp_path / "cluster").start()
     stopping = threading.Event()
     try:
-        hub = tidings.connect(cluster.url, broker_url=own_redis.url,
-                              settings=Settings(host="stop-host"))
+        hub = tidings.connect(
+            cluster.url, broker_url=own_redis.url, settings=Settings(host="stop-host")
+        )
         try:
             hub.redis.get_retry().stopping = stopping  # type: ignore[attr-defined]
             for node in cluster.nodes:

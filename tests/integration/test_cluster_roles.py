@@ -24,8 +24,9 @@ def test_cluster_urls_name_their_seeds_and_credentials() -> None:
 
 
 @pytest.mark.parametrize("seed", ["cluster", "node"])
-def test_a_cluster_state_store_needs_a_broker_url(redis_cluster: RedisCluster, seed: str,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cluster_state_store_needs_a_broker_url(
+    redis_cluster: RedisCluster, seed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A ``redis+cluster://`` URL, or a plain ``redis://`` URL whose server answers
     ``cluster_enabled:1``, with no control store: ``broker_url_required``."""
     monkeypatch.delenv("TIDINGS_BROKER_URL", raising=False)
@@ -37,8 +38,9 @@ def test_a_cluster_state_store_needs_a_broker_url(redis_cluster: RedisCluster, s
 
 
 @pytest.mark.parametrize("seed", ["cluster", "node"])
-def test_a_cluster_is_refused_as_the_broker(redis_cluster: RedisCluster,
-                                            redis_server: RedisServer, seed: str) -> None:
+def test_a_cluster_is_refused_as_the_broker(
+    redis_cluster: RedisCluster, redis_server: RedisServer, seed: str
+) -> None:
     url = redis_cluster.url if seed == "cluster" else redis_cluster.nodes[0].url
     with pytest.raises(tidings.TidingsError) as refused:
         tidings.connect(redis_server.url, broker_url=url)
@@ -46,27 +48,46 @@ def test_a_cluster_is_refused_as_the_broker(redis_cluster: RedisCluster,
 
 
 def test_tidings_status_on_a_cluster_without_broker_exits_2_with_one_line(
-        redis_cluster: RedisCluster) -> None:
+    redis_cluster: RedisCluster,
+) -> None:
     env = {"PATH": "/usr/bin:/bin", "TIDINGS_REDIS_URL": redis_cluster.url}
-    done = subprocess.run([sys.executable, "-m", "tidings", "status"], capture_output=True,
-                          text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tidings", "status"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 2, done
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "TIDINGS_BROKER_URL" in lines[0], done.stderr
 
 
 def test_tidings_status_runs_on_a_cluster_with_a_broker(
-        redis_cluster: RedisCluster, redis_server: RedisServer) -> None:
+    redis_cluster: RedisCluster, redis_server: RedisServer
+) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tidings", "status", "--json", "--redis-url", redis_cluster.url,
-         "--broker-url", redis_server.url],
-        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "tidings",
+            "status",
+            "--json",
+            "--redis-url",
+            redis_cluster.url,
+            "--broker-url",
+            redis_server.url,
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert '"status": "ok"' in done.stdout
 
 
-def test_a_broker_that_does_not_answer_is_named_by_its_variable(
-        redis_server: RedisServer) -> None:
+def test_a_broker_that_does_not_answer_is_named_by_its_variable(redis_server: RedisServer) -> None:
     with pytest.raises(tidings.TidingsError) as refused:
         tidings.connect(redis_server.url, broker_url=f"redis://127.0.0.1:{free_port()}/0")
     assert refused.value.reason == "no_store" and "TIDINGS_BROKER_URL" in refused.value.message

@@ -38,14 +38,21 @@ CHANNEL = "mcp.cluster"
 class Stores:
     """The URLs of one store kind, and what the test may read behind the hub's back."""
 
-    def __init__(self, kind: str, state_url: str, broker_url: str | None,
-                 cluster: RedisCluster | None, broker: RedisServer) -> None:
+    def __init__(
+        self,
+        kind: str,
+        state_url: str,
+        broker_url: str | None,
+        cluster: RedisCluster | None,
+        broker: RedisServer,
+    ) -> None:
         self.kind, self.state_url, self.broker_url = kind, state_url, broker_url
         self.cluster, self.broker = cluster, broker
 
     def connect(self, host: str) -> tidings.Hub:
-        return tidings.connect(self.state_url, broker_url=self.broker_url,
-                               settings=Settings(host=host))
+        return tidings.connect(
+            self.state_url, broker_url=self.broker_url, settings=Settings(host=host)
+        )
 
 
 @pytest.fixture(params=["standalone", "cluster"])
@@ -95,8 +102,11 @@ def after_deadline(agent: Any, workdir: Path, repo: MemoryRepo) -> None:
     """The delay's alarm shows; an edit of the memory repository is one inbox item of the
     next turn."""
     alarm = workdir / ".notification" / "delay-alarm.json"
-    wait_until(lambda: agent.render() and alarm.exists(), timeout=10,
-               what="the delay alarm after its deadline")
+    wait_until(
+        lambda: agent.render() and alarm.exists(),
+        timeout=10,
+        what="the delay alarm after its deadline",
+    )
     repo.write("notes.md", "two\n")
     turn = agent.prepare_turn()
     assert isinstance(turn, tidings.Turn), turn
@@ -119,8 +129,12 @@ def test_every_feature_on_each_store(stores: Stores, tmp_path: Path) -> None:
         return
     by_node = stores.cluster.keys_by_node()
     assert len(by_node) == 3 and all(by_node.values()), {p: len(k) for p, k in by_node.items()}
-    untagged = [k for keys in by_node.values() for k in keys
-                if not (k.startswith("{a:") or k.startswith("{h:"))]
+    untagged = [
+        k
+        for keys in by_node.values()
+        for k in keys
+        if not (k.startswith("{a:") or k.startswith("{h:"))
+    ]
     assert not untagged
     with stores.broker.client() as broker:
         on_broker = [k.decode() for k in broker.scan_iter(count=1000)]
@@ -128,7 +142,8 @@ def test_every_feature_on_each_store(stores: Stores, tmp_path: Path) -> None:
 
 
 def test_150_waiters_of_one_event_loop_share_a_bounded_pool(
-        stores: Stores, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stores: Stores, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Acceptance 3: 150 ``tidings.aio`` agents wait at once; with a pool far smaller
     than the waiters, a wait queues for a connection instead of failing."""
     monkeypatch.setattr(async_connection, "MAX_CONNECTIONS", 16)
@@ -149,13 +164,15 @@ def getkeys_calls(cluster: RedisCluster) -> int:
 
 
 def test_waits_go_to_their_key_s_node_without_asking_for_keys(
-        redis_cluster: RedisCluster, redis_server: RedisServer) -> None:
+    redis_cluster: RedisCluster, redis_server: RedisServer
+) -> None:
     """A wait (``XREAD``, keys after ``STREAMS``) is routed by its key's slot on the client,
     sync and asyncio: no ``COMMAND GETKEYS`` round trip per wait (issue 25, blocker 4)."""
     redis_cluster.flush()
     streams = [f"{{a:agent-{n}}}:wake" for n in range(30)]
-    with tidings.connect(redis_cluster.url, broker_url=redis_server.url,
-                         settings=Settings(host="route-host")) as hub:
+    with tidings.connect(
+        redis_cluster.url, broker_url=redis_server.url, settings=Settings(host="route-host")
+    ) as hub:
         before = getkeys_calls(redis_cluster)
         for key in streams:
             hub.redis.xadd(key, {"n": 1})

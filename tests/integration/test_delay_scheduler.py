@@ -55,8 +55,7 @@ def read(path: Path) -> Any:
     return json.loads(path.read_bytes()) if path.exists() else None
 
 
-def test_d19_delay_ends_in_one_alarm_saying_what_changed(hub: tidings.Hub,
-                                                         tmp_path: Path) -> None:
+def test_d19_delay_ends_in_one_alarm_saying_what_changed(hub: tidings.Hub, tmp_path: Path) -> None:
     """Acceptance 2: ``delay email 2`` hides email while its file keeps changing; about
     2 s later ``delay-alarm.json`` says ``changed: true`` (rewritten) or ``false``."""
     hub.start_worker()
@@ -92,31 +91,42 @@ def test_d18_standby_takes_over_and_alarms_fire_once(
     """Two schedulers of one host: one leads; when it goes, the standby leads."""
     hub.start_worker()
     events_seen: list[dict[str, Any]] = []
-    one = SchedulerService(client, host_settings, lease_settings=FAST_LEASE,
-                           on_event=events_seen.append)
-    two = SchedulerService(client, host_settings, lease_settings=FAST_LEASE,
-                           on_event=events_seen.append)
+    one = SchedulerService(
+        client, host_settings, lease_settings=FAST_LEASE, on_event=events_seen.append
+    )
+    two = SchedulerService(
+        client, host_settings, lease_settings=FAST_LEASE, on_event=events_seen.append
+    )
     one.start()
     two.start()
     try:
-        first = wait_until(lambda: one if one.leading.is_set() else
-                           two if two.leading.is_set() else None, timeout=10)
+        first = wait_until(
+            lambda: one if one.leading.is_set() else two if two.leading.is_set() else None,
+            timeout=10,
+        )
         other = two if first is one else one
         time.sleep(FAST_LEASE.renew_seconds * 3)  # nothing to wait for: still one leader?
         assert first.leading.is_set() and not other.leading.is_set()
 
         agent = hub.agent(tmp_path, agent_id="a1")
         result = request_delay(agent.runtime, agent.record, "email", 1)
-        wait_until(lambda: read(tmp_path / STATE)["status"] == "published", timeout=10,
-                   what="the first alarm")
-        assert read(tmp_path / ALARM)["data"]["delay_alarm"]["request_id"] == (
-            result["request_id"])
+        wait_until(
+            lambda: read(tmp_path / STATE)["status"] == "published",
+            timeout=10,
+            what="the first alarm",
+        )
+        assert read(tmp_path / ALARM)["data"]["delay_alarm"]["request_id"] == (result["request_id"])
 
         first.stop()
         wait_until(other.leading.is_set, timeout=10, what="the standby to take over")
         second = request_delay(agent.runtime, agent.record, "system", 1)
-        wait_until(lambda: read(tmp_path / ALARM)["data"]["delay_alarm"]["request_id"]
-                   == second["request_id"], timeout=10, what="the second alarm")
+        wait_until(
+            lambda: (
+                read(tmp_path / ALARM)["data"]["delay_alarm"]["request_id"] == second["request_id"]
+            ),
+            timeout=10,
+            what="the second alarm",
+        )
         leaders = [e["holder"] for e in events_seen if e["status"] == "leader"]
         assert leaders == [first.holder, other.holder]
     finally:
@@ -168,9 +178,7 @@ def test_d16_planted_pickle_is_refused_by_a_running_scheduler(
     assert rejected and all(e["job_id"] == "evil" for e in rejected)
 
 
-def test_c27_sync_tick_keeps_one_sync_host_pending(
-    client: Any, host_settings: Settings
-) -> None:
+def test_c27_sync_tick_keeps_one_sync_host_pending(client: Any, host_settings: Settings) -> None:
     """Without a worker, ticks never pile up more than one ``sync_host`` message (a full
     scan is due every tick here; with nothing changed no other tick is sent)."""
     fast = host_settings.model_copy(update={"sync_interval": 0.1, "full_scan_seconds": 0.1})
@@ -188,7 +196,9 @@ def test_c27_sync_tick_keeps_one_sync_host_pending(
 
 
 def test_d18_a_dead_timer_loop_makes_the_leader_start_afresh(
-    client: Any, host_settings: Settings, monkeypatch: pytest.MonkeyPatch,
+    client: Any,
+    host_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Never lead without a timer: if APScheduler's loop dies, step down and re-activate."""
@@ -204,8 +214,12 @@ def test_d18_a_dead_timer_loop_makes_the_leader_start_afresh(
 
     monkeypatch.setattr(BlockingScheduler, "_main_loop", flaky_loop)
     seen: list[str] = []
-    service = SchedulerService(client, host_settings, lease_settings=FAST_LEASE,
-                               on_event=lambda e: seen.append(e["status"]))
+    service = SchedulerService(
+        client,
+        host_settings,
+        lease_settings=FAST_LEASE,
+        on_event=lambda e: seen.append(e["status"]),
+    )
     service.start()
     try:
         wait_until(lambda: seen.count("leader") == 2, timeout=15, what="a fresh activation")

@@ -177,8 +177,13 @@ def test_systemd_units_pass_systemd_analyze_verify(unit: str, tmp_path: Path) ->
     assert re.search(r"^Restart=on-failure$", text, re.M)
     assert re.search(r"^EnvironmentFile=/etc/tidings/tidings.env$", text, re.M)
     (tmp_path / unit).write_text(text.replace(UNIT_TIDINGS, str(tidings_bin)), "utf-8")
-    done = subprocess.run([analyze, "verify", str(tmp_path / unit)], capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [analyze, "verify", str(tmp_path / unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
 
 
@@ -246,8 +251,9 @@ def render_compose_redis_conf(tmp_path: Path, env: dict[str, str]) -> Path:
     render = render.replace("/usr/local/etc/redis/redis.conf", str(DEPLOY / "redis.conf"))
     rendered = tmp_path / "rendered.conf"
     render = render.replace("/tmp/redis.conf", str(rendered))
-    subprocess.run(["sh", "-c", render], env={"PATH": "/usr/bin:/bin", **env}, check=True,
-                   timeout=30)
+    subprocess.run(
+        ["sh", "-c", render], env={"PATH": "/usr/bin:/bin", **env}, check=True, timeout=30
+    )
     return rendered
 
 
@@ -267,21 +273,26 @@ def test_urls_in_compose_and_systemd_authenticate_as_acl_users(tmp_path: Path) -
     spec = compose()
     rendered = render_compose_redis_conf(tmp_path, COMPOSE_ENV)
     assert rendered.stat().st_mode & 0o077 == 0  # umask 077: only Redis reads it
-    rendered_users = {line.split()[1]: line.split()[2:]
-                      for line in rendered.read_text("utf-8").splitlines()
-                      if line.startswith("user ")}
+    rendered_users = {
+        line.split()[1]: line.split()[2:]
+        for line in rendered.read_text("utf-8").splitlines()
+        if line.startswith("user ")
+    }
     assert set(rendered_users) == set(users)
     urls = [*spec["x-urls"].values()]
     for name, service in spec["services"].items():
         if name != "redis":
-            urls += [service["environment"]["TIDINGS_REDIS_URL"],
-                     service["environment"]["TIDINGS_MONITOR_URL"]]
+            urls += [
+                service["environment"]["TIDINGS_REDIS_URL"],
+                service["environment"]["TIDINGS_MONITOR_URL"],
+            ]
     for user, password in map(url_user, urls):
         assert password in COMPOSE_ENV.values()
         assert "on" in rendered_users[user] and f">{password}" in rendered_users[user]
     assert {url_user(u)[0] for u in urls} == {"tidings", "tidings-producer", "tidings-monitor"}
     assert url_user(spec["services"]["producer"]["environment"]["TIDINGS_REDIS_URL"])[0] == (
-        "tidings-producer")
+        "tidings-producer"
+    )
     monitor = users["tidings-monitor"]
     assert "-@all" in monitor and not any(r in monitor for r in ("+@all", "+@write"))
     with pytest.raises(KeyError):  # compose refuses to start without the passwords
@@ -326,11 +337,13 @@ def test_compose_has_health_checks_the_cli_accepts() -> None:
         if name != "redis":
             assert test[0] == "CMD-SHELL", name
             words = shlex.split(test[1])
-            argv = words[words.index("exec") + 1:]
+            argv = words[words.index("exec") + 1 :]
             assert argv[:3] == ["tidings", "status", "--json"], name
             parser.parse_args(argv[1:])
         assert service.get("depends_on", {}).get("redis", {}).get("condition") in (
-            None, "service_healthy")
+            None,
+            "service_healthy",
+        )
 
 
 def unit_settings(unit: str) -> dict[str, list[str]]:
@@ -347,8 +360,12 @@ def unit_settings(unit: str) -> dict[str, list[str]]:
 def test_units_notify_systemd_and_are_hardened(unit: str) -> None:
     found = unit_settings(unit)
     expected = {
-        "Type": ["notify"], "NotifyAccess": ["main"], "NoNewPrivileges": ["yes"],
-        "ProtectSystem": ["strict"], "PrivateTmp": ["yes"], "ProtectHome": ["yes"],
+        "Type": ["notify"],
+        "NotifyAccess": ["main"],
+        "NoNewPrivileges": ["yes"],
+        "ProtectSystem": ["strict"],
+        "PrivateTmp": ["yes"],
+        "ProtectHome": ["yes"],
         "Restart": ["on-failure"],
     }
     for key, value in expected.items():
@@ -371,9 +388,9 @@ class ShippedRedis:
         conf.write_text("\n".join(map(with_acl_passwords, lines)) + "\n", "utf-8")
         self.out = (directory / "redis.out").open("wb")
         self.process = subprocess.Popen(
-            [redis_binary(), str(conf), "--port", str(self.port), "--dir", str(directory),
-             *extra],
-            stdout=self.out, stderr=subprocess.STDOUT,
+            [redis_binary(), str(conf), "--port", str(self.port), "--dir", str(directory), *extra],
+            stdout=self.out,
+            stderr=subprocess.STDOUT,
         )
 
     def url(self, user: tuple[str, str]) -> str:
@@ -399,8 +416,7 @@ REMOTE_SOURCE = "127.0.0.2"
 def resp(port: int, *commands: tuple[str, ...], source: str = REMOTE_SOURCE) -> list[bytes]:
     """Send each command from (and to) ``source``, one reply line each."""
     replies = []
-    with socket.create_connection((source, port), timeout=5,
-                                  source_address=(source, 0)) as sock:
+    with socket.create_connection((source, port), timeout=5, source_address=(source, 0)) as sock:
         stream = sock.makefile("rb")
         for command in commands:
             parts = [f"*{len(command)}\r\n".encode()]
@@ -419,7 +435,8 @@ def start_shipped(directory: Path, *extra: str, source: str = "127.0.0.1") -> Sh
         assert server.process.poll() is None, (directory / "redis.out").read_text("utf-8")
         try:
             return resp(server.port, ("PING",), source=source) == [
-                b"-NOAUTH Authentication required."]
+                b"-NOAUTH Authentication required."
+            ]
         except OSError:
             return False
 
@@ -434,8 +451,7 @@ def start_shipped(directory: Path, *extra: str, source: str = "127.0.0.1") -> Sh
 @pytest.fixture
 def remote_shipped(tmp_path: Path) -> Iterator[ShippedRedis]:
     """As shipped, but also bound to :data:`REMOTE_SOURCE` (the commented remote line)."""
-    server = start_shipped(tmp_path, "--bind", f"127.0.0.1 {REMOTE_SOURCE}",
-                           source=REMOTE_SOURCE)
+    server = start_shipped(tmp_path, "--bind", f"127.0.0.1 {REMOTE_SOURCE}", source=REMOTE_SOURCE)
     yield server
     server.stop()
 
@@ -456,22 +472,45 @@ def test_shipped_redis_conf_takes_the_shipped_users_from_another_address(
     ``tidings`` and ``tidings status`` as the read-only user, which cannot write."""
     port = remote_shipped.port
     assert resp(port, ("PING",), ("SET", "tidings:k", "v")) == [
-        b"-NOAUTH Authentication required.", b"-NOAUTH Authentication required."]
+        b"-NOAUTH Authentication required.",
+        b"-NOAUTH Authentication required.",
+    ]
     assert resp(port, ("AUTH", "default", ""))[0].startswith(b"-WRONGPASS")
     assert resp(port, ("AUTH", *TIDINGS), ("PING",), ("SET", "{a:probe}:k", "v")) == [
-        b"+OK", b"+PONG", b"+OK"]
-    monitor = resp(port, ("AUTH", *MONITOR), ("HLEN", "tidings:agents"),
-                   ("SET", "{a:probe}:k", "w"))
+        b"+OK",
+        b"+PONG",
+        b"+OK",
+    ]
+    monitor = resp(
+        port, ("AUTH", *MONITOR), ("HLEN", "tidings:agents"), ("SET", "{a:probe}:k", "w")
+    )
     assert monitor[:2] == [b"+OK", b":0"] and monitor[2].startswith(b"-NOPERM"), monitor
     assert (tmp_path / "appendonlydir").is_dir()  # the AOF is on, as shipped
 
     workdir = tmp_path / "agent"
     workdir.mkdir()
     tidings_url, monitor_url = remote_shipped.url(TIDINGS), remote_shipped.url(MONITOR)
-    assert main(["agents", "add", "--workdir", str(workdir), "--json",
-                 "--redis-url", tidings_url]) == 0
-    assert main(["publish", "system", "--event", "{}", "--inline", "--json",
-                 "--workdir", str(workdir), "--redis-url", tidings_url]) == 0
+    assert (
+        main(["agents", "add", "--workdir", str(workdir), "--json", "--redis-url", tidings_url])
+        == 0
+    )
+    assert (
+        main(
+            [
+                "publish",
+                "system",
+                "--event",
+                "{}",
+                "--inline",
+                "--json",
+                "--workdir",
+                str(workdir),
+                "--redis-url",
+                tidings_url,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["status", "--json", "--redis-url", monitor_url]) == 0
     status = json.loads(capsys.readouterr().out)
@@ -500,8 +539,10 @@ KEYS_AND_DEL = 'for _, k in ipairs(redis.call("KEYS", "*")) do redis.call("DEL",
 
 @pytest.fixture
 def clients(shipped: ShippedRedis) -> Iterator[dict[str, redis.Redis]]:
-    made = {name: redis.Redis.from_url(shipped.url(user), protocol=2)
-            for name, user in (("tidings", TIDINGS), ("monitor", MONITOR), ("admin", ADMIN))}
+    made = {
+        name: redis.Redis.from_url(shipped.url(user), protocol=2)
+        for name, user in (("tidings", TIDINGS), ("monitor", MONITOR), ("admin", ADMIN))
+    }
     yield made
     for client in made.values():
         client.close()
@@ -517,26 +558,36 @@ def test_the_workers_user_reaches_only_tidings_keys_and_no_other_database(
     worker, admin = clients["tidings"], clients["admin"]
     admin.set("other-app:secret", "kept")
     assert "select" in refused(worker, "SELECT", "1")
-    assert "function" in refused(worker, "FUNCTION", "LOAD",
-                                 "#!lua name=x\nredis.register_function('f', function() end)")
+    assert "function" in refused(
+        worker, "FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('f', function() end)"
+    )
     assert "keys" in refused(worker, "GET", "other-app:secret")
     assert "keys" in refused(worker, "SET", "other-app:new", "x")
     assert "scan" in refused(worker, "SCAN", "0")
     assert refused(worker, "EVAL", SCAN_AND_DEL, "0")
     assert refused(worker, "EVAL", KEYS_AND_DEL, "0")  # stops at the first foreign key
     worker.set("{a:alice}:probe", "mine")
-    for command in (("FLUSHALL",), ("CONFIG", "SET", "dir", "/tmp"), ("SWAPDB", "0", "1"),
-                    ("MOVE", "{a:alice}:probe", "1"), ("SCRIPT", "FLUSH")):
+    for command in (
+        ("FLUSHALL",),
+        ("CONFIG", "SET", "dir", "/tmp"),
+        ("SWAPDB", "0", "1"),
+        ("MOVE", "{a:alice}:probe", "1"),
+        ("SCRIPT", "FLUSH"),
+    ):
         assert refused(worker, *command)
     assert admin.get("other-app:secret") == b"kept"
     assert admin.get("{a:alice}:probe") == b"mine"
-    assert worker.execute_command("EVAL", "return redis.call('GET', KEYS[1])", "1",
-                                  "{a:alice}:probe") == b"mine"
+    assert (
+        worker.execute_command("EVAL", "return redis.call('GET', KEYS[1])", "1", "{a:alice}:probe")
+        == b"mine"
+    )
 
 
 @pytest.mark.redis_server
 def test_the_monitor_reads_counts_not_content(
-    shipped: ShippedRedis, clients: dict[str, redis.Redis], tmp_path: Path,
+    shipped: ShippedRedis,
+    clients: dict[str, redis.Redis],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 24, acceptance 10: ``tidings-monitor`` is refused DUMP and content reads
@@ -545,29 +596,53 @@ def test_the_monitor_reads_counts_not_content(
     workdir = tmp_path / "agent"
     workdir.mkdir()
     producer_url = shipped.url(PRODUCER)
-    assert main(["agents", "add", "--workdir", str(workdir), "--json",
-                 "--redis-url", producer_url]) == 0
-    assert main(["publish", "mcp.build", "--event", '{"text": "green"}', "--inline", "--json",
-                 "--workdir", str(workdir), "--redis-url", producer_url]) == 0
+    assert (
+        main(["agents", "add", "--workdir", str(workdir), "--json", "--redis-url", producer_url])
+        == 0
+    )
+    assert (
+        main(
+            [
+                "publish",
+                "mcp.build",
+                "--event",
+                '{"text": "green"}',
+                "--inline",
+                "--json",
+                "--workdir",
+                str(workdir),
+                "--redis-url",
+                producer_url,
+            ]
+        )
+        == 0
+    )
     admin, monitor = clients["admin"], clients["monitor"]
     admin.hset("{a:alice}:inbox:items", "evt", "content")
     admin.set("{a:alice}:fp:delivered", "content")
     admin.rpush("{a:alice}:buf:mcp.build", "content")
     admin.xadd("{a:alice}:wake", {"text": "content"})
     (record,) = admin.keys("{a:*}:record")
-    for command in (("DUMP", record.decode()), ("DUMP", "{a:alice}:fp:delivered"),
-                    ("HGETALL", "{a:alice}:inbox:items"), ("HGET", "{a:alice}:inbox:items", "evt"),
-                    ("HSCAN", "{a:alice}:inbox:items", "0"), ("GET", "{a:alice}:fp:delivered"),
-                    ("LRANGE", "{a:alice}:buf:mcp.build", "0", "-1"),
-                    ("XRANGE", "{a:alice}:wake", "-", "+"), ("SET", "{a:alice}:x", "1"),
-                    ("SCAN", "0"), ("KEYS", "*"), ("EVAL", "return 1", "0")):
+    for command in (
+        ("DUMP", record.decode()),
+        ("DUMP", "{a:alice}:fp:delivered"),
+        ("HGETALL", "{a:alice}:inbox:items"),
+        ("HGET", "{a:alice}:inbox:items", "evt"),
+        ("HSCAN", "{a:alice}:inbox:items", "0"),
+        ("GET", "{a:alice}:fp:delivered"),
+        ("LRANGE", "{a:alice}:buf:mcp.build", "0", "-1"),
+        ("XRANGE", "{a:alice}:wake", "-", "+"),
+        ("SET", "{a:alice}:x", "1"),
+        ("SCAN", "0"),
+        ("KEYS", "*"),
+        ("EVAL", "return 1", "0"),
+    ):
         assert refused(monitor, *command)
     capsys.readouterr()
     assert main(["status", "--json", "--redis-url", shipped.url(MONITOR)]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["status"] == "ok" and len(status["agents"]) == 1
-    assert {q["name"] for q in status["queues"]} >= {
-        f"tidings.host.{status['agents'][0]['host']}"}
+    assert {q["name"] for q in status["queues"]} >= {f"tidings.host.{status['agents'][0]['host']}"}
 
 
 @pytest.mark.redis_server

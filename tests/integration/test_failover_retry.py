@@ -32,8 +32,9 @@ pytestmark = pytest.mark.redis_server
 
 def test_retry_budget_is_time_since_first_failure_not_a_count() -> None:
     """Nested connect and command retries stop together when the budget is spent."""
-    client = client_for(RedisConfig.from_url(f"redis://127.0.0.1:{free_port()}/0"),
-                        retry_seconds=0.5)
+    client = client_for(
+        RedisConfig.from_url(f"redis://127.0.0.1:{free_port()}/0"), retry_seconds=0.5
+    )
     start = time.monotonic()
     with pytest.raises(redis.ConnectionError):
         client.get("k")
@@ -128,7 +129,9 @@ class LoseOneReply:
 
 @pytest.mark.parametrize("key", ["k1", None])
 def test_c11_lost_script_reply_is_resent_and_answered_as_one_push(
-    redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    redis_server: RedisServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     key: str | None,
 ) -> None:
     """Issue 30: the retry re-sends a push whose reply was lost; its receipt makes the

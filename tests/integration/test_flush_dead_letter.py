@@ -43,7 +43,9 @@ def hub(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 def test_a_flush_that_always_fails_is_dead_lettered(
-    hub: tidings.Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    hub: tidings.Hub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     real_write = flushing.atomic_write
@@ -60,12 +62,17 @@ def test_a_flush_that_always_fails_is_dead_lettered(
     rt, record = hub.runtime, agent.record
     with caplog.at_level(logging.INFO):
         assert agent.publish_event(BROKEN, {"body": "never lands"})["status"] == "ok"
-        wait_until(lambda: BROKEN in dead_channels(rt, record), timeout=30,
-                   what="the flush to be dead-lettered")
-        wait_until(lambda: (tmp_path / "w" / ".notification" / "system.json").exists(),
-                   timeout=15, what="the system notice")
-    logged = [r for r in caplog.records
-              if getattr(r, "event", None) == DEAD_EVENT]
+        wait_until(
+            lambda: BROKEN in dead_channels(rt, record),
+            timeout=30,
+            what="the flush to be dead-lettered",
+        )
+        wait_until(
+            lambda: (tmp_path / "w" / ".notification" / "system.json").exists(),
+            timeout=15,
+            what="the system notice",
+        )
+    logged = [r for r in caplog.records if getattr(r, "event", None) == DEAD_EVENT]
     assert logged and "OSError" in logged[0].fields["reason"]  # type: ignore[attr-defined]
     dead = hub.redis.zcard(f"tidings:{host_queue('dl')}.XQ")
     assert dead >= 1  # dramatiq's own dead letter queue holds the message
@@ -79,5 +86,8 @@ def test_a_flush_that_always_fails_is_dead_lettered(
     monkeypatch.setattr(flushing, "atomic_write", real_write)
     assert agent.publish_event(BROKEN, {"body": "second"}, wait=True)["flushed"] is True
     # (the run revives the channel when it finds the buffer drained, just after the commit)
-    wait_until(lambda: BROKEN not in dead_channels(rt, record), timeout=10,
-               what="the channel revived by a flush that drained it")
+    wait_until(
+        lambda: BROKEN not in dead_channels(rt, record),
+        timeout=10,
+        what="the channel revived by a flush that drained it",
+    )

@@ -25,8 +25,11 @@ def embedded() -> Iterator[tidings.Hub]:
 
 def events(workdir: Path, channel: str) -> list[dict[str, Any]]:
     try:
-        return list(json.loads((workdir / ".notification" / f"{channel}.json").read_bytes())
-                    ["data"]["events"])
+        return list(
+            json.loads((workdir / ".notification" / f"{channel}.json").read_bytes())["data"][
+                "events"
+            ]
+        )
     except (OSError, ValueError, KeyError):
         return []
 
@@ -36,8 +39,12 @@ def test_registration_is_idempotent_and_stable(embedded: tidings.Hub, tmp_path: 
     b = embedded.agent(str(tmp_path) + "/", inline=True)
     assert a.agent_id == b.agent_id == default_agent_id(tmp_path)
     assert embedded.agents() == [
-        {"agent_id": a.agent_id, "workdir": str(tmp_path.resolve()), "memory_repo": None,
-         "host": "embedded-test"}
+        {
+            "agent_id": a.agent_id,
+            "workdir": str(tmp_path.resolve()),
+            "memory_repo": None,
+            "host": "embedded-test",
+        }
     ]
 
 
@@ -59,8 +66,9 @@ def test_bad_registrations_raise_with_reason(embedded: tidings.Hub, tmp_path: Pa
     assert bad_id.value.reason == "invalid_agent"
 
 
-def test_inline_and_worker_paths_write_the_same_mirror(embedded: tidings.Hub,
-                                                       tmp_path: Path) -> None:
+def test_inline_and_worker_paths_write_the_same_mirror(
+    embedded: tidings.Hub, tmp_path: Path
+) -> None:
     inline_dir, worker_dir = tmp_path / "inline", tmp_path / "worker"
     inline_dir.mkdir()
     worker_dir.mkdir()
@@ -70,14 +78,19 @@ def test_inline_and_worker_paths_write_the_same_mirror(embedded: tidings.Hub,
         event = {"n": n, "event_id": f"e{n}", "at": "2026-01-01T00:00:00Z"}
         assert inline.publish_event("system", event)["flushed"] is True
         queued.publish_event("system", event)
-    wait_until(lambda: len(events(worker_dir, "system")) == 20 and
-               events(worker_dir, "system")[-1]["n"] == 29, what="the worker's flush")
+    wait_until(
+        lambda: (
+            len(events(worker_dir, "system")) == 20 and events(worker_dir, "system")[-1]["n"] == 29
+        ),
+        what="the worker's flush",
+    )
     assert events(inline_dir, "system") == events(worker_dir, "system")
     assert inline.snapshot()["system"]["header"] == queued.snapshot()["system"]["header"]
 
 
-def test_wait_true_returns_once_flushed_by_the_worker(embedded: tidings.Hub,
-                                                      tmp_path: Path) -> None:
+def test_wait_true_returns_once_flushed_by_the_worker(
+    embedded: tidings.Hub, tmp_path: Path
+) -> None:
     agent = embedded.agent(tmp_path)
     result = agent.publish_event("mcp.w", {"text": "x"}, wait=True)
     assert result["flushed"] is True
@@ -108,8 +121,11 @@ def test_close_closes_the_client_connect_built(redis_server: RedisServer) -> Non
         hub.redis.ping()
         assert len(mine.client_list()) > alone
         hub.close()
-        wait_until(lambda: len(mine.client_list()) == alone, timeout=5,
-                   what="the hub's connections are closed")
+        wait_until(
+            lambda: len(mine.client_list()) == alone,
+            timeout=5,
+            what="the hub's connections are closed",
+        )
         passed = tidings.connect(client=mine)
         passed.close()
         assert mine.ping() is True
@@ -123,9 +139,13 @@ def test_embedded_agent_starts_no_thread_unless_asked(tmp_path: Path) -> None:
         assert agent.inline, "no worker serves an embedded hub's queue: agents run inline"
         assert agent.publish_event("mcp.x", {"text": "hi"})["flushed"] is True
         assert threading.active_count() == before
-    with tidings.connect("embedded", background=True,
-                         settings=tidings.Settings(host="busy")) as hub:
+    with tidings.connect(
+        "embedded", background=True, settings=tidings.Settings(host="busy")
+    ) as hub:
         assert threading.active_count() > before
         assert hub.agent(tmp_path).inline is False
-    wait_until(lambda: threading.active_count() == before, timeout=10,
-               what="hub.close() stops the background threads")
+    wait_until(
+        lambda: threading.active_count() == before,
+        timeout=10,
+        what="hub.close() stops the background threads",
+    )

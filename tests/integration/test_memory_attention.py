@@ -30,21 +30,26 @@ pytestmark = pytest.mark.redis_server
 def hub(redis_server: RedisServer) -> Iterator[tidings.Hub]:
     with redis_server.client() as c:
         c.flushall()
-    opened = tidings.connect(redis_server.url,
-                             settings=Settings(host=f"mem-{uuid.uuid4().hex[:8]}"))
+    opened = tidings.connect(
+        redis_server.url, settings=Settings(host=f"mem-{uuid.uuid4().hex[:8]}")
+    )
     yield opened
     opened.close()
 
 
 def test_registration_refuses_what_is_no_work_tree_and_empty_clears(
-    hub: tidings.Hub, tmp_path: Path,
+    hub: tidings.Hub,
+    tmp_path: Path,
 ) -> None:
     workdir = tmp_path / "w"
     workdir.mkdir()
     (tmp_path / "plain").mkdir()
     pygit2.init_repository(str(tmp_path / "bare.git"), bare=True)
-    for bad, says in (("missing", "does not exist"), ("plain", "plain folder"),
-                      ("bare.git", "bare repository")):
+    for bad, says in (
+        ("missing", "does not exist"),
+        ("plain", "plain folder"),
+        ("bare.git", "bare repository"),
+    ):
         with pytest.raises(tidings.TidingsError) as raised:
             hub.agent(workdir, memory_repo=tmp_path / bad)
         assert raised.value.reason == "invalid_memory_repo"
@@ -63,7 +68,9 @@ def attention(hub: tidings.Hub, agent_id: str) -> list[str]:
 
 
 def test_a_repository_that_goes_away_is_said_once_per_change_and_shown(
-    hub: tidings.Hub, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    hub: tidings.Hub,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     workdir = tmp_path / "w"
     workdir.mkdir()
@@ -96,7 +103,8 @@ def test_a_repository_that_goes_away_is_said_once_per_change_and_shown(
 
 
 def test_an_unfinished_turn_is_named_and_says_how_to_go_on(
-    hub: tidings.Hub, tmp_path: Path,
+    hub: tidings.Hub,
+    tmp_path: Path,
 ) -> None:
     agent = hub.agent(tmp_path, inline=True)
     turn = agent.prepare_turn(kind="bridge")
@@ -113,8 +121,10 @@ def test_an_unfinished_turn_is_named_and_says_how_to_go_on(
 def test_bare_mcp_prefix_is_no_channel(hub: tidings.Hub, tmp_path: Path) -> None:
     """channels.md C4: ``mcp.`` alone is refused like any invalid name."""
     agent = hub.agent(tmp_path, inline=True)
-    for call in (lambda: agent.publish("mcp.", {"header": "h"}),
-                 lambda: agent.publish_event("mcp.", {"summary": "s"})):
+    for call in (
+        lambda: agent.publish("mcp.", {"header": "h"}),
+        lambda: agent.publish_event("mcp.", {"summary": "s"}),
+    ):
         answer = call()
         assert answer["status"] == "error" and answer["reason"] == "invalid_channel"
         assert answer["message"] == "channel must name something after 'mcp.'"

@@ -76,13 +76,26 @@ def commands(workdir: Path, agent_id: str) -> dict[str, list[str]]:
         "agents add": ["agents", "add", *w],
         "agents list": ["agents", "list"],
         "agents remove": ["agents", "remove", "--agent-id", "no-such-agent"],
-        "agents move": ["agents", "move", "--agent-id", agent_id, "--host", "elsewhere",
-                        "--settle-seconds", "0"],
+        "agents move": [
+            "agents",
+            "move",
+            "--agent-id",
+            agent_id,
+            "--host",
+            "elsewhere",
+            "--settle-seconds",
+            "0",
+        ],
         "publish --event": ["publish", "soul", "--event", EVENT, *w],
         "publish --envelope": ["publish", "soul", "--envelope", '{"header": "h"}', *w],
         "daemon-event": ["daemon-event", "d1", "--event", EVENT, *w],
-        "notification": ["notification", "dismiss_channel", "--input",
-                         '{"channel": "email", "force": true}', *w],
+        "notification": [
+            "notification",
+            "dismiss_channel",
+            "--input",
+            '{"channel": "email", "force": true}',
+            *w,
+        ],
         "check": ["check", *w],
         "delay": ["delay", "goal", "30", *w],
         "hooks list": ["hooks", "list", *w],
@@ -112,8 +125,9 @@ class Ran:
     err: list[str]
 
 
-def run(argv: list[str], url: str, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> Ran:
+def run(
+    argv: list[str], url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Ran:
     monkeypatch.setenv("TIDINGS_REDIS_URL", url)
     monkeypatch.setenv("TIDINGS_HOST", HOST)
     # stdout is no terminal here: every command prints JSON; raising is a traceback
@@ -127,8 +141,11 @@ def assert_one_line_refusal(ran: Ran, reason: str, user: str) -> None:
     assert len(ran.out) == 1, ran
     answer = ran.out[0]
     assert isinstance(answer, dict)
-    shown = answer if "status" in answer else (
-        answer["_meta"]["agent_meta"]["notifications_unavailable"])  # check: C24
+    shown = (
+        answer
+        if "status" in answer
+        else (answer["_meta"]["agent_meta"]["notifications_unavailable"])
+    )  # check: C24
     assert shown["reason"] == reason, ran
     (line,) = ran.err
     assert line.startswith(f"tidings: {reason}: "), line
@@ -139,11 +156,14 @@ def assert_one_line_refusal(ran: Ran, reason: str, user: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_monitor_role_is_refused_in_one_line_or_answers_truly(
-    name: str, store: Store, capsys: pytest.CaptureFixture[str],
+    name: str,
+    store: Store,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ran = run(commands(store.workdir, store.agent_id)[name], store.url(MONITOR), capsys,
-              monkeypatch)
+    ran = run(
+        commands(store.workdir, store.agent_id)[name], store.url(MONITOR), capsys, monkeypatch
+    )
     if name in MONITOR_MAY:
         assert ran.code == 0 and not ran.err, ran
         return
@@ -159,14 +179,30 @@ def test_the_issue_rows_are_refused() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_producer_role_has_every_right_a_command_needs(
-    name: str, store: Store, capsys: pytest.CaptureFixture[str],
+    name: str,
+    store: Store,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ran = run(commands(store.workdir, store.agent_id)[name], store.url(PRODUCER), capsys,
-              monkeypatch)
+    ran = run(
+        commands(store.workdir, store.agent_id)[name], store.url(PRODUCER), capsys, monkeypatch
+    )
     if name == "agents move":  # back home, for the rows after this one
-        run(["agents", "move", "--agent-id", store.agent_id, "--host", HOST,
-             "--settle-seconds", "0"], store.url(PRODUCER), capsys, monkeypatch)
+        run(
+            [
+                "agents",
+                "move",
+                "--agent-id",
+                store.agent_id,
+                "--host",
+                HOST,
+                "--settle-seconds",
+                "0",
+            ],
+            store.url(PRODUCER),
+            capsys,
+            monkeypatch,
+        )
     answer = ran.out[0]
     assert isinstance(answer, dict)
     assert answer.get("reason") != "no_permission", ran
@@ -179,7 +215,9 @@ def test_producer_role_has_every_right_a_command_needs(
 
 @pytest.mark.parametrize("name", ["status", "check", "publish --event", "agents add"])
 def test_a_wrong_password_is_auth_failed_never_no_store(
-    name: str, store: Store, capsys: pytest.CaptureFixture[str],
+    name: str,
+    store: Store,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     wrong = store.url(PRODUCER).replace("test-tidings-producer-password", "wrong")
@@ -193,7 +231,9 @@ def test_a_wrong_password_is_auth_failed_never_no_store(
 
 @pytest.mark.parametrize("command", ["worker", "scheduler", "up"])
 def test_long_running_commands_check_their_rights_before_starting(
-    command: str, store: Store, capsys: pytest.CaptureFixture[str],
+    command: str,
+    store: Store,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """In this process, with the process-wide set-up (log handler, signal handlers) held
@@ -206,12 +246,15 @@ def test_long_running_commands_check_their_rights_before_starting(
     ran = run([command], store.url(MONITOR), capsys, monkeypatch)
     assert ran.code == 1, ran
     assert_one_line_refusal(ran, "no_permission", MONITOR)
-    assert ran.err[0].startswith("tidings: no_permission: the store refused user "
-                                 "tidings-monitor the command PEXPIRE")
+    assert ran.err[0].startswith(
+        "tidings: no_permission: the store refused user tidings-monitor the command PEXPIRE"
+    )
 
 
 def test_agents_add_refuses_a_path_that_is_no_work_tree_and_empty_clears(
-    store: Store, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """interfaces.md, Never silent: ``agents add --memory-repo`` refuses a missing path
     (one line, exit 1, nothing registered); ``--memory-repo ""`` clears, and the
@@ -248,8 +291,7 @@ def test_python_calls_answer_no_permission(store: Store) -> None:
     from tidings.errors import TidingsError
 
     url = store.url(MONITOR)
-    with connect(url, settings=Settings(host=HOST, redis_url=url),
-                 declare_actors=False) as hub:
+    with connect(url, settings=Settings(host=HOST, redis_url=url), declare_actors=False) as hub:
         agent = hub.find_agent(store.workdir, inline=True)
         assert agent is not None
         answer = agent.publish_event("soul", {"summary": "x"})
@@ -260,5 +302,6 @@ def test_python_calls_answer_no_permission(store: Store) -> None:
         assert raised.value.reason == "no_permission"
         stamped = agent.stamp(agent.notification("check"))
         assert stamped["_meta"]["agent_meta"]["notifications_unavailable"]["reason"] == (
-            "no_permission")
+            "no_permission"
+        )
     assert os.environ.get("TIDINGS_REDIS_URL") != url

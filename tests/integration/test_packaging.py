@@ -21,8 +21,9 @@ USER_MODULES = ("jobs", "store", "workers", "scheduler")
 
 def test_installed_distribution_declares_only_tidings() -> None:
     site = sysconfig.get_paths()["purelib"]
-    (dist,) = [d for d in importlib.metadata.distributions(path=[site])
-               if d.metadata["Name"] == "tidings"]
+    (dist,) = [
+        d for d in importlib.metadata.distributions(path=[site]) if d.metadata["Name"] == "tidings"
+    ]
     top_level = (dist.read_text("top_level.txt") or "").split()
     assert top_level == ["tidings"]
     recorded = {Path(str(f)).parts[0] for f in dist.files or ()}
@@ -31,16 +32,33 @@ def test_installed_distribution_declares_only_tidings() -> None:
 
 def test_wheel_holds_only_the_tidings_package(tmp_path: Path) -> None:
     source = tmp_path / "source"  # a copy: a build leaves build/ and egg-info behind
-    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
-                             check=True, capture_output=True, text=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     for name in tracked:
         if (REPO / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, source / name)
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(tmp_path / "dist"), str(source)],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     # Issue 20: every data folder is declared, so setuptools warns about none of them.
     assert "would be ignored" not in built.stdout + built.stderr
@@ -69,8 +87,9 @@ def test_import_beside_users_own_modules_that_raise(tmp_path: Path) -> None:
         "print('ok')\n"
     )
     (tmp_path / "w").mkdir()
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
 
@@ -89,13 +108,19 @@ def test_metadata_spdx_license_classifiers_urls_and_split_extras() -> None:
     classifiers = metadata.get_all("Classifier") or []
     assert "Programming Language :: Python :: 3.11" in classifiers
     assert {u.split(",")[0] for u in metadata.get_all("Project-URL") or []} >= {
-        "Homepage", "Source", "Issues"}
+        "Homepage",
+        "Source",
+        "Issues",
+    }
     extras = project["project"]["optional-dependencies"]
     names = {key: {Requirement(r).name for r in reqs} for key, reqs in extras.items()}
     assert {"mypy", "ruff", "import-linter"} <= names["dev"]
     assert not {"mypy", "ruff", "import-linter"} & names["test"]
-    (setuptools,) = [Requirement(r) for r in project["build-system"]["requires"]
-                     if Requirement(r).name == "setuptools"]
+    (setuptools,) = [
+        Requirement(r)
+        for r in project["build-system"]["requires"]
+        if Requirement(r).name == "setuptools"
+    ]
     bounds = {spec.operator for spec in setuptools.specifier}
     assert bounds == {">=", "<"}
     assert "'.[dev,test" in (REPO / "Makefile").read_text("utf-8")

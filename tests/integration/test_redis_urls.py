@@ -38,8 +38,7 @@ def test_acl_user_and_password_in_the_url(tmp_path: Path) -> None:
 
 
 def test_sentinel_url_names_every_sentinel_the_service_db_and_credentials() -> None:
-    config = RedisConfig.from_url(
-        "redis+sentinel://tidings:s3cret@s1:26379,s2:26380,s3/mymaster/2")
+    config = RedisConfig.from_url("redis+sentinel://tidings:s3cret@s1:26379,s2:26380,s3/mymaster/2")
     assert config.sentinels == (("s1", 26379), ("s2", 26380), ("s3", 26379))
     assert (config.service_name, config.db) == ("mymaster", 2)
     assert (config.username, config.password) == ("tidings", "s3cret")
@@ -50,8 +49,10 @@ def test_passwords_never_reach_messages() -> None:
         tidings.connect(f"redis://tidings:s3cret@127.0.0.1:{free_port()}/0")
     assert "s3cret" not in caught.value.message
     assert "redis://tidings:***@127.0.0.1:" in caught.value.message
-    assert redact("redis+sentinel://:pw@s1:26379,s2:26379/mymaster/0") == \
-        "redis+sentinel://:***@s1:26379,s2:26379/mymaster/0"
+    assert (
+        redact("redis+sentinel://:pw@s1:26379,s2:26379/mymaster/0")
+        == "redis+sentinel://:***@s1:26379,s2:26379/mymaster/0"
+    )
     assert redact("redis://h:6379/0") == "redis://h:6379/0"
 
 

@@ -22,8 +22,10 @@ HOST = "cap-test"
 
 
 def telegram() -> dict[str, Any]:
-    return {"header": "Telegram", "data": {"messages": [{"id": f"m{i}", "text": "t" * 3000}
-                                                        for i in range(25)]}}
+    return {
+        "header": "Telegram",
+        "data": {"messages": [{"id": f"m{i}", "text": "t" * 3000} for i in range(25)]},
+    }
 
 
 @pytest.fixture
@@ -51,8 +53,9 @@ def test_b6_agent_cap_persistent(hub: tidings.Hub, tmp_path: Path) -> None:
     agent = hub.agent(tmp_path, inline=True)
     small = {"email": {"emails": [{"id": "e1", "body": "hello"}]}}
     assert agent.cap_persistent(small) is small
-    big = {"mcp": {"telegram": {"messages": [{"id": f"m{i}", "text": "t" * 3000}
-                                             for i in range(10)]}}}
+    big = {
+        "mcp": {"telegram": {"messages": [{"id": f"m{i}", "text": "t" * 3000} for i in range(10)]}}
+    }
     capped = agent.cap_persistent(big)
     assert capped["overflow"]["path"].endswith(spill_files(tmp_path)[0])
     assert agent.cap_persistent(big) == capped
@@ -69,8 +72,10 @@ def test_b19_tidings_check_prints_the_capped_lane(
     redis_server.client().flushall()
     with tidings.connect(redis_server.url) as hub:
         hub.agent(tmp_path, inline=True).publish("mcp.telegram", telegram())
-    done = run_cli(["check", "--workdir", str(tmp_path), "--json"],
-                   {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url})
+    done = run_cli(
+        ["check", "--workdir", str(tmp_path), "--json"],
+        {**e2e_env, "TIDINGS_REDIS_URL": redis_server.url},
+    )
     assert done.returncode == 0, done.stderr
     attention = json.loads(done.stdout)["_meta"]["agent_meta"]["notifications"]["attention"]
     assert attention["mcp.telegram"]["data"]["messages"][0]["text"] == "t" * 200 + "..."

@@ -41,8 +41,7 @@ class Replays:
         self.runs: list[str] = []
         self.real = Scripts.__call__
 
-    def run(self, scripts: Scripts, name: str, keys: Sequence[str],
-            args: Sequence[Arg]) -> object:
+    def run(self, scripts: Scripts, name: str, keys: Sequence[str], args: Sequence[Arg]) -> object:
         self.real(scripts, name, keys, args)
         self.runs.append(name)
         return self.real(scripts, name, keys, args)
@@ -115,8 +114,9 @@ def test_daemon_events_and_tool_actions_take_effect_once(
 
     kept = agent.publish_event("system", {"text": "kept"})
     gone = agent.publish_event("system", {"text": "gone"})
-    dismissed = agent.notification("dismiss_event", {"event_id": gone["event_id"],
-                                                     "channel": "system", "force": True})
+    dismissed = agent.notification(
+        "dismiss_event", {"event_id": gone["event_id"], "channel": "system", "force": True}
+    )
     assert dismissed["status"] == "ok", dismissed
     assert event_ids(tmp_path, "system") == [kept["event_id"]]
     delayed = agent.notification("delay", {"channel": "mcp.x", "seconds": 600})
@@ -143,17 +143,17 @@ def test_inbox_admission_and_state_changes_take_effect_once(
     assert [i["event_id"] for i in turn.inbox] == [one["event_id"], keyed["event_id"]]
     assert agent.mark_side_effect(turn)["status"] == "ok"
     finished = agent.finish_turn(turn)
-    assert finished["status"] == "ok" and finished["handled"] == [one["event_id"],
-                                                                   keyed["event_id"]]
+    assert finished["status"] == "ok" and finished["handled"] == [
+        one["event_id"],
+        keyed["event_id"],
+    ]
     k = InboxKeys(agent.agent_id)
     assert hub.redis.hlen(k.events) == 3
     assert hub.redis.hget(k.admissions, f"{one['event_id']}:attempts") == b"1"
     assert {"inbox_admit", "inbox_claim", "turn_begin", "inbox_finish"} <= set(replays.runs)
 
 
-def test_memory_observation_admits_once(
-    hub: tidings.Hub, tmp_path: Path, replays: Replays
-) -> None:
+def test_memory_observation_admits_once(hub: tidings.Hub, tmp_path: Path, replays: Replays) -> None:
     """M40: a re-run memory admission meets the checkpoint its first run advanced."""
     repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "one\n"})
     workdir = tmp_path / "wd"
@@ -174,9 +174,20 @@ def test_alarm_jobs_are_stored_once(redis_client: Any, replays: Replays) -> None
     aps = BlockingScheduler(timezone=UTC)
     store.start(aps, ALARM_STORE)
     when = datetime.fromtimestamp(1_790_000_000.0, UTC)
-    job = Job(aps, id="req-1", func=print, trigger=DateTrigger(run_date=when, timezone=UTC),
-              executor="default", args=["agent1", "req-1"], kwargs={}, name="alarm",
-              misfire_grace_time=None, coalesce=True, max_instances=1, next_run_time=when)
+    job = Job(
+        aps,
+        id="req-1",
+        func=print,
+        trigger=DateTrigger(run_date=when, timezone=UTC),
+        executor="default",
+        args=["agent1", "req-1"],
+        kwargs={},
+        name="alarm",
+        misfire_grace_time=None,
+        coalesce=True,
+        max_instances=1,
+        next_run_time=when,
+    )
     store.add_job(job)
     assert redis_client.hkeys(keys.scheduler_jobs(HOST)) == [b"req-1"]
     store.remove_job("req-1")

@@ -102,12 +102,18 @@ def test_c11_c15_publish_stream_survives_sentinel_failover(tmp_path: Path, how: 
             producer = Producer(agent)
             producer.start()
             try:
-                wait_until(lambda: len(producer.acknowledged) >= 30 or producer.failure,
-                           timeout=30, what="events before the failover")
+                wait_until(
+                    lambda: len(producer.acknowledged) >= 30 or producer.failure,
+                    timeout=30,
+                    what="events before the failover",
+                )
                 fail_over(replica_set, how)
                 promoted_at = len(producer.acknowledged)
-                wait_until(lambda: len(producer.acknowledged) >= promoted_at + 30
-                           or producer.failure, timeout=60, what="events after the failover")
+                wait_until(
+                    lambda: len(producer.acknowledged) >= promoted_at + 30 or producer.failure,
+                    timeout=60,
+                    what="events after the failover",
+                )
             finally:
                 producer.halt.set()
                 producer.join(60)
@@ -173,8 +179,7 @@ def memory_events(client: Any, agent_id: str) -> list[dict[str, Any]]:
     k = InboxKeys(agent_id)
     events = [json.loads(raw) for raw in client.hvals(k.events)]
     memory = [e for e in events if e["source_kind"] == MEMORY_SOURCE_KIND]
-    seqs = {e["event_id"]: int(client.hget(k.admissions, f"{e['event_id']}:seq"))
-            for e in memory}
+    seqs = {e["event_id"]: int(client.hget(k.admissions, f"{e['event_id']}:seq")) for e in memory}
     return sorted(memory, key=lambda e: seqs[e["event_id"]])
 
 
@@ -198,12 +203,18 @@ def test_m40_memory_observations_survive_sentinel_failover(tmp_path: Path, how: 
             observer = Observer(agent, repo)
             observer.start()
             try:
-                wait_until(lambda: len(observer.results) >= 10 or observer.failure,
-                           timeout=30, what="observations before the failover")
+                wait_until(
+                    lambda: len(observer.results) >= 10 or observer.failure,
+                    timeout=30,
+                    what="observations before the failover",
+                )
                 fail_over(replica_set, how)
                 promoted_at = len(observer.results)
-                wait_until(lambda: len(observer.results) >= promoted_at + 10
-                           or observer.failure, timeout=60, what="observations after it")
+                wait_until(
+                    lambda: len(observer.results) >= promoted_at + 10 or observer.failure,
+                    timeout=60,
+                    what="observations after it",
+                )
             finally:
                 observer.halt.set()
                 observer.join(60)
@@ -212,8 +223,7 @@ def test_m40_memory_observations_survive_sentinel_failover(tmp_path: Path, how: 
 
             with replica_set.master().client() as master:
                 events = memory_events(master, agent.agent_id)
-                checkpoint = decode_checkpoint(master.hgetall(InboxKeys(agent.agent_id)
-                                                              .checkpoint))
+                checkpoint = decode_checkpoint(master.hgetall(InboxKeys(agent.agent_id).checkpoint))
             heads = [baseline, *observer.commits]
             assert isinstance(checkpoint, Snapshot) and checkpoint.head.head == heads[-1]
             chain = [(e["payload"]["from_head"], e["payload"]["to_head"]) for e in events]

@@ -21,7 +21,8 @@ POOL = 8
 
 
 def test_waiters_behind_sentinel_queue_for_a_connection(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(async_connection, "MAX_CONNECTIONS", POOL)
     replica_set = sentinel_set(tmp_path / "redis")
     try:

@@ -35,8 +35,7 @@ pytestmark = pytest.mark.redis_server
 def hub(redis_server: RedisServer) -> Iterator[tidings.Hub]:
     with redis_server.client() as c:
         c.flushall()
-    opened = tidings.connect(redis_server.url,
-                             settings=Settings(host=f"st-{uuid.uuid4().hex[:8]}"))
+    opened = tidings.connect(redis_server.url, settings=Settings(host=f"st-{uuid.uuid4().hex[:8]}"))
     yield opened
     opened.close()
 
@@ -72,20 +71,34 @@ def test_status_reports_queues_leaders_pending_items_and_live_delays(
     # No worker runs: the flush message waits on the host queue, the alarm request on
     # the scheduler queue.
     assert here.publish_event("mcp.x", {"n": 1})["flushed"] is False
-    hub.broker.enqueue(route(hub.broker, "flush_channel", host_queue(host), "here", "mcp.y"),
-                       delay=600_000)
+    hub.broker.enqueue(
+        route(hub.broker, "flush_channel", host_queue(host), "here", "mcp.y"), delay=600_000
+    )
     dead_letter(hub, host_queue(host))
     lease = LeaderLease(hub.redis, host, "holder-1", LeaseSettings(lease_seconds=60))
     assert lease.try_acquire(time.time())
     # An agent whose files live on another machine: its delay is known from its host's
     # stored alarm job.
-    hub.registry.put(here.record.model_copy(update={"agent_id": "elsewhere", "host": other,
-                                                    "workdir": "/nonexistent/agent"}))
+    hub.registry.put(
+        here.record.model_copy(
+            update={"agent_id": "elsewhere", "host": other, "workdir": "/nonexistent/agent"}
+        )
+    )
     deadline = time.time() + 120
-    job = StoredJob(version=1, id="r" * 32, func=ALARM_JOB_REF, args=["elsewhere", "r" * 32],
-                    kwargs={}, run_date=deadline, executor="default", name="alarm",
-                    misfire_grace_time=None, coalesce=True, max_instances=1,
-                    next_run_time=deadline)
+    job = StoredJob(
+        version=1,
+        id="r" * 32,
+        func=ALARM_JOB_REF,
+        args=["elsewhere", "r" * 32],
+        kwargs={},
+        run_date=deadline,
+        executor="default",
+        name="alarm",
+        misfire_grace_time=None,
+        coalesce=True,
+        max_instances=1,
+        next_run_time=deadline,
+    )
     hub.redis.hset(keys.scheduler_jobs(other), job.id, job.model_dump_json())
 
     before = snapshot_of_redis(hub)
@@ -98,10 +111,20 @@ def test_status_reports_queues_leaders_pending_items_and_live_delays(
     for q in figures["queues"]:
         assert set(q) >= {"name", "depth", "delayed", "dead"}
     assert queue(figures, host_queue(host)) == {
-        "name": host_queue(host), "depth": 1, "delayed": 1, "dead": 1, "in_flight": 0}
+        "name": host_queue(host),
+        "depth": 1,
+        "delayed": 1,
+        "dead": 1,
+        "in_flight": 0,
+    }
     assert queue(figures, scheduler_queue(host))["depth"] == 1
     assert queue(figures, host_queue(other)) == {
-        "name": host_queue(other), "depth": 0, "delayed": 0, "dead": 0, "in_flight": 0}
+        "name": host_queue(other),
+        "depth": 0,
+        "delayed": 0,
+        "dead": 0,
+        "in_flight": 0,
+    }
     assert figures["schedulers"][host]["leader"] == "holder-1"
     assert figures["schedulers"][host]["since"]
     assert figures["schedulers"][other] == {"leader": None, "since": None}
@@ -117,9 +140,16 @@ def test_status_reports_queues_leaders_pending_items_and_live_delays(
     assert agents["elsewhere"]["live_delay"]["target"] is None
     # interfaces.md, Never silent: the dead letter is the one thing that needs attention here
     assert agents["here"]["attention"] == agents["elsewhere"]["attention"] == []
-    assert figures["needs_attention"] == [{"kind": "queue", "name": host_queue(host),
-                                           "workdir": None, "host": None,
-                                           "attention": ["dead_letters"], "count": 1}]
+    assert figures["needs_attention"] == [
+        {
+            "kind": "queue",
+            "name": host_queue(host),
+            "workdir": None,
+            "host": None,
+            "attention": ["dead_letters"],
+            "count": 1,
+        }
+    ]
 
     out = io.StringIO()
     print_tables(Console(file=out, width=200), figures)

@@ -99,7 +99,8 @@ def test_acceptance3_direct_write_wakes_and_blocked_channel_warns_once(
         attention = signal["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
         assert "stray" not in attention
         assert [e["ref_id"] for e in attention["system"]["data"]["events"]] == [
-            "blocked_channel:stray"]
+            "blocked_channel:stray"
+        ]
         write_direct(workdir, "stray.json", {"header": "changed, still blocked"})
         assert agent.wait_for_wake(2.5) is None  # the blocked file never moves the wake fp
         assert refs(workdir) == ["blocked_channel:stray"]

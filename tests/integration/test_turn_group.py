@@ -24,8 +24,9 @@ pytestmark = pytest.mark.redis_server
 def hub(redis_server: RedisServer) -> Iterator[Hub]:
     client = redis_server.client()
     client.flushall()
-    settings = Settings(host=f"it-{uuid.uuid4().hex[:8]}", redis_url=redis_server.url,
-                        turn_wait_seconds=3)
+    settings = Settings(
+        host=f"it-{uuid.uuid4().hex[:8]}", redis_url=redis_server.url, turn_wait_seconds=3
+    )
     hub = Hub(client, settings, url=redis_server.url)
     hub.start_worker()
     hub.start_scheduler()
@@ -40,8 +41,12 @@ def turn_shape(turn: Turn) -> dict[str, Any]:
         "kind": turn.kind,
         "memory": (turn.memory["status"], turn.memory["trigger"]),
         "items": len(turn.inbox),
-        "paths": [c["path"] for i in memory_items
-                  for area in i["payload"]["changes"].values() for c in area],
+        "paths": [
+            c["path"]
+            for i in memory_items
+            for area in i["payload"]["changes"].values()
+            for c in area
+        ],
         "text_lines": len(turn.inbox_text.splitlines()),
     }
 
@@ -75,8 +80,9 @@ def test_m12_no_worker_degrades_the_turn_instead_of_failing_it(
     and the queued observation still commits later."""
     client = redis_server.client()
     client.flushall()
-    settings = Settings(host=f"it-{uuid.uuid4().hex[:8]}", redis_url=redis_server.url,
-                        turn_wait_seconds=1)
+    settings = Settings(
+        host=f"it-{uuid.uuid4().hex[:8]}", redis_url=redis_server.url, turn_wait_seconds=1
+    )
     hub = Hub(client, settings, url=redis_server.url)
     try:
         repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "m\n"})

@@ -42,15 +42,23 @@ def chrome() -> Any:
         binary = None
         reason = f"selenium is not installed ({exc})"
     else:
-        reason = "no browser: install Debian's chromium and chromium-driver " \
-                 "(apt-get install -y chromium chromium-driver)"
+        reason = (
+            "no browser: install Debian's chromium and chromium-driver "
+            "(apt-get install -y chromium chromium-driver)"
+        )
     if binary is None or driver is None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but {reason}")
         pytest.skip(reason)
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--window-size=1400,1000", "--disable-extensions"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1000",
+        "--disable-extensions",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(executable_path=driver), options=options)

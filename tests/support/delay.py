@@ -47,15 +47,27 @@ def write_channel(agent: AgentRecord, channel: str, envelope: dict[str, Any]) ->
     return data
 
 
-def active_state(now: float, target: str = "email", seconds: int = 60,
-                 started: float | None = None, **changes: Any) -> dict[str, Any]:
+def active_state(
+    now: float,
+    target: str = "email",
+    seconds: int = 60,
+    started: float | None = None,
+    **changes: Any,
+) -> dict[str, Any]:
     """A valid active state started at ``started`` (default: ``now``)."""
     start = now if started is None else started
     state: dict[str, Any] = {
-        "version": 1, "status": "active", "request_id": REQUEST_ID, "target": target,
-        "requested_seconds": seconds, "max_seconds": 600, "started_epoch": start,
-        "started_at": utc_stamp(start), "deadline_epoch": start + seconds,
-        "deadline_at": utc_stamp(start + seconds), "initial": {"present": False},
+        "version": 1,
+        "status": "active",
+        "request_id": REQUEST_ID,
+        "target": target,
+        "requested_seconds": seconds,
+        "max_seconds": 600,
+        "started_epoch": start,
+        "started_at": utc_stamp(start),
+        "deadline_epoch": start + seconds,
+        "deadline_at": utc_stamp(start + seconds),
+        "initial": {"present": False},
     }
     state.update(changes)
     return state
@@ -64,9 +76,7 @@ def active_state(now: float, target: str = "email", seconds: int = 60,
 def events(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, Any]]:
     """Fields of every ``tidings.jobs.log.event(name, ...)`` captured so far."""
     return [
-        dict(getattr(r, "fields", {}))
-        for r in caplog.records
-        if getattr(r, "event", None) == name
+        dict(getattr(r, "fields", {})) for r in caplog.records if getattr(r, "event", None) == name
     ]
 
 

@@ -88,11 +88,16 @@ class Block:
 
 def _fences(document: Document) -> Iterator[tuple[int, int, str, str]]:
     """(start, end, language, source) of every fenced block; a bare fence's language is ''."""
-    lexer = FencedCodeBlockLexer(language=r"[^\n]*", mapping={"language": "language",
-                                                             "source": "source"})
+    lexer = FencedCodeBlockLexer(
+        language=r"[^\n]*", mapping={"language": "language", "source": "source"}
+    )
     for region in lexer(document):
-        yield region.start, region.end, region.lexemes["language"].strip(), str(
-            region.lexemes["source"])
+        yield (
+            region.start,
+            region.end,
+            region.lexemes["language"].strip(),
+            str(region.lexemes["source"]),
+        )
 
 
 def _directives(document: Document) -> Iterator[tuple[int, str, str]]:
@@ -109,24 +114,30 @@ def parse(path: Path) -> list[Block]:
     fences = sorted(_fences(document))
     blocks: list[Block] = []
     for start, _end, language, source in fences:
-        pending = [d for d in directives if d[0] < start
-                   and not any(d[0] < s < start for s, *_ in fences)]
+        pending = [
+            d for d in directives if d[0] < start and not any(d[0] < s < start for s, *_ in fences)
+        ]
         mode, reason = ("run" if language in RUNNABLE else "text"), ""
         for _, name, arguments in pending:
             if name == "skip":
                 match = _SKIP.match(arguments)
                 if match is None:
-                    raise ValueError(f"{path}: '<!-- skip: {arguments} -->' needs "
-                                     "'next \"<why it is not run>\"'")
+                    raise ValueError(
+                        f"{path}: '<!-- skip: {arguments} -->' needs 'next \"<why it is not run>\"'"
+                    )
                 mode, reason = "skip", match["reason"][1:-1]
             elif arguments == "background" and language == "sh":
                 mode = "background"
             else:
-                raise ValueError(f"{path}: '<!-- run: {arguments} -->' before a "
-                                 f"{language or 'bare'} block")
+                raise ValueError(
+                    f"{path}: '<!-- run: {arguments} -->' before a {language or 'bare'} block"
+                )
         line = document.text.count("\n", 0, start) + 1
-        blocks.append(Block(path, line, language, mode, source,
-                            tuple(_examples(document, line, source)), reason))
+        blocks.append(
+            Block(
+                path, line, language, mode, source, tuple(_examples(document, line, source)), reason
+            )
+        )
     return blocks
 
 
@@ -135,11 +146,11 @@ def _examples(document: Document, line: int, source: str) -> Iterator[Example]:
     with ``>>>``, each doctest example (its output is compared)."""
     if not source.startswith(">>>"):
         parsed = Lexeme(source, offset=0, line_offset=0)
-        yield Example(document, line, 0, Region(0, len(source), parsed, PythonEvaluator()),
-                      document.namespace)
+        yield Example(
+            document, line, 0, Region(0, len(source), parsed, PythonEvaluator()), document.namespace
+        )
         return
-    for region in DocTestStringParser(DocTestEvaluator(doctest.ELLIPSIS))(source,
-                                                                          document.path):
+    for region in DocTestStringParser(DocTestEvaluator(doctest.ELLIPSIS))(source, document.path):
         example_line = line + 1 + source.count("\n", 0, region.start)
         yield Example(document, example_line, 0, region, document.namespace)
 
@@ -188,10 +199,17 @@ class Machine:
         self.home = root / "home"
         self.home.mkdir(parents=True)
         bindir = str(Path(sys.executable).parent)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("TIDINGS_", "LINGTAI_")) and k != "XDG_STATE_HOME"}
-        env.update(HOME=str(self.home), PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
-                   TIDINGS_STORE_PORT=str(free_port()), TIDINGS_LOG_JSON="false")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("TIDINGS_", "LINGTAI_")) and k != "XDG_STATE_HOME"
+        }
+        env.update(
+            HOME=str(self.home),
+            PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+            TIDINGS_STORE_PORT=str(free_port()),
+            TIDINGS_LOG_JSON="false",
+        )
         self.env = env
         self.background: dict[str, tuple[Block, subprocess.Popen[bytes], Path]] = {}
         self.done: set[tuple[Path, int]] = set()
@@ -225,34 +243,48 @@ class Machine:
 
     def _shell(self, block: Block) -> None:
         try:
-            done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.source],
-                                  env=self.env, cwd=self.home, capture_output=True,
-                                  timeout=BLOCK_SECONDS, check=False)
+            done = subprocess.run(
+                ["bash", "-e", "-o", "pipefail", "-c", block.source],
+                env=self.env,
+                cwd=self.home,
+                capture_output=True,
+                timeout=BLOCK_SECONDS,
+                check=False,
+            )
         except subprocess.TimeoutExpired as exc:
             raise AssertionError(f"{block} ran longer than {BLOCK_SECONDS} s") from exc
         if done.returncode:
             raise AssertionError(
                 f"{block} exited {done.returncode}\n--- stdout\n"
                 f"{done.stdout.decode(errors='replace')}\n--- stderr\n"
-                f"{done.stderr.decode(errors='replace')}")
+                f"{done.stderr.decode(errors='replace')}"
+            )
 
     def _start(self, block: Block) -> None:
         errors = self.home.parent / f"background-{block.line}.stderr"
         with errors.open("wb") as sink:
-            process = subprocess.Popen(["bash", "-e", "-c", block.source], env=self.env,
-                                       cwd=self.home, stdout=subprocess.PIPE, stderr=sink,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                ["bash", "-e", "-c", block.source],
+                env=self.env,
+                cwd=self.home,
+                stdout=subprocess.PIPE,
+                stderr=sink,
+                start_new_session=True,
+            )
         self.background[block.source] = (block, process, errors)
         first: list[bytes] = []
-        reader = threading.Thread(target=lambda: first.append(process.stdout.readline()
-                                                              if process.stdout else b""),
-                                  daemon=True)
+        reader = threading.Thread(
+            target=lambda: first.append(process.stdout.readline() if process.stdout else b""),
+            daemon=True,
+        )
         reader.start()
         reader.join(READY_SECONDS)
         if not first or not first[0]:
-            raise AssertionError(f"{block} ({shlex.join(['bash', '-c', block.source])}) "
-                                 f"printed nothing in {READY_SECONDS} s; exit "
-                                 f"{process.poll()}; stderr: {errors.read_text()[-2000:]}")
+            raise AssertionError(
+                f"{block} ({shlex.join(['bash', '-c', block.source])}) "
+                f"printed nothing in {READY_SECONDS} s; exit "
+                f"{process.poll()}; stderr: {errors.read_text()[-2000:]}"
+            )
 
     def close(self) -> None:
         """Close the hubs the blocks left open, then stop the background commands."""
@@ -269,8 +301,8 @@ class Machine:
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait()
-                    raise AssertionError(f"{block} did not stop on SIGTERM: "
-                                         f"{errors.read_text()[-2000:]}") from None
+                    raise AssertionError(
+                        f"{block} did not stop on SIGTERM: {errors.read_text()[-2000:]}"
+                    ) from None
             if process.stdout is not None:
                 process.stdout.close()
-

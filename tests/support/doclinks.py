@@ -51,8 +51,11 @@ def target(doc: Path, rule: str, defined: dict[str, Path]) -> str:
 def bare_ids(line: str) -> list[re.Match[str]]:
     """Rule ids in a line's prose, outside links and code spans."""
     spans = [m.span() for m in NOT_PROSE.finditer(line)]
-    return [m for m in RULE_ID.finditer(line)
-            if not any(start <= m.start() < end for start, end in spans)]
+    return [
+        m
+        for m in RULE_ID.finditer(line)
+        if not any(start <= m.start() < end for start, end in spans)
+    ]
 
 
 def linkify(path: Path, defined: dict[str, Path]) -> int:
@@ -65,7 +68,7 @@ def linkify(path: Path, defined: dict[str, Path]) -> int:
             rule = match.group()
             if rule in defined:
                 link = f"[{rule}]({target(path, rule, defined)})"
-                line = line[:match.start()] + link + line[match.end():]
+                line = line[: match.start()] + link + line[match.end() :]
                 changed += 1
         lines[number - 1] = line
     if changed:

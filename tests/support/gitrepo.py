@@ -51,7 +51,10 @@ class GitRepo:
     def git(self, *args: str | bytes, check: bool = True) -> str:
         done = subprocess.run(
             ["git", "-c", "protocol.file.allow=always", "-c", "core.quotepath=off", *args],
-            cwd=self.root, env={**os.environ, **GIT_ENV}, capture_output=True, check=False,
+            cwd=self.root,
+            env={**os.environ, **GIT_ENV},
+            capture_output=True,
+            check=False,
         )
         if check and done.returncode:
             raise AssertionError(f"git {args!r} failed: {done.stderr.decode(errors='replace')}")
@@ -72,8 +75,9 @@ class GitRepo:
         for folder in {os.path.dirname(rel) for rel in files}:
             os.makedirs(os.path.join(root, os.fsencode(folder)), exist_ok=True)
         for rel, data in files.items():
-            fd = os.open(os.path.join(root, os.fsencode(rel)),
-                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(
+                os.path.join(root, os.fsencode(rel)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
+            )
             try:
                 os.write(fd, data)
             finally:

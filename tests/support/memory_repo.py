@@ -75,8 +75,9 @@ class MemoryRepo:
         self._stage_everything()
         index.write()
         head = self.repo.head.peel(pygit2.Commit)
-        oid = self.repo.create_commit(None, SIGNATURE, SIGNATURE, message, index.write_tree(),
-                                      list(head.parent_ids))
+        oid = self.repo.create_commit(
+            None, SIGNATURE, SIGNATURE, message, index.write_tree(), list(head.parent_ids)
+        )
         self.repo.head.set_target(oid)
         return str(oid)
 

@@ -21,9 +21,17 @@ def main(cases: list[list[str]]) -> None:
             agent = hub.agent(workdir, agent_id=case, memory_repo=repo)
             started = time.monotonic()
             result = agent.observe_memory()
-            print(json.dumps({"case": case, "status": result["status"],
-                              "reason": result.get("reason"),
-                              "seconds": round(time.monotonic() - started, 3)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "case": case,
+                        "status": result["status"],
+                        "reason": result.get("reason"),
+                        "seconds": round(time.monotonic() - started, 3),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -23,16 +23,21 @@ class TidingsProcess:
         self.args = list(args)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tidings", *args],
-            env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
         self._threads = [
-            threading.Thread(target=self._pump, args=(self.process.stdout, self.lines.put),
-                             daemon=True),
-            threading.Thread(target=self._pump, args=(self.process.stderr, self.stderr.append),
-                             daemon=True),
+            threading.Thread(
+                target=self._pump, args=(self.process.stdout, self.lines.put), daemon=True
+            ),
+            threading.Thread(
+                target=self._pump, args=(self.process.stderr, self.stderr.append), daemon=True
+            ),
         ]
         for t in self._threads:
             t.start()
@@ -96,12 +101,18 @@ class TidingsProcess:
         return int(self.process.returncode)
 
 
-def run_cli(args: Sequence[str], env: dict[str, str], timeout: float = 60.0,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: Sequence[str], env: dict[str, str], timeout: float = 60.0, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run one short ``tidings`` command to completion."""
     return subprocess.run(
-        [sys.executable, "-m", "tidings", *args], env=env, cwd=cwd, capture_output=True,
-        text=True, timeout=timeout, check=False,
+        [sys.executable, "-m", "tidings", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -112,8 +123,9 @@ class ProcessGroup:
         self.env = env
         self.processes: list[TidingsProcess] = []
 
-    def start(self, *args: str, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> TidingsProcess:
+    def start(
+        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> TidingsProcess:
         proc = TidingsProcess(args, {**self.env, **(env or {})}, cwd)
         self.processes.append(proc)
         return proc

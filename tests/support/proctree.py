@@ -16,7 +16,7 @@ def _stat(pid: int) -> tuple[int, str] | None:
         text = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces
     return int(fields[1]), fields[0]
 
 

@@ -25,8 +25,9 @@ NODE_TIMEOUT_MS = 1000
 class RedisCluster:
     """``PRIMARIES`` primaries, each with ``replicas`` replicas, ``cluster_state:ok``."""
 
-    def __init__(self, directory: Path, *, replicas: int = 0,
-                 node_timeout_ms: int = NODE_TIMEOUT_MS) -> None:
+    def __init__(
+        self, directory: Path, *, replicas: int = 0, node_timeout_ms: int = NODE_TIMEOUT_MS
+    ) -> None:
         self.directory = directory
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
@@ -46,16 +47,28 @@ class RedisCluster:
             for n in range(PRIMARIES * (1 + self.replicas)):
                 directory = self.directory / f"node{n}"
                 buses.append(free_port())
-                self.nodes.append(RedisServer(directory, extra=(
-                    "--cluster-enabled", "yes",
-                    "--cluster-config-file", str(directory / "nodes.conf"),
-                    # The bus port defaults to port + 10000, past 65535 for a high free port.
-                    "--cluster-port", str(buses[-1]),
-                    "--cluster-node-timeout", str(self.node_timeout_ms),
-                    "--cluster-replica-validity-factor", "0",
-                    # A replica's first sync at once, not after the default 5 s pause.
-                    "--repl-diskless-sync-delay", "0",
-                )).start())
+                self.nodes.append(
+                    RedisServer(
+                        directory,
+                        extra=(
+                            "--cluster-enabled",
+                            "yes",
+                            "--cluster-config-file",
+                            str(directory / "nodes.conf"),
+                            # The bus port defaults to port + 10000, past 65535 for a high
+                            # free port.
+                            "--cluster-port",
+                            str(buses[-1]),
+                            "--cluster-node-timeout",
+                            str(self.node_timeout_ms),
+                            "--cluster-replica-validity-factor",
+                            "0",
+                            # A replica's first sync at once, not after the default 5 s pause.
+                            "--repl-diskless-sync-delay",
+                            "0",
+                        ),
+                    ).start()
+                )
             self._join(buses)
             self.wait_ok(self.nodes)
             self.wait_replicated()
@@ -94,9 +107,11 @@ class RedisCluster:
             while True:
                 with node.client() as c:
                     info = c.cluster("info")
-                if info.get("cluster_state") == "ok" and \
-                        int(info.get("cluster_slots_ok", 0)) == SLOTS and \
-                        int(info.get("cluster_known_nodes", 0)) == len(self.nodes):
+                if (
+                    info.get("cluster_state") == "ok"
+                    and int(info.get("cluster_slots_ok", 0)) == SLOTS
+                    and int(info.get("cluster_known_nodes", 0)) == len(self.nodes)
+                ):
                     break
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"cluster not ok on {node.port}: {info}")
@@ -110,9 +125,11 @@ class RedisCluster:
             while True:
                 with node.client() as c:
                     info = c.info("replication")
-                online = sum(1 for k, v in info.items()
-                             if k.startswith("slave") and isinstance(v, dict)
-                             and v.get("state") == "online")
+                online = sum(
+                    1
+                    for k, v in info.items()
+                    if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
+                )
                 if online >= self.replicas:
                     break
                 if time.monotonic() > deadline:

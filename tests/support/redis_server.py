@@ -35,14 +35,18 @@ def with_acl_passwords(line: str) -> str:
     words = line.split()
     if words[:1] != ["user"]:
         return line
-    return " ".join(f">{acl_password(words[1])}" if w.startswith(">change-me") else w
-                    for w in words)
+    return " ".join(
+        f">{acl_password(words[1])}" if w.startswith(">change-me") else w for w in words
+    )
 
 
 def shipped_users(conf: Path = DEPLOY_REDIS_CONF) -> list[str]:
     """deploy/redis.conf's ``user`` lines, with :func:`with_acl_passwords`."""
-    return [with_acl_passwords(line) for line in conf.read_text("utf-8").splitlines()
-            if line.split()[:1] == ["user"]]
+    return [
+        with_acl_passwords(line)
+        for line in conf.read_text("utf-8").splitlines()
+        if line.split()[:1] == ["user"]
+    ]
 
 
 def free_port() -> int:
@@ -76,8 +80,15 @@ class RedisServer:
     :meth:`client` as ``tidings-admin`` for the test's own inspection and resets.
     """
 
-    def __init__(self, directory: Path, *, aof: bool = False, port: int | None = None,
-                 extra: tuple[str, ...] = (), acl: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        aof: bool = False,
+        port: int | None = None,
+        extra: tuple[str, ...] = (),
+        acl: bool = False,
+    ) -> None:
         self.directory = directory
         self.aof = aof
         self.port = port or free_port()
@@ -101,11 +112,23 @@ class RedisServer:
             users.write_text("\n".join(shipped_users()) + "\n", "utf-8")
             config = [str(users)]
         args = [
-            redis_binary(), *config, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--dir", str(self.directory),
-            "--appendonly", "yes" if self.aof else "no",
-            "--appendfsync", "always" if self.aof else "everysec",
-            "--logfile", str(self.directory / "redis.log"), *self.extra,
+            redis_binary(),
+            *config,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            str(self.directory),
+            "--appendonly",
+            "yes" if self.aof else "no",
+            "--appendfsync",
+            "always" if self.aof else "everysec",
+            "--logfile",
+            str(self.directory / "redis.log"),
+            *self.extra,
         ]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10

@@ -42,8 +42,7 @@ def render_together(workdir: str, variants: list[str]) -> list[tuple[str, dict[s
     """One forked process per variant, started at once; their ``(variant, lane)`` pairs."""
     start = _FORK.Event()
     results = _FORK.Queue()
-    children = [_FORK.Process(target=_render, args=(workdir, v, start, results))
-                for v in variants]
+    children = [_FORK.Process(target=_render, args=(workdir, v, start, results)) for v in variants]
     try:
         for child in children:
             child.start()

@@ -49,7 +49,8 @@ class SentinelProcess:
         )
         self.process = subprocess.Popen(
             [redis_binary(), str(conf), "--sentinel"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_until(self._answers, timeout=10, what=f"sentinel on {self.port}")
         return self
@@ -113,8 +114,7 @@ class SentinelSet:
     def _replica_known(self) -> bool:
         for sentinel in self.sentinels:
             replicas = sentinel.command("SENTINEL", "REPLICAS", SERVICE)
-            if not any("s_down" not in str(r) and "disconnected" not in str(r)
-                       for r in replicas):
+            if not any("s_down" not in str(r) and "disconnected" not in str(r) for r in replicas):
                 return False
         return True
 
@@ -144,8 +144,7 @@ class SentinelSet:
         master = self.master()
         with master.client(decode_responses=True) as admin:
             admin.execute_command("CLIENT", "PAUSE", SWITCHOVER_PAUSE_MS, "WRITE")
-            wait_until(lambda: self._replica_caught_up(admin), timeout=10,
-                       what="replica caught up")
+            wait_until(lambda: self._replica_caught_up(admin), timeout=10, what="replica caught up")
             self.force_failover()
             self.wait_promoted(master.port)
             admin.execute_command("CLIENT", "KILL", "TYPE", "normal")
@@ -162,8 +161,9 @@ class SentinelSet:
         """Wait until every Sentinel names a new master that answers as one."""
 
         def promoted() -> int | None:
-            ports = {s.command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)[1]
-                     for s in self.sentinels}
+            ports = {
+                s.command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)[1] for s in self.sentinels
+            }
             if len(ports) != 1:
                 return None
             port = int(ports.pop())

@@ -28,8 +28,9 @@ def attention_spiller(root: Path) -> spill.Spiller:
 def persistent_spiller(
     root: Path, index: spill_persistent.SpillIndex | None = None, now: float = 1_700_000_000.0
 ) -> spill.Spiller:
-    return partial(spill_persistent.spill_persistent, root,
-                   index=index or MemorySpillIndex(), now=now)
+    return partial(
+        spill_persistent.spill_persistent, root, index=index or MemorySpillIndex(), now=now
+    )
 
 
 def spill_files(root: Path) -> list[str]:

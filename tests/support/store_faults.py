@@ -87,8 +87,11 @@ class Burst:
 
     def wait_acked(self, count: int, timeout: float = 60.0) -> None:
         target = len(self.acked) + count
-        wait_until(lambda: len(self.acked) >= target, timeout=timeout,
-                   what=f"{count} more acknowledged publishes")
+        wait_until(
+            lambda: len(self.acked) >= target,
+            timeout=timeout,
+            what=f"{count} more acknowledged publishes",
+        )
 
     def finish(self) -> list[str]:
         self.stop.set()
@@ -109,8 +112,11 @@ def file_ids(workdir: Path, channel: str) -> list[str]:
 
 def tally(acked: list[str], ids: list[str]) -> Tally:
     counts = Counter(ids)
-    return {"acked": len(acked), "lost": sum(1 for e in acked if e not in counts),
-            "duplicated": sum(n - 1 for n in counts.values() if n > 1)}
+    return {
+        "acked": len(acked),
+        "lost": sum(1 for e in acked if e not in counts),
+        "duplicated": sum(n - 1 for n in counts.values() if n > 1),
+    }
 
 
 def engines(state: Path) -> list[int]:
@@ -132,18 +138,18 @@ def aof_units(raw: bytes) -> list[tuple[int, int]]:
     pos, block = 0, -1
     while pos < len(raw):
         start = pos
-        if raw[pos:pos + 1] == b"#":  # an annotation line
+        if raw[pos : pos + 1] == b"#":  # an annotation line
             pos = raw.index(b"\r\n", pos) + 2
             units.append((start, pos))
             continue
         end = raw.index(b"\r\n", pos)
-        count = int(raw[pos + 1:end])
+        count = int(raw[pos + 1 : end])
         pos = end + 2
         words = []
         for _ in range(count):
             end = raw.index(b"\r\n", pos)
-            size = int(raw[pos + 1:end])
-            words.append(raw[end + 2:end + 2 + size])
+            size = int(raw[pos + 1 : end])
+            words.append(raw[end + 2 : end + 2 + size])
             pos = end + 2 + size + 2
         name = words[0].upper() if words else b""
         if name == b"MULTI":
@@ -212,8 +218,9 @@ class Store:
 
 
 @contextlib.contextmanager
-def fault_store(procs: ProcessGroup, env: dict[str, str], workdir: Path
-                ) -> Iterator[tuple[Store, Any]]:
+def fault_store(
+    procs: ProcessGroup, env: dict[str, str], workdir: Path
+) -> Iterator[tuple[Store, Any]]:
     """A started store and an agent on it whose client times out after
     :data:`CLIENT_TIMEOUT` (its failover retry budget is the shipped one)."""
     env["TIDINGS_BROKER_HEARTBEAT_MS"] = "1000"
@@ -239,8 +246,9 @@ def settle(agent: Any, workdir: Path, channel: str, acked: list[str]) -> Tally:
     return tally(acked, [e for e in file_ids(workdir, channel) if e != last["event_id"]])
 
 
-def run_round(fault: str, store: Store, agent: Any, workdir: Path, round_no: int,
-              commands: int = 0) -> Tally:
+def run_round(
+    fault: str, store: Store, agent: Any, workdir: Path, round_no: int, commands: int = 0
+) -> Tally:
     """Round ``round_no``: one burst into a fresh channel struck by ``fault``, counted."""
     channel = CHANNELS[round_no]
     floor = newest_aof(store.state).stat().st_size if fault == "aof_tail" else 0
@@ -261,8 +269,9 @@ def run_round(fault: str, store: Store, agent: Any, workdir: Path, round_no: int
     elif fault == "kill_up":
         store.up.process.send_signal(signal.SIGKILL)
         store.up.process.wait(10)
-        wait_until(lambda: not engines(store.state), timeout=20,
-                   what="the engine to stop with its parent")
+        wait_until(
+            lambda: not engines(store.state), timeout=20, what="the engine to stop with its parent"
+        )
         store.start()
     elif fault == "aof_tail":
         store.kill_all()

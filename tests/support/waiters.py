@@ -10,21 +10,24 @@ import tidings.aio
 from tidings.store.settings import Settings
 
 
-def wait_all(state_url: str, broker_url: str | None, host: str, base: Path, count: int,
-             seconds: float) -> list[object]:
+def wait_all(
+    state_url: str, broker_url: str | None, host: str, base: Path, count: int, seconds: float
+) -> list[object]:
     """Each waiter's ``wait_for_wake(seconds)`` answer (or what it raised), in order."""
 
     async def scenario() -> list[object]:
-        async with tidings.aio.connect(state_url, broker_url=broker_url,
-                                       settings=Settings(host=host)) as hub:
+        async with tidings.aio.connect(
+            state_url, broker_url=broker_url, settings=Settings(host=host)
+        ) as hub:
             agents = []
             for n in range(count):
                 (base / f"a{n}").mkdir()
                 agents.append(await hub.agent(base / f"a{n}", inline=True))
             for agent in agents[::3]:
                 await agent.admit("ticket", "wake", wake=True)
-            return await asyncio.gather(*(a.wait_for_wake(seconds) for a in agents),
-                                        return_exceptions=True)
+            return await asyncio.gather(
+                *(a.wait_for_wake(seconds) for a in agents), return_exceptions=True
+            )
 
     return asyncio.run(scenario())
 

@@ -43,9 +43,13 @@ def built(builder: Any) -> Iterator[str]:
         if isinstance(member, str) and (name.isupper() or name in properties):
             yield member
         elif inspect.ismethod(member) or (
-                inspect.isfunction(member) and member.__module__ == builder.__name__):
-            required = [p for p in inspect.signature(member).parameters.values()
-                        if p.default is inspect.Parameter.empty]
+            inspect.isfunction(member) and member.__module__ == builder.__name__
+        ):
+            required = [
+                p
+                for p in inspect.signature(member).parameters.values()
+                if p.default is inspect.Parameter.empty
+            ]
             value = member(*(f"sample{i}" for i in range(len(required))))
             if isinstance(value, str):
                 yield value
@@ -59,13 +63,20 @@ def tidings_keys() -> list[str]:
 
 def dramatiq_keys() -> list[str]:
     broker = make_broker(fakeredis.FakeRedis(), Settings(host="h1"))
-    message = dramatiq.Message(queue_name="tidings.host.h1", actor_name="flush_channel",
-                               args=(), kwargs={}, options={})
+    message = dramatiq.Message(
+        queue_name="tidings.host.h1", actor_name="flush_channel", args=(), kwargs={}, options={}
+    )
     backend = next(m.backend for m in broker.middleware if hasattr(m, "backend"))
     queue = f"{broker.namespace}:tidings.host.h1"
-    return [broker.namespace, queue, f"{queue}.msgs", f"{queue}.XQ",
-            f"{broker.namespace}:__heartbeats__", f"{broker.namespace}:__acks__.w1.q",
-            backend.build_message_key(message)]
+    return [
+        broker.namespace,
+        queue,
+        f"{queue}.msgs",
+        f"{queue}.XQ",
+        f"{broker.namespace}:__heartbeats__",
+        f"{broker.namespace}:__acks__.w1.q",
+        backend.build_message_key(message),
+    ]
 
 
 @pytest.mark.parametrize("user", ["tidings", "tidings-producer"])

@@ -24,9 +24,12 @@ MIRRORED_ATTRIBUTES = {"record", "inline"}
 
 
 def _public(cls: type) -> dict[str, object]:
-    return {name: member for name, member in vars(cls).items()
-            if (not name.startswith("_") or name in ("__enter__", "__exit__"))
-            and (callable(member) or isinstance(member, property))}
+    return {
+        name: member
+        for name, member in vars(cls).items()
+        if (not name.startswith("_") or name in ("__enter__", "__exit__"))
+        and (callable(member) or isinstance(member, property))
+    }
 
 
 def _params(function: object) -> list[tuple[str, object, object]]:
@@ -42,7 +45,8 @@ def test_same_public_methods(sync_cls: type, async_cls: type) -> None:
         async_names -= MIRRORED_ATTRIBUTES
     assert sync_names == async_names, (
         f"only on {sync_cls.__name__}: {sorted(sync_names - async_names)}; "
-        f"only on {async_cls.__name__}: {sorted(async_names - sync_names)}")
+        f"only on {async_cls.__name__}: {sorted(async_names - sync_names)}"
+    )
 
 
 @pytest.mark.parametrize(("sync_cls", "async_cls"), [(Hub, AsyncHub), (Agent, AsyncAgent)])
@@ -55,7 +59,6 @@ def test_same_signatures_as_coroutines(sync_cls: type, async_cls: type) -> None:
             continue
         assert inspect.iscoroutinefunction(async_member), f"{async_cls.__name__}.{name}"
         assert _params(sync_member) == _params(async_member), name
-
 
 
 @pytest.mark.parametrize("cls", [Hub, Agent, AsyncHub, AsyncAgent])

@@ -54,8 +54,9 @@ def warnings_published(rt: Runtime, agent: AgentRecord) -> list[str]:
     return [e["ref_id"] for e in system_events(agent)]
 
 
-def test_1500_rogue_files_100_warnings_and_one_overflow(rt: Runtime, agent: AgentRecord,
-                                                        monkeypatch: Any) -> None:
+def test_1500_rogue_files_100_warnings_and_one_overflow(
+    rt: Runtime, agent: AgentRecord, monkeypatch: Any
+) -> None:
     """Acceptance 3: at most 100 individual warnings, exactly one overflow event."""
     published: list[dict[str, Any]] = []
     real = blocked_overflow.system_events.notify
@@ -103,14 +104,27 @@ def test_set_stays_bounded_and_registration_makes_room(rt: Runtime, agent: Agent
     k = AgentKeys(agent.agent_id)
     warned = sorted(m.decode() for m in rt.redis.smembers(k.blocked))
     assert len(warned) == blocked_overflow.MAX_WARNED_BLOCKED
-    assert add(rt, agent, {"name": "h", "channel": warned[0], "source": "s",
-                                 "description": "d", "how_to_modify": "m",
-                                 "how_to_cancel": "c"})["status"] == "ok"
+    assert (
+        add(
+            rt,
+            agent,
+            {
+                "name": "h",
+                "channel": warned[0],
+                "source": "s",
+                "description": "d",
+                "how_to_modify": "m",
+                "how_to_cancel": "c",
+            },
+        )["status"]
+        == "ok"
+    )
     again = tick(rt, agent)
     assert len(again["blocked"]) == 1  # the freed slot goes to one more channel
     assert rt.redis.scard(k.blocked) == blocked_overflow.MAX_WARNED_BLOCKED
-    overflow_event = [e for e in system_events(agent)
-                      if e["ref_id"] == blocked_overflow.OVERFLOW_REF]
+    overflow_event = [
+        e for e in system_events(agent) if e["ref_id"] == blocked_overflow.OVERFLOW_REF
+    ]
     assert overflow_event[0]["body"] == blocked_overflow.overflow_body(2)
 
 
@@ -124,4 +138,3 @@ def test_a_few_rogue_files_never_announce_an_overflow(rt: Runtime, agent: AgentR
 
 def test_overflow_key_is_hash_tagged(agent: AgentRecord) -> None:
     assert AgentKeys(agent.agent_id).blocked_overflow.startswith("{a:a1}:")
-

@@ -54,12 +54,15 @@ class TestUntouched:
     def test_b6_exactly_at_the_cap(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(3, 100)}
         assert cap_attention.cap_lane(lane, measure(lane), attention_spiller(tmp_path)) is lane
-        assert cap_attention.cap_lane(lane, measure(lane) - 1,
-                                      attention_spiller(tmp_path)) is not lane
+        assert (
+            cap_attention.cap_lane(lane, measure(lane) - 1, attention_spiller(tmp_path)) is not lane
+        )
 
     def test_b6_input_not_mutated(self, tmp_path: Path) -> None:
-        lane = {"mcp.telegram": telegram(25, 3000), "system": {"data": {"text_truncated": False,
-                                                                         "text": "s" * 9000}}}
+        lane = {
+            "mcp.telegram": telegram(25, 3000),
+            "system": {"data": {"text_truncated": False, "text": "s" * 9000}},
+        }
         before = copy.deepcopy(lane)
         cap_attention.cap_lane(lane, 2048, attention_spiller(tmp_path))
         assert lane == before
@@ -81,8 +84,12 @@ class TestMarker:
     def test_b7_marker_and_comment_without_spill(self) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
         out = cap_attention.cap_lane(lane, 10_000, failed_spill)
-        assert out["overflow"] == {"path": None, "full_chars": measure(lane), "truncated": True,
-                                   "spill_failed": True}
+        assert out["overflow"] == {
+            "path": None,
+            "full_chars": measure(lane),
+            "truncated": True,
+            "spill_failed": True,
+        }
         assert out["comment"] == (
             "Full notification content exceeds the attention block size cap and the overflow "
             "file could not be written — use the producer tool for the full content."
@@ -105,12 +112,13 @@ class TestBudgetStages:
         assert out["mcp.telegram"]["data"]["messages"][0]["text"] == "t" * 200 + "..."
         for key in ("header", "icon", "priority", "instructions"):
             assert out["mcp.telegram"][key] == lane["mcp.telegram"][key]
-        assert out["mcp.telegram"]["data"]["message_ids"] == lane["mcp.telegram"]["data"][
-            "message_ids"]
+        assert (
+            out["mcp.telegram"]["data"]["message_ids"]
+            == lane["mcp.telegram"]["data"]["message_ids"]
+        )
         assert out["mcp.telegram"]["data"]["count"] == 25
 
-    @pytest.mark.parametrize(("n", "expected"), [(25, {203}), (60, {103}), (80, {53}),
-                                                 (120, {0})])
+    @pytest.mark.parametrize(("n", "expected"), [(25, {203}), (60, {103}), (80, {53}), (120, {0})])
     def test_b12_first_stage_that_fits(self, n: int, expected: set[int]) -> None:
         out = cap_attention.cap_lane({"mcp.telegram": telegram(n, 3000)}, 10_000, failed_spill)
         assert texts(out) == expected
@@ -127,17 +135,27 @@ class TestBudgetStages:
         assert out["pad"] == "x" * 4000  # a non-heavy key, however long
 
     def test_b12_only_direct_string_values(self) -> None:
-        lane = {"system": {"text": ["a" * 600], "body": {"inner": "b" * 600}},
-                "other": {"message": "m" * 9500}}
+        lane = {
+            "system": {"text": ["a" * 600], "body": {"inner": "b" * 600}},
+            "other": {"message": "m" * 9500},
+        }
         out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         assert out["system"] == lane["system"]
         assert out["other"] == {"message": "m" * 200 + "..."}
 
     def test_b12_existing_flags_become_true_never_added(self) -> None:
-        lane = {"system": {"data": {"text": "a" * 600, "text_truncated": False,
-                                    "body": "b" * 600,
-                                    "summary": "short", "summary_truncated": False}},
-                "pad": "x" * 9200}
+        lane = {
+            "system": {
+                "data": {
+                    "text": "a" * 600,
+                    "text_truncated": False,
+                    "body": "b" * 600,
+                    "summary": "short",
+                    "summary_truncated": False,
+                }
+            },
+            "pad": "x" * 9200,
+        }
         out = cap_attention.cap_lane(lane, 10_000, failed_spill)
         data = out["system"]["data"]
         assert data["text_truncated"] is True
@@ -161,11 +179,21 @@ def routing_lane() -> dict[str, Any]:
     ids = [f"id-{i:04d}" for i in range(60)]
     return {
         "mcp.alpha": {
-            "header": "H" * 3000, "ref": "r" * 400, "ref_id": "q" * 100,
-            "event_id": "e" * 300, "event_ids": ids, "message_ref": {"chat": "c" * 300},
-            "count": 12345678, "email_ids": ids,
-            "data": {"ref": "R" * 400, "message_ids": ids, "subject": "S" * 3000,
-                     "event_ids": ids, "count": 98765432},
+            "header": "H" * 3000,
+            "ref": "r" * 400,
+            "ref_id": "q" * 100,
+            "event_id": "e" * 300,
+            "event_ids": ids,
+            "message_ref": {"chat": "c" * 300},
+            "count": 12345678,
+            "email_ids": ids,
+            "data": {
+                "ref": "R" * 400,
+                "message_ids": ids,
+                "subject": "S" * 3000,
+                "event_ids": ids,
+                "count": 98765432,
+            },
         },
         "mcp.beta": "a plain string payload",
         "mcp.gamma": {"data": "not an object", "event_id": "g1"},
@@ -174,8 +202,11 @@ def routing_lane() -> dict[str, Any]:
 
 def candidates(lane: dict[str, Any], spill: Spill) -> list[dict[str, Any]]:
     overflow = cap_attention.marker(spill, measure(lane))
-    comment = (cap_attention.COMMENT_SPILLED.format(path=spill.path) if spill.ok
-               else cap_attention.COMMENT_NOT_SPILLED)
+    comment = (
+        cap_attention.COMMENT_SPILLED.format(path=spill.path)
+        if spill.ok
+        else cap_attention.COMMENT_NOT_SPILLED
+    )
     return list(cap_attention._compacted(lane, overflow, comment))
 
 
@@ -194,8 +225,16 @@ class TestRoutingStub:
         lane = routing_lane()
         out = cap_attention.cap_lane(lane, 9_000, failed_spill)
         alpha = out["mcp.alpha"]
-        assert set(alpha) == {"ref", "ref_id", "event_id", "event_ids", "message_ref", "count",
-                              "email_ids", "data"}
+        assert set(alpha) == {
+            "ref",
+            "ref_id",
+            "event_id",
+            "event_ids",
+            "message_ref",
+            "count",
+            "email_ids",
+            "data",
+        }
         assert set(alpha["data"]) == {"ref", "message_ids", "event_ids", "count"}
         assert out["mcp.beta"] == "a plain string payload"
         assert out["mcp.gamma"] == {"event_id": "g1"}
@@ -211,8 +250,12 @@ class TestRoutingStub:
         out = cap_attention.cap_lane(lane, measure(target), failed_spill)
         assert out == target
         entries = [out["mcp.alpha"], out["mcp.gamma"]]
-        dropped = {1: ("ref", "ref_id"), 2: ("event_id", "event_ids"), 3: ("message_ref",),
-                   5: ("count",)}
+        dropped = {
+            1: ("ref", "ref_id"),
+            2: ("event_id", "event_ids"),
+            3: ("message_ref",),
+            5: ("count",),
+        }
         for n, keys in dropped.items():
             values = [v for e in entries for v in routing_values(e, *keys)]
             assert (values == []) == (n <= step), (n, keys)
@@ -232,11 +275,16 @@ class TestRoutingStub:
         out = cap_attention.cap_lane(lane, 2048, long_path_spill)
         name = long_path_spill(SpillRequest(lane)).name
         assert out == {
-            "overflow": {"path": None, "full_chars": measure(lane), "truncated": True,
-                         "path_omitted": True, "spill_file": name},
+            "overflow": {
+                "path": None,
+                "full_chars": measure(lane),
+                "truncated": True,
+                "path_omitted": True,
+                "spill_file": name,
+            },
             "comment": "Full notification content exceeds the attention block size cap; the "
-                       f"spill path is omitted (too long for the cap) - read logs/{name} in the "
-                       "agent workdir, or use the producer tool.",
+            f"spill path is omitted (too long for the cap) - read logs/{name} in the "
+            "agent workdir, or use the producer tool.",
         }
 
     def test_b13_step8_without_spill_names_the_digest(self) -> None:
@@ -245,12 +293,18 @@ class TestRoutingStub:
         overflow = cap_attention.marker(Spill(), 99)
         guard = list(cap_attention._envelopes(Spill(), digest8, overflow))[1]
         assert guard == {
-            "overflow": {"path": None, "full_chars": 99, "truncated": True, "spill_failed": True,
-                         "path_omitted": True, "digest": digest8},
+            "overflow": {
+                "path": None,
+                "full_chars": 99,
+                "truncated": True,
+                "spill_failed": True,
+                "path_omitted": True,
+                "digest": digest8,
+            },
             "comment": "Full notification content exceeds the attention block size cap; the "
-                       "spill path is omitted (too long for the cap) - read logs/notification-"
-                       f"attention-overflow-{digest8}.json in the agent workdir, or use the "
-                       "producer tool.",
+            "spill path is omitted (too long for the cap) - read logs/notification-"
+            f"attention-overflow-{digest8}.json in the agent workdir, or use the "
+            "producer tool.",
         }
 
     def test_b13_below_the_floor_degrades_to_the_smallest_lane(self) -> None:
@@ -273,18 +327,21 @@ class TestGuarantees:
         """The longest name and a huge ``full_chars`` still leave room under 2,048."""
         name = "notification-attention-overflow-ffffffff-100.json"
         spill = Spill(name, "/" + "p" * 5000)
-        guard = list(cap_attention._envelopes(spill, "ffffffff", cap_attention.marker(spill,
-                                                                                      10**18)))[1]
+        guard = list(
+            cap_attention._envelopes(spill, "ffffffff", cap_attention.marker(spill, 10**18))
+        )[1]
         assert measure(guard) <= 2048
-        failed = next(cap_attention._envelopes(Spill(), "ffffffff", cap_attention.marker(Spill(),
-                                                                                         10**18)))
+        failed = next(
+            cap_attention._envelopes(Spill(), "ffffffff", cap_attention.marker(Spill(), 10**18))
+        )
         assert measure(failed) <= 2048
 
     def test_b20_same_input_same_lane(self, tmp_path: Path) -> None:
         lane = {"mcp.telegram": telegram(25, 3000)}
         first = cap_attention.cap_lane(lane, 4000, attention_spiller(tmp_path))
-        second = cap_attention.cap_lane(json.loads(json.dumps(lane)), 4000,
-                                        attention_spiller(tmp_path))
+        second = cap_attention.cap_lane(
+            json.loads(json.dumps(lane)), 4000, attention_spiller(tmp_path)
+        )
         assert first == second
         assert len(spill_files(tmp_path)) == 1
 
@@ -293,39 +350,68 @@ class TestSanitise:
     """B4: lanes the persistent block carries are pointed to, not repeated."""
 
     def test_b4_email_entry(self) -> None:
-        attention = {"email": {"header": "3 new emails", "icon": "📧", "priority": "high",
-                               "published_at": "2024-01-01T00:00:00Z",
-                               "data": {"emails": [{"body": "secret"}]}},
-                     "system": {"header": "s"}}
+        attention = {
+            "email": {
+                "header": "3 new emails",
+                "icon": "📧",
+                "priority": "high",
+                "published_at": "2024-01-01T00:00:00Z",
+                "data": {"emails": [{"body": "secret"}]},
+            },
+            "system": {"header": "s"},
+        }
         persistent = {"email": {"emails": [{"id": "e1"}, {"id": "e2"}, {"x": 1}]}}
         out = sanitise_attention(attention, persistent)
         assert out == {
-            "email": {"header": "Email event", "data": {"email_ids": ["e1", "e2"]},
-                      "instructions": "Email content is in "
-                                      "_meta.agent_meta.notifications.persistent.email.",
-                      "icon": "📧", "priority": "high", "published_at": "2024-01-01T00:00:00Z"},
+            "email": {
+                "header": "Email event",
+                "data": {"email_ids": ["e1", "e2"]},
+                "instructions": "Email content is in "
+                "_meta.agent_meta.notifications.persistent.email.",
+                "icon": "📧",
+                "priority": "high",
+                "published_at": "2024-01-01T00:00:00Z",
+            },
             "system": {"header": "s"},
         }
         assert attention["email"]["data"] == {"emails": [{"body": "secret"}]}
 
     def test_b4_email_ids_preferred(self) -> None:
-        out = sanitise_attention({"email": {}}, {"email": {"email_ids": ["a", "b"],
-                                                           "emails": [{"id": "c"}]}})
+        out = sanitise_attention(
+            {"email": {}}, {"email": {"email_ids": ["a", "b"], "emails": [{"id": "c"}]}}
+        )
         assert out["email"]["data"] == {"email_ids": ["a", "b"]}
 
-    @pytest.mark.parametrize(("im", "name"), [("telegram", "Telegram"), ("wechat", "WeChat"),
-                                              ("feishu", "Feishu"), ("whatsapp", "WhatsApp"),
-                                              ("signal", "signal")])
+    @pytest.mark.parametrize(
+        ("im", "name"),
+        [
+            ("telegram", "Telegram"),
+            ("wechat", "WeChat"),
+            ("feishu", "Feishu"),
+            ("whatsapp", "WhatsApp"),
+            ("signal", "signal"),
+        ],
+    )
     def test_b4_im_entries(self, im: str, name: str) -> None:
         attention = {f"mcp.{im}": {"header": "x", "priority": "low", "data": {"messages": []}}}
-        persistent = {"mcp": {im: {"messages": [{"id": "m1"}, {"id": "m2"}],
-                                   "referenced_messages": [{"id": "r1"}]}}}
+        persistent = {
+            "mcp": {
+                im: {
+                    "messages": [{"id": "m1"}, {"id": "m2"}],
+                    "referenced_messages": [{"id": "r1"}],
+                }
+            }
+        }
         out = sanitise_attention(attention, persistent)
-        assert out == {f"mcp.{im}": {
-            "header": f"{name} event", "data": {"message_ids": ["m1", "m2"]},
-            "instructions": f"Message content is in "
-                            f"_meta.agent_meta.notifications.persistent.mcp.{im}.",
-            "priority": "low"}}
+        assert out == {
+            f"mcp.{im}": {
+                "header": f"{name} event",
+                "data": {"message_ids": ["m1", "m2"]},
+                "instructions": f"Message content is in "
+                f"_meta.agent_meta.notifications.persistent.mcp.{im}.",
+                "priority": "low",
+            }
+        }
 
     def test_b4_nothing_to_replace_returns_the_same_map(self) -> None:
         attention = {"system": {"header": "s"}}

@@ -20,7 +20,7 @@ def test_b21_reading_guidance_ships_in_the_manual() -> None:
     shipped = manual()
     assert shipped["status"] == "ok"
     text = shipped["notification_manual"]
-    section = " ".join(text[text.index(SECTION):].split("\n## ")[0].split())
+    section = " ".join(text[text.index(SECTION) :].split("\n## ")[0].split())
     assert "An `overflow` marker alone is no reason to re-read everything." in section
     assert "only for required content that is absent from every current copy" in section
     assert "`spill_failed`, call the producer's own tool" in section

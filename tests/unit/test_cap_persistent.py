@@ -30,8 +30,16 @@ def long_path(request: SpillRequest) -> Spill:
 
 def email_lane(n: int, chars: int) -> dict[str, Any]:
     return {
-        "emails": [{"id": f"e{i}", "event_id": f"ev-e{i}", "subject": f"subject {i}",
-                    "body": "b" * chars, "comment": "from work"} for i in range(n)],
+        "emails": [
+            {
+                "id": f"e{i}",
+                "event_id": f"ev-e{i}",
+                "subject": f"subject {i}",
+                "body": "b" * chars,
+                "comment": "from work",
+            }
+            for i in range(n)
+        ],
         "email_ids": [f"e{i}" for i in range(n)],
         "count": n,
         "newest_received_at": "2024-05-01T10:00:00Z",
@@ -40,12 +48,17 @@ def email_lane(n: int, chars: int) -> dict[str, Any]:
 
 
 def im_lane(n: int, chars: int, current: int | None = None) -> dict[str, Any]:
-    messages = [{"id": f"t{i}", "event_id": f"ev-t{i}", "from": "bob", "text": "t" * chars}
-                for i in range(n)]
+    messages = [
+        {"id": f"t{i}", "event_id": f"ev-t{i}", "from": "bob", "text": "t" * chars}
+        for i in range(n)
+    ]
     if current is not None:
         messages[current]["is_current"] = True
-    return {"messages": messages, "previous_block": "blk-7",
-            "referenced_messages": [{"id": "r1", "text": "r" * chars, "caption": "c" * chars}]}
+    return {
+        "messages": messages,
+        "previous_block": "blk-7",
+        "referenced_messages": [{"id": "r1", "text": "r" * chars, "caption": "c" * chars}],
+    }
 
 
 def records(block: dict[str, Any], im: str = "telegram") -> list[Any]:
@@ -56,8 +69,9 @@ def stubbed(record: Any) -> bool:
     return isinstance(record, dict) and set(record) <= {"id", "event_id"}
 
 
-def first_fit(block: dict[str, Any], low: int, high: int,
-              predicate: Any, spiller: Any = spilled) -> tuple[int, dict[str, Any]]:
+def first_fit(
+    block: dict[str, Any], low: int, high: int, predicate: Any, spiller: Any = spilled
+) -> tuple[int, dict[str, Any]]:
     """The smallest cap in [low, high] whose result satisfies ``predicate``."""
     for cap in range(low, high, 25):
         out = cap_persistent.cap_block(block, cap, spiller)
@@ -79,13 +93,19 @@ class TestRecordCompaction:
             assert "message_truncated" not in record and "body_truncated" not in record
             assert record["comment"] == f"from work {note}"
             assert record["subject"].startswith("subject")
-        assert out["overflow"] == {"path": PATH, "full_chars": measure_persistent(block),
-                                   "truncated": True}
+        assert out["overflow"] == {
+            "path": PATH,
+            "full_chars": measure_persistent(block),
+            "truncated": True,
+        }
         assert "comment" not in out  # no lane comment
 
     def test_b15_note_on_every_email_record_and_set_when_absent(self) -> None:
-        block = {"email": {"emails": [{"id": "short", "body": "tiny"},
-                                      {"id": "long", "body": "b" * 12_000}]}}
+        block = {
+            "email": {
+                "emails": [{"id": "short", "body": "tiny"}, {"id": "long", "body": "b" * 12_000}]
+            }
+        }
         out = cap_persistent.cap_block(block, 10_000, failed)
         short, long = out["email"]["emails"]
         assert short["comment"] == cap_persistent.EMAIL_NOTE_NOT_SPILLED
@@ -94,8 +114,11 @@ class TestRecordCompaction:
         assert out["overflow"]["spill_failed"] is True
 
     def test_b15_every_email_heavy_field(self) -> None:
-        record = {"id": "e1", **{k: "h" * 3000 for k in cap_persistent.EMAIL_HEAVY},
-                  "snippet": "s" * 300}
+        record = {
+            "id": "e1",
+            **{k: "h" * 3000 for k in cap_persistent.EMAIL_HEAVY},
+            "snippet": "s" * 300,
+        }
         out = cap_persistent.cap_block({"email": {"emails": [record]}}, 10_000, spilled)
         got = out["email"]["emails"][0]
         assert all(got[k] == "h" * 200 + "..." for k in cap_persistent.EMAIL_HEAVY)
@@ -106,8 +129,14 @@ class TestRecordCompaction:
     def test_b15_flags_truthful_per_field(self) -> None:
         """B15: a complete ``message`` is never flagged because its ``preview`` was cut;
         a producer's own ``<field>_truncated`` flag turns true when that field is cut."""
-        record = {"id": "e1", "message": "whole", "preview": "p" * 3000,
-                  "preview_truncated": False, "body": "b" * 3000, "message_truncated": False}
+        record = {
+            "id": "e1",
+            "message": "whole",
+            "preview": "p" * 3000,
+            "preview_truncated": False,
+            "body": "b" * 3000,
+            "message_truncated": False,
+        }
         out = cap_persistent.cap_block({"email": {"emails": [record]}}, 2_048, spilled)
         got = out["email"]["emails"][0]
         assert got["message"] == "whole" and got["message_truncated"] is False
@@ -146,8 +175,11 @@ class TestRecordCompaction:
     def test_b7_producer_overflow_key_replaced(self) -> None:
         block = {"overflow": {"producer": True}, "email": email_lane(5, 3000)}
         out = cap_persistent.cap_block(block, 10_000, spilled)
-        assert out["overflow"] == {"path": PATH, "full_chars": measure_persistent(block),
-                                   "truncated": True}
+        assert out["overflow"] == {
+            "path": PATH,
+            "full_chars": measure_persistent(block),
+            "truncated": True,
+        }
 
 
 class TestTiers:
@@ -162,8 +194,8 @@ class TestTiers:
         assert any(stubbed(m) for m in messages[:29])
         dropped = out["mcp"]["telegram"]["dropped_ids"]
         assert dropped == [f"t{i}" for i in range(len(dropped))]  # oldest first
-        assert all(stubbed(m) for m in messages[:len(dropped)])
-        assert all(m["text"] == "" for m in messages[len(dropped):29])  # budget 0
+        assert all(stubbed(m) for m in messages[: len(dropped)])
+        assert all(m["text"] == "" for m in messages[len(dropped) : 29])  # budget 0
 
     def test_b16_current_shortened_before_it_is_stubbed(self) -> None:
         block = {"mcp": {"telegram": im_lane(30, 600, current=29)}}
@@ -182,11 +214,18 @@ class TestTiers:
         assert out["mcp"]["telegram"]["dropped_ids"] == [f"t{i}" for i in range(30)]
         assert out["mcp"]["telegram"]["referenced_messages"][0]["id"] == "r1"  # never stubbed
         assert set(out["mcp"]["telegram"]["referenced_messages"][0]) == {
-            "id", "text", "caption", "text_truncated", "comment"}
+            "id",
+            "text",
+            "caption",
+            "text_truncated",
+            "comment",
+        }
 
     def test_b16_round_robin_oldest_first(self) -> None:
-        block = {"email": email_lane(8, 900), "mcp": {"telegram": im_lane(8, 900),
-                                                      "wechat": im_lane(8, 900)}}
+        block = {
+            "email": email_lane(8, 900),
+            "mcp": {"telegram": im_lane(8, 900), "wechat": im_lane(8, 900)},
+        }
         lanes = [("email", "emails"), ("telegram", "messages"), ("wechat", "messages")]
         seen_stub = False
         for cap in range(2048, 6000, 97):
@@ -205,30 +244,48 @@ class TestTiers:
         assert seen_stub
 
     def test_b16_stub_keeps_only_the_keys_it_had(self) -> None:
-        block = {"mcp": {"telegram": {"messages": [
-            {"id": "t0", "text": "x" * 9000, "from": "a"},
-            {"event_id": "ev1", "text": "y" * 9000},
-            {"id": "", "text": "z" * 9000},
-            "not a record",
-            {"id": "t0", "text": "w" * 9000},
-        ]}}}
+        block = {
+            "mcp": {
+                "telegram": {
+                    "messages": [
+                        {"id": "t0", "text": "x" * 9000, "from": "a"},
+                        {"event_id": "ev1", "text": "y" * 9000},
+                        {"id": "", "text": "z" * 9000},
+                        "not a record",
+                        {"id": "t0", "text": "w" * 9000},
+                    ]
+                }
+            }
+        }
         out = cap_persistent.cap_block(block, 400, spilled)
-        assert records(out) == [{"id": "t0"}, {"event_id": "ev1"}, {"id": ""}, "not a record",
-                                {"id": "t0"}]
+        assert records(out) == [
+            {"id": "t0"},
+            {"event_id": "ev1"},
+            {"id": ""},
+            "not a record",
+            {"id": "t0"},
+        ]
         assert out["mcp"]["telegram"]["dropped_ids"] == ["t0"]  # non-empty strings, once
 
     def test_b16_marker_only_after_both_tiers(self) -> None:
         block = {"mcp": {"telegram": im_lane(200, 100)}}
         out = cap_persistent.cap_block(block, 2048, spilled)
-        assert out == {"overflow": {"path": PATH, "full_chars": measure_persistent(block),
-                                    "truncated": True}}
+        assert out == {
+            "overflow": {"path": PATH, "full_chars": measure_persistent(block), "truncated": True}
+        }
 
     def test_b16_path_omitted_when_the_marker_is_too_long(self) -> None:
         block = {"mcp": {"telegram": im_lane(200, 100)}}
         out = cap_persistent.cap_block(block, 2048, long_path)
-        assert out == {"overflow": {"path": None, "full_chars": measure_persistent(block),
-                                    "truncated": True, "path_omitted": True,
-                                    "spill_file": "notification-overflow-1-100.json"}}
+        assert out == {
+            "overflow": {
+                "path": None,
+                "full_chars": measure_persistent(block),
+                "truncated": True,
+                "path_omitted": True,
+                "spill_file": "notification-overflow-1-100.json",
+            }
+        }
 
     def test_b16_below_the_floor(self) -> None:
         block = {"mcp": {"telegram": im_lane(200, 100)}}
@@ -240,9 +297,11 @@ class TestIdsKept:
     """B17: until the marker-only envelope no record is removed and structure stays."""
 
     def test_b17_ids_and_structure(self, tmp_path: Path) -> None:
-        block = {"email": email_lane(12, 900),
-                 "mcp": {"telegram": im_lane(12, 900, current=11)},
-                 "extra": {"anything": [1, 2, 3]}}
+        block = {
+            "email": email_lane(12, 900),
+            "mcp": {"telegram": im_lane(12, 900, current=11)},
+            "extra": {"anything": [1, 2, 3]},
+        }
         block["email"]["dropped_ids"] = ["old-1"]
         before = copy.deepcopy(block)
         for cap in (9000, 6000, 4000, 3000, 2048):

@@ -46,35 +46,63 @@ numbers = st.one_of(
     st.sampled_from([0.0, -0.0, 1e308, 5e-324, 2**63, -(2**63) - 1]),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
-id_lists = st.builds(lambda prefix, n: [f"{prefix}{i}" for i in range(n)], short_text,
-                     st.integers(0, 2500))
+id_lists = st.builds(
+    lambda prefix, n: [f"{prefix}{i}" for i in range(n)], short_text, st.integers(0, 2500)
+)
 keys = st.one_of(
-    st.sampled_from(sorted(cap_attention.HEAVY_KEYS | cap_attention.ROUTING_KEYS | {
-        "data", "header", "text_truncated", "body_truncated", "is_current", "id", "comment",
-        "overflow"})),
+    st.sampled_from(
+        sorted(
+            cap_attention.HEAVY_KEYS
+            | cap_attention.ROUTING_KEYS
+            | {
+                "data",
+                "header",
+                "text_truncated",
+                "body_truncated",
+                "is_current",
+                "id",
+                "comment",
+                "overflow",
+            }
+        )
+    ),
     short_text,
 )
 values = st.recursive(
     scalars,
-    lambda children: st.one_of(st.lists(children, max_size=5),
-                               st.dictionaries(keys, children, max_size=6)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=5), st.dictionaries(keys, children, max_size=6)
+    ),
     max_leaves=20,
 )
-heavy_maps = st.dictionaries(st.sampled_from(sorted(cap_attention.HEAVY_KEYS)), long_text,
-                             max_size=3)
+heavy_maps = st.dictionaries(
+    st.sampled_from(sorted(cap_attention.HEAVY_KEYS)), long_text, max_size=3
+)
 fields = st.one_of(values, id_lists, heavy_maps)
 envelopes = st.dictionaries(
-    keys, st.one_of(fields, st.dictionaries(keys, fields, max_size=6)), max_size=8,
+    keys,
+    st.one_of(fields, st.dictionaries(keys, fields, max_size=6)),
+    max_size=8,
 )
 structured = st.fixed_dictionaries(
     {"header": short_text},
     optional={
-        "text": long_text, "summary": long_text, "count": numbers, "event_ids": id_lists,
-        "ref": st.one_of(short_text, heavy_maps), "message_ref": heavy_maps,
-        "data": st.fixed_dictionaries({}, optional={
-            "message_ids": id_lists, "email_ids": id_lists, "ref": heavy_maps,
-            "text": long_text, "messages": st.lists(st.dictionaries(keys, fields), max_size=6),
-        }),
+        "text": long_text,
+        "summary": long_text,
+        "count": numbers,
+        "event_ids": id_lists,
+        "ref": st.one_of(short_text, heavy_maps),
+        "message_ref": heavy_maps,
+        "data": st.fixed_dictionaries(
+            {},
+            optional={
+                "message_ids": id_lists,
+                "email_ids": id_lists,
+                "ref": heavy_maps,
+                "text": long_text,
+                "messages": st.lists(st.dictionaries(keys, fields), max_size=6),
+            },
+        ),
     },
 )
 channels = st.one_of(st.sampled_from(["email", "mcp.telegram", "system", "daemon"]), short_text)
@@ -84,29 +112,47 @@ record_ids = st.one_of(short_text, st.text(min_size=20, max_size=60), st.integer
 records = st.one_of(
     st.fixed_dictionaries(
         {"id": record_ids},
-        optional={"event_id": record_ids, "text": texts, "caption": texts, "body": texts,
-                  "message": texts, "preview": texts, "is_current": st.booleans(),
-                  "comment": st.one_of(short_text, st.none(), st.integers()),
-                  "text_truncated": st.booleans(), "extra": st.one_of(values, long_text)},
+        optional={
+            "event_id": record_ids,
+            "text": texts,
+            "caption": texts,
+            "body": texts,
+            "message": texts,
+            "preview": texts,
+            "is_current": st.booleans(),
+            "comment": st.one_of(short_text, st.none(), st.integers()),
+            "text_truncated": st.booleans(),
+            "extra": st.one_of(values, long_text),
+        },
     ),
     values,
 )
 record_lists = st.lists(records, max_size=16)
 email_lanes = st.fixed_dictionaries(
     {"emails": record_lists},
-    optional={"email_ids": id_lists, "count": numbers, "context_comment": texts,
-              "dropped_ids": st.one_of(id_lists, values)},
+    optional={
+        "email_ids": id_lists,
+        "count": numbers,
+        "context_comment": texts,
+        "dropped_ids": st.one_of(id_lists, values),
+    },
 )
 im_lanes = st.fixed_dictionaries(
     {"messages": record_lists},
-    optional={"referenced_messages": record_lists, "previous_block": values,
-              "dropped_ids": st.one_of(id_lists, values)},
+    optional={
+        "referenced_messages": record_lists,
+        "previous_block": values,
+        "dropped_ids": st.one_of(id_lists, values),
+    },
 )
 blocks = st.fixed_dictionaries(
     {},
-    optional={"email": st.one_of(email_lanes, values),
-              "mcp": st.dictionaries(short_text, st.one_of(im_lanes, values), max_size=3),
-              "overflow": values, "other": values},
+    optional={
+        "email": st.one_of(email_lanes, values),
+        "mcp": st.dictionaries(short_text, st.one_of(im_lanes, values), max_size=3),
+        "overflow": values,
+        "other": values,
+    },
 )
 
 
@@ -125,8 +171,9 @@ def workdir() -> Iterator[Path]:
         yield Path(tmp)
 
 
-def recording(spiller: Callable[[SpillRequest], Spill]) -> tuple[
-        Callable[[SpillRequest], Spill], list[Spill]]:
+def recording(
+    spiller: Callable[[SpillRequest], Spill],
+) -> tuple[Callable[[SpillRequest], Spill], list[Spill]]:
     seen: list[Spill] = []
 
     def spill(request: SpillRequest) -> Spill:
@@ -155,15 +202,21 @@ def check_spill(root: Path, result: dict[str, Any], original: Any, seen: list[Sp
 def routing_view(entry: Any) -> Any:
     if not isinstance(entry, dict):
         return entry
-    return {k: ({kk: vv for kk,
-                 vv in v.items() if kk in cap_attention.ROUTING_KEYS} if k == "data" else v)
-            for k, v in entry.items()
-            if k in cap_attention.ROUTING_KEYS or (k == "data" and isinstance(v, dict))}
+    return {
+        k: (
+            {kk: vv for kk, vv in v.items() if kk in cap_attention.ROUTING_KEYS}
+            if k == "data"
+            else v
+        )
+        for k, v in entry.items()
+        if k in cap_attention.ROUTING_KEYS or (k == "data" and isinstance(v, dict))
+    }
 
 
 @PROPERTY_SETTINGS
-@example(lane={"c": {"ref": {"text": "x" * 3000}, "other": "y" * 3000, "text": "z" * 3000}},
-         cap=0.9)
+@example(
+    lane={"c": {"ref": {"text": "x" * 3000}, "other": "y" * 3000, "text": "z" * 3000}}, cap=0.9
+)
 @given(lane=lanes, cap=st.one_of(caps, shares))
 def test_b18_attention_lane_fits_and_keeps_what_fits(
     lane: dict[str, Any], cap: int | float
@@ -184,8 +237,11 @@ def test_b18_attention_lane_fits_and_keeps_what_fits(
         channels_only = {k: v for k, v in lane.items() if k not in ("overflow", "comment")}
         routed = {k: routing_view(v) for k, v in channels_only.items()}
         routed["overflow"] = cap_attention.marker(spill, measure(lane))
-        routed["comment"] = (cap_attention.COMMENT_SPILLED.format(path=spill.path) if spill.ok
-                             else cap_attention.COMMENT_NOT_SPILLED)
+        routed["comment"] = (
+            cap_attention.COMMENT_SPILLED.format(path=spill.path)
+            if spill.ok
+            else cap_attention.COMMENT_NOT_SPILLED
+        )
         if measure(routed) <= limit:  # every routing id fits: every one is kept
             for name, entry in channels_only.items():
                 if isinstance(entry, dict):  # B13 routes objects; other payloads are data
@@ -199,20 +255,33 @@ def record_ids_of(block: Any) -> list[list[Any]]:
     if isinstance(block.get("email"), dict):
         lanes.append((block["email"], "emails"))
     if isinstance(block.get("mcp"), dict):
-        lanes += [(lane, key) for lane in block["mcp"].values() if isinstance(lane, dict)
-                  for key in cap_persistent.IM_LISTS]
+        lanes += [
+            (lane, key)
+            for lane in block["mcp"].values()
+            if isinstance(lane, dict)
+            for key in cap_persistent.IM_LISTS
+        ]
     for lane, key in lanes:
         items = lane.get(key)
         if isinstance(items, list):
-            out.append([(r.get("id"), r.get("event_id")) if isinstance(r, dict) else snapshot(r)
-                        for r in items])
+            out.append(
+                [
+                    (r.get("id"), r.get("event_id")) if isinstance(r, dict) else snapshot(r)
+                    for r in items
+                ]
+            )
     return out
 
 
 @PROPERTY_SETTINGS
-@example(block={"mcp": {"im": {"messages": [{"id": f"{n:02}" + "i" * 50, "x": "y" * 20}
-                                            for n in range(30)]}}},
-         cap=0.9)
+@example(
+    block={
+        "mcp": {
+            "im": {"messages": [{"id": f"{n:02}" + "i" * 50, "x": "y" * 20} for n in range(30)]}
+        }
+    },
+    cap=0.9,
+)
 @given(block=blocks, cap=st.one_of(caps, shares))
 def test_b18_persistent_lane_fits_and_keeps_every_id(
     block: dict[str, Any], cap: int | float

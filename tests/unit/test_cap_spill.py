@@ -35,8 +35,12 @@ def big_lane(tag: str = "x", n: int = 5) -> dict[str, Any]:
 
 
 def big_block(tag: str = "x") -> dict[str, Any]:
-    return {"email": {"emails": [{"id": f"e{i}", "body": tag * 3000} for i in range(5)],
-                      "email_ids": [f"e{i}" for i in range(5)]}}
+    return {
+        "email": {
+            "emails": [{"id": f"e{i}", "body": tag * 3000} for i in range(5)],
+            "email_ids": [f"e{i}" for i in range(5)],
+        }
+    }
 
 
 def attention_name(lane: dict[str, Any], suffix: str = "") -> str:
@@ -69,8 +73,10 @@ class TestSpillDirectory:
         (tmp_path / "logs").write_text("not a dir")
         out = cap_block(big_block(), CAP, persistent_spiller(tmp_path))
         assert out["overflow"] == {
-            "path": None, "full_chars": cap_ruler.measure_persistent(big_block()),
-            "truncated": True, "spill_failed": True,
+            "path": None,
+            "full_chars": cap_ruler.measure_persistent(big_block()),
+            "truncated": True,
+            "spill_failed": True,
         }
         assert (tmp_path / "logs").read_text() == "not a dir"
 
@@ -189,8 +195,9 @@ class TestAttentionSpill:
     def test_b10_different_content_different_file(self, tmp_path: Path) -> None:
         cap_lane(big_lane("x"), CAP, attention_spiller(tmp_path))
         cap_lane(big_lane("y"), CAP, attention_spiller(tmp_path))
-        assert spill_files(tmp_path) == sorted([attention_name(big_lane("x")),
-                                                attention_name(big_lane("y"))])
+        assert spill_files(tmp_path) == sorted(
+            [attention_name(big_lane("x")), attention_name(big_lane("y"))]
+        )
 
     def test_b10_changed_file_is_not_reused(self, tmp_path: Path) -> None:
         """A spill edited after it was verified is checked again (stat identity changed)."""
@@ -224,8 +231,10 @@ class TestPersistentSpill:
         name = "notification-overflow-1700000123.json"
         assert out["overflow"]["path"] == str(tmp_path / "logs" / name)
         data = (tmp_path / "logs" / name).read_bytes()
-        assert data == json.dumps({"notification_persistent": block}, indent=2,
-                                  ensure_ascii=False).encode()
+        assert (
+            data
+            == json.dumps({"notification_persistent": block}, indent=2, ensure_ascii=False).encode()
+        )
 
     def test_b11_unchanged_block_reuses_its_file_later(self, tmp_path: Path) -> None:
         index = MemorySpillIndex()
@@ -240,8 +249,9 @@ class TestPersistentSpill:
         b = cap_block(big_block("b"), CAP, persistent_spiller(tmp_path, index, now=1000.5))
         assert a["overflow"]["path"].endswith("notification-overflow-1000.json")
         assert b["overflow"]["path"].endswith("notification-overflow-1000-1.json")
-        assert json.loads((tmp_path / "logs" / "notification-overflow-1000-1.json").read_text()) \
-            == {"notification_persistent": big_block("b")}
+        assert json.loads(
+            (tmp_path / "logs" / "notification-overflow-1000-1.json").read_text()
+        ) == {"notification_persistent": big_block("b")}
 
     def test_b11_same_second_same_content_without_index(self, tmp_path: Path) -> None:
         """Without an index entry an equal file under the ``<ts>`` name is still reused."""
@@ -290,9 +300,7 @@ class TestPersistentSpill:
         assert index.known(f"{44:064x}") == "notification-overflow-44.json"
         assert index.known(f"{299:064x}") == "notification-overflow-299.json"
 
-    def test_b11_cap_persistent_uses_the_agent_index(
-        self, rt: Runtime, agent: AgentRecord
-    ) -> None:
+    def test_b11_cap_persistent_uses_the_agent_index(self, rt: Runtime, agent: AgentRecord) -> None:
         assert isinstance(rt.clock, FakeClock)
         first = cap_persistent(rt, agent, big_block())
         rt.clock.advance(5)

@@ -56,8 +56,9 @@ SHARED: dict[str, tuple[str, ...]] = {
 MAX_SUMMARY = 76
 
 
-def commands(parser: argparse.ArgumentParser, path: str = "") -> Iterator[
-        tuple[str, argparse.ArgumentParser, str]]:
+def commands(
+    parser: argparse.ArgumentParser, path: str = ""
+) -> Iterator[tuple[str, argparse.ArgumentParser, str]]:
     """(name, parser, the help its parent lists it with) for every command, nested too;
     aliases once."""
     for action in parser._actions:
@@ -81,17 +82,20 @@ def test_the_table_lists_every_command() -> None:
 
 
 @pytest.mark.parametrize(("name", "parser", "listed"), ALL, ids=[n for n, _, _ in ALL])
-def test_help_starts_with_a_one_line_description(name: str, parser: argparse.ArgumentParser,
-                                                 listed: str) -> None:
+def test_help_starts_with_a_one_line_description(
+    name: str, parser: argparse.ArgumentParser, listed: str
+) -> None:
     first, blank, usage = parser.format_help().splitlines()[:3]
     assert first == parser.description == listed, name
     assert 0 < len(first) <= MAX_SUMMARY and blank == "" and usage.startswith("usage:")
 
 
-@pytest.mark.parametrize(("name", "parser"), [(n, p) for n, p, _ in ALL],
-                         ids=[n for n, _, _ in ALL])
+@pytest.mark.parametrize(
+    ("name", "parser"), [(n, p) for n, p, _ in ALL], ids=[n for n, _, _ in ALL]
+)
 def test_help_lists_only_the_shared_options_that_mean_something(
-        name: str, parser: argparse.ArgumentParser) -> None:
+    name: str, parser: argparse.ArgumentParser
+) -> None:
     given = {s for a in parser._actions for s in a.option_strings if s in FLAGS.values()}
     assert given == set(SHARED[name])
     usage = parser.format_help().split("usage:", 1)[1].split("\n\n", 1)[0]
@@ -99,16 +103,19 @@ def test_help_lists_only_the_shared_options_that_mean_something(
         assert flag not in usage, (name, flag)
 
 
-@pytest.mark.parametrize(("name", "parser"), [(n, p) for n, p, _ in ALL],
-                         ids=[n for n, _, _ in ALL])
+@pytest.mark.parametrize(
+    ("name", "parser"), [(n, p) for n, p, _ in ALL], ids=[n for n, _, _ in ALL]
+)
 def test_help_shows_every_default(name: str, parser: argparse.ArgumentParser) -> None:
     flat = " ".join(parser.format_help().split())
     for action in parser._actions:
         default = action.default
         if not action.option_strings or default in (None, False, argparse.SUPPRESS, []):
             continue
-        assert f"(default: {default})" in flat or "(default" in str(action.help), \
-            (name, action.option_strings)
+        assert f"(default: {default})" in flat or "(default" in str(action.help), (
+            name,
+            action.option_strings,
+        )
 
 
 def test_defaults_a_user_asks_for_are_there() -> None:
@@ -119,15 +126,19 @@ def test_defaults_a_user_asks_for_are_there() -> None:
     assert "(default: 8377)" in helps["web"] and "(default: 127.0.0.1)" in helps["web"]
 
 
-@pytest.mark.parametrize(("before", "command"), [
-    (["--workdir", "w"], ["status"]),
-    (["--inline"], ["web"]),
-    (["--redis-url", "redis://x:1"], ["demo"]),
-    (["--json"], ["worker"]),
-    (["--inline"], ["agents", "list"]),
-])
+@pytest.mark.parametrize(
+    ("before", "command"),
+    [
+        (["--workdir", "w"], ["status"]),
+        (["--inline"], ["web"]),
+        (["--redis-url", "redis://x:1"], ["demo"]),
+        (["--json"], ["worker"]),
+        (["--inline"], ["agents", "list"]),
+    ],
+)
 def test_a_shared_option_before_a_command_that_does_not_take_it_is_bad_usage(
-        before: list[str], command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    before: list[str], command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as done:
         cli.main([*before, *command])
     assert done.value.code == 2
@@ -135,10 +146,13 @@ def test_a_shared_option_before_a_command_that_does_not_take_it_is_bad_usage(
     assert f"{before[0]} means nothing to `tidings {named}`" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["status", "--workdir", "w"], ["web", "--inline"],
-                                  ["demo", "--redis-url", "redis://x:1"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["status", "--workdir", "w"], ["web", "--inline"], ["demo", "--redis-url", "redis://x:1"]],
+)
 def test_a_shared_option_after_a_command_that_does_not_take_it_is_bad_usage(
-        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as done:
         cli.main(argv)
     assert done.value.code == 2

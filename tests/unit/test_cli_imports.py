@@ -24,9 +24,16 @@ HEAVY = ("pygit2", "apscheduler", "dramatiq", "fakeredis", "prometheus_client", 
 
 
 #: Modules of tidings that only the consumer, the worker or the scheduler need.
-NOT_FOR_PRODUCERS = ("tidings._tool", "tidings.jobs.cap", "tidings.jobs.consumer",
-                     "tidings.jobs.tick", "tidings.jobs.memory", "tidings.jobs.turns",
-                     "tidings.scheduler", "tidings.workers.actors")
+NOT_FOR_PRODUCERS = (
+    "tidings._tool",
+    "tidings.jobs.cap",
+    "tidings.jobs.consumer",
+    "tidings.jobs.tick",
+    "tidings.jobs.memory",
+    "tidings.jobs.turns",
+    "tidings.scheduler",
+    "tidings.workers.actors",
+)
 
 
 def loaded_after(code: str, *, whole: bool = False, env: dict[str, str] | None = None) -> set[str]:
@@ -35,8 +42,14 @@ def loaded_after(code: str, *, whole: bool = False, env: dict[str, str] | None =
     names = "sys.modules" if whole else "{m.split('.')[0] for m in sys.modules}"
     listing = f"print(json.dumps(sorted({names})))"
     probe = f"{code}\nimport json, sys\n{listing}"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=60, check=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
+    )
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
@@ -73,13 +86,20 @@ def test_a_real_publish_loads_only_the_producer_path(
     workdir = tmp_path / "agent"
     workdir.mkdir()
     env = {**os.environ, "TIDINGS_REDIS_URL": redis_server.url, "TIDINGS_HOST": "imports"}
-    subprocess.run([sys.executable, "-m", "tidings", "agents", "add", "--workdir", str(workdir)],
-                   env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "tidings", "agents", "add", "--workdir", str(workdir)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     argv = ["publish", "system", "--event", '{"text": "hi"}', "--workdir", str(workdir), "--json"]
-    code = ("import contextlib, io, tidings.cli\n"
-            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-            f"    assert tidings.cli.main({argv!r}) == 0\n"
-            "assert '\"status\": \"ok\"' in out.getvalue(), out.getvalue()")
+    code = (
+        "import contextlib, io, tidings.cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    assert tidings.cli.main({argv!r}) == 0\n"
+        'assert \'"status": "ok"\' in out.getvalue(), out.getvalue()'
+    )
     loaded = loaded_after(code, whole=True, env=env)
     top = {name.split(".")[0] for name in loaded}
     assert not top & {"pygit2", "apscheduler", "prometheus_client", "fakeredis", "rich"}

@@ -29,17 +29,24 @@ def walk(parser: argparse.ArgumentParser, path: str = "tidings"):  # type: ignor
 
 
 def test_every_option_and_argument_has_help_text() -> None:
-    missing = [f"{path} {action.option_strings or action.dest}"
-               for path, action in walk(cli.build_parser())
-               if not action.help or action.help == argparse.SUPPRESS]
+    missing = [
+        f"{path} {action.option_strings or action.dest}"
+        for path, action in walk(cli.build_parser())
+        if not action.help or action.help == argparse.SUPPRESS
+    ]
     assert missing == []
 
 
 def test_notification_help_lists_every_tool_action() -> None:
     assert set(tool.ACTIONS) == set(notification_tool.ACTIONS)
     assert memory.STATES == STATES
-    out = subprocess.run([sys.executable, "-m", "tidings", "notification", "--help"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "tidings", "notification", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     flat = " ".join(out.split())
     for action in tool.ACTIONS:
         assert action in flat
@@ -48,8 +55,13 @@ def test_notification_help_lists_every_tool_action() -> None:
 def test_version_prints_the_installed_version() -> None:
     from importlib.metadata import version
 
-    done = subprocess.run([sys.executable, "-m", "tidings", "--version"], capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tidings", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"tidings {version('tidings')}"
 
 
@@ -64,11 +76,21 @@ def test_json_from_stdin_and_from_a_file(tmp_path: Path, monkeypatch: pytest.Mon
     assert missing.value.reason == "unreadable_file"
 
 
-@pytest.mark.parametrize("command", [["worker"], ["scheduler"], ["up"], ["status"],
-                                     ["check"], ["publish", "system", "--event", "{}"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["worker"],
+        ["scheduler"],
+        ["up"],
+        ["status"],
+        ["check"],
+        ["publish", "system", "--event", "{}"],
+    ],
+)
 @pytest.mark.parametrize("url", ["ftp://x", "redis://host:port/0", "not a url"])
-def test_a_bad_redis_url_exits_2_with_one_line(command: list[str], url: str,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_redis_url_exits_2_with_one_line(
+    command: list[str], url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     # stdout is not a terminal here: every command answers JSON there (--json or not)
     assert cli.main([*command, "--redis-url", url]) == 2
     captured = capsys.readouterr()
@@ -79,8 +101,14 @@ def test_a_bad_redis_url_exits_2_with_one_line(command: list[str], url: str,
 @pytest.mark.parametrize("command", ["worker", "scheduler", "up", "status"])
 def test_a_bad_url_from_the_environment_prints_no_traceback(command: str) -> None:
     env = {"PATH": "/usr/bin:/bin", "TIDINGS_REDIS_URL": "ftp://x"}
-    done = subprocess.run([sys.executable, "-m", "tidings", command], capture_output=True,
-                          text=True, timeout=60, check=False, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "tidings", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "tidings: invalid_redis_url: bad Redis URL in TIDINGS_REDIS_URL: unsupported Redis "

@@ -44,7 +44,7 @@ def test_a_stopping_process_gives_up_at_the_first_failure() -> None:
 
 
 def test_a_retry_pausing_in_back_off_wakes_when_the_stop_begins(
-    monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The pause is a minute: only the stop event, not its end, can wake it within 5 s."""
     monkeypatch.setattr(connection, "RETRY_BACKOFF_BASE", 60.0)
@@ -76,7 +76,8 @@ def test_a_retry_pausing_in_back_off_wakes_when_the_stop_begins(
 def test_while_not_stopping_a_failing_command_is_retried_until_it_answers() -> None:
     failing = Failing(failures=3)
     result = FailoverRetry(seconds=30.0, stopping=threading.Event()).call_with_retry(
-        failing.do, failing.fail)
+        failing.do, failing.fail
+    )
     assert result == "answered" and failing.calls == 4
 
 
@@ -85,7 +86,8 @@ def test_while_not_stopping_the_budget_is_time_since_the_first_failure() -> None
     started = time.monotonic()
     with pytest.raises(ConnectionError):
         FailoverRetry(seconds=0.5, stopping=threading.Event()).call_with_retry(
-            failing.do, failing.fail)
+            failing.do, failing.fail
+        )
     assert 0.4 < time.monotonic() - started < 3.0
     assert failing.calls > 1
 

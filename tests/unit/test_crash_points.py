@@ -49,8 +49,9 @@ def kill_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
 
 
 def memory_events(rt: Runtime, agent: AgentRecord) -> list[Result]:
-    return [i for i in projection(rt, agent.agent_id, limit=100)
-            if i["source_kind"] == "memory-change"]
+    return [
+        i for i in projection(rt, agent.agent_id, limit=100) if i["source_kind"] == "memory-change"
+    ]
 
 
 def checkpoint(rt: Runtime, agent: AgentRecord) -> dict[bytes, bytes]:
@@ -153,9 +154,7 @@ def test_crash_in_finish_after_the_reconcile(
     assert memory_events(rt, magent) == []
 
 
-def test_crash_finish_never_called(
-    rt: Runtime, magent: AgentRecord, clock: FakeClock
-) -> None:
+def test_crash_finish_never_called(rt: Runtime, magent: AgentRecord, clock: FakeClock) -> None:
     """Crash point "finish_turn never called": after the lease the next prepare_turn
     recovers; a late finish gets turn_expired and writes nothing."""
     mail = admit(rt, magent.agent_id, "mail", "hello")["event_id"]
@@ -198,8 +197,11 @@ def test_crash_pre_turn_unstable_then_finish(
     """Crash point "pre-turn observation unstable/error, then finish": the checkpoint is
     unchanged; the next recorded observation reports the changes."""
     before = checkpoint(rt, magent)
-    monkeypatch.setattr(memory_admission, "observe_worktree",
-                        lambda *a, **k: ObserveResult("unstable", reason="unstable"))
+    monkeypatch.setattr(
+        memory_admission,
+        "observe_worktree",
+        lambda *a, **k: ObserveResult("unstable", reason="unstable"),
+    )
     turn = turn_prepare.prepare_turn(rt, magent)
     assert turn["memory"]["status"] == "unstable"
     monkeypatch.undo()

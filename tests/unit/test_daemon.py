@@ -47,7 +47,8 @@ def view(agent: AgentRecord) -> daemon_runs.DaemonView:
 
 def set_threshold(agent: AgentRecord, value: Any) -> None:
     (agent.root / "notification.json").write_text(
-        json.dumps({"channels": {"daemon": {"alarm_threshold": value}}}))
+        json.dumps({"channels": {"daemon": {"alarm_threshold": value}}})
+    )
 
 
 def deliver(rt: Runtime, agent: AgentRecord) -> None:
@@ -74,7 +75,8 @@ class TestC30MiniFiles:
         assert bad["message"] == "daemon_id must not contain '..'"
         assert daemon_runs.publish_daemon_event(rt, agent, "r", [1])["reason"] == "invalid_event"
         assert daemon_runs.publish_daemon_event(rt, agent, "r", {}, priority="x")["reason"] == (
-            "invalid_priority")
+            "invalid_priority"
+        )
         assert publish(rt, agent, "r", text="x" * 262_200)["reason"] == "event_too_large"
         assert publish(rt, agent, "r", event_id="")["reason"] == "invalid_event_id"
         assert not (agent.root / ".notification" / "daemon").exists()
@@ -98,8 +100,7 @@ class TestC30MiniFiles:
         assert read_control(agent.root) == control
 
     def test_publish_event_on_daemon_routes_here(self, rt: Runtime, agent: AgentRecord) -> None:
-        assert publish_event(rt, agent, "daemon", {"text": "x"})["reason"] == (
-            "missing_daemon_id")
+        assert publish_event(rt, agent, "daemon", {"text": "x"})["reason"] == ("missing_daemon_id")
         routed = publish_event(rt, agent, "daemon", {"daemon_id": "r", "text": "x"})
         assert routed["status"] == "ok" and mini(agent, "r")["data"]["events"][0]["text"] == "x"
 
@@ -118,15 +119,26 @@ class TestC30MiniFiles:
         control = read_control(agent.root)
         assert control.batch_state == BatchState(count=1) and control.pending is None
         # a crash after the receipt and the mini-file write, before the final record:
-        crashed = control.with_changes(batch_state=BatchState(count=0), pending=Pending(
-            daemon_id="r", event_id="e1", prior_batch_state=BatchState(count=0),
-            batch_state=BatchState(count=1)))
+        crashed = control.with_changes(
+            batch_state=BatchState(count=0),
+            pending=Pending(
+                daemon_id="r",
+                event_id="e1",
+                prior_batch_state=BatchState(count=0),
+                batch_state=BatchState(count=1),
+            ),
+        )
         write_control(agent.root, crashed)
         assert view(agent).batch_state == {"count": 1, "alarm_fired": False}
         # a crash before the mini-file write: the event is not there, the prior state stands
-        lost = crashed.with_changes(pending=Pending(
-            daemon_id="r", event_id="never-written", prior_batch_state=BatchState(count=0),
-            batch_state=BatchState(count=1)))
+        lost = crashed.with_changes(
+            pending=Pending(
+                daemon_id="r",
+                event_id="never-written",
+                prior_batch_state=BatchState(count=0),
+                batch_state=BatchState(count=1),
+            )
+        )
         write_control(agent.root, lost)
         assert view(agent).batch_state == {"count": 0, "alarm_fired": False}
         publish(rt, agent, "r", event_id="e2")
@@ -140,9 +152,13 @@ class TestC31Control:
         publish(rt, agent, "r", text="x")
         raw = (agent.root / CONTROL_FILE).read_text()
         assert raw == json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
-        assert json.loads(raw) == {"version": 1, "epoch": 0, "cleared": {},
-                                   "batch_state": {"count": 1, "alarm_fired": False},
-                                   "pending": None}
+        assert json.loads(raw) == {
+            "version": 1,
+            "epoch": 0,
+            "cleared": {},
+            "batch_state": {"count": 1, "alarm_fired": False},
+            "pending": None,
+        }
 
     def test_event_keys(self) -> None:
         assert event_key({"event_id": "e", "idempotency_key": "k"}) == "event:e"
@@ -156,11 +172,16 @@ class TestC31Control:
     ) -> None:
         d = agent.root / ".notification" / "daemon"
         d.mkdir(parents=True)
-        raw = json.dumps({"data": {"events": [{"event_id": "x"}, {"event_id": "x"},
-                                              {"event_id": "y"}]}}).encode()
+        raw = json.dumps(
+            {"data": {"events": [{"event_id": "x"}, {"event_id": "x"}, {"event_id": "y"}]}}
+        ).encode()
         (d / "r.json").write_bytes(raw)
-        write_control(agent.root, Control(cleared={"r.json": Cleared(
-            raw_sha256=sha256_hex(raw), event_keys=["event:x"])}))
+        write_control(
+            agent.root,
+            Control(
+                cleared={"r.json": Cleared(raw_sha256=sha256_hex(raw), event_keys=["event:x"])}
+            ),
+        )
         assert [e["event_id"] for e in view(agent).payload["data"]["events"]] == ["x", "y"]
         (d / "r.json").write_bytes(raw + b" ")  # an outside writer changed the bytes
         assert len(view(agent).payload["data"]["events"]) == 3
@@ -195,8 +216,15 @@ class TestC31Control:
         publish(rt, agent, "b", event_id="b1", ref_id="r")
         deliver(rt, agent)
         result = dismiss_ref(rt, agent, "r", channel="daemon")
-        assert result == {"status": "ok", "channel": "daemon", "cleared": True, "removed": 2,
-                          "remaining": 1, "forced": False, "ref_id": "r"}
+        assert result == {
+            "status": "ok",
+            "channel": "daemon",
+            "cleared": True,
+            "removed": 2,
+            "remaining": 1,
+            "forced": False,
+            "ref_id": "r",
+        }
         assert [e["event_id"] for e in mini(agent, "a")["data"]["events"]] == ["a2"]
         assert mini(agent, "a")["header"] == "1 daemon notification(s)"
         assert not (agent.root / ".notification" / "daemon" / "b.json").exists()
@@ -225,8 +253,7 @@ class TestC32Aggregate:
             body = (d / name).read_bytes()
             u += f"mini/{name}".encode() + b"\0" + str(len(body)).encode() + b"\0" + body
         assert v.fp_entry == ("daemon.json", len(u), hashlib.sha256(u).hexdigest())
-        assert ["daemon.json", len(u), hashlib.sha256(u).hexdigest()] in (
-            observe(rt, agent).raw_fp)
+        assert ["daemon.json", len(u), hashlib.sha256(u).hexdigest()] in (observe(rt, agent).raw_fp)
 
     def test_no_mini_files_no_channel(self, rt: Runtime, agent: AgentRecord) -> None:
         assert view(agent).payload is None and view(agent).fp_entry is None
@@ -238,7 +265,8 @@ class TestC32Aggregate:
         assert publish(rt, agent, "r", text="y")["reason"] == "daemon_control_error"
         deliver(rt, agent)
         assert dismiss_channel(rt, agent, "daemon", force=True)["reason"] == (
-            "daemon_control_error")
+            "daemon_control_error"
+        )
         payloads = observe(rt, agent).payloads
         assert payloads["daemon"] == daemon_runs.CONTROL_ERROR_PAYLOAD
         assert payloads["soul"]["header"] == "still here"
@@ -269,12 +297,20 @@ class TestC34Report:
         publish(rt, agent, "active", text="working")
         report = json.loads((agent.root / ".notification" / "daemon.json").read_bytes())
         assert report == {
-            "kind": "daemon_report", "version": 1, "derived": True,
-            "stats": {"run_count": 3, "event_count": 5, "active_run_count": 1,
-                      "terminal_run_count": 2},
-            "runs": [{"daemon_id": "active", "event_count": 1},
-                     {"daemon_id": "done-run", "event_count": 2, "state": "done"},
-                     {"daemon_id": "failing", "event_count": 2, "state": "failed"}],
+            "kind": "daemon_report",
+            "version": 1,
+            "derived": True,
+            "stats": {
+                "run_count": 3,
+                "event_count": 5,
+                "active_run_count": 1,
+                "terminal_run_count": 2,
+            },
+            "runs": [
+                {"daemon_id": "active", "event_count": 1},
+                {"daemon_id": "done-run", "event_count": 2, "state": "done"},
+                {"daemon_id": "failing", "event_count": 2, "state": "failed"},
+            ],
         }
 
     def test_report_after_dismissal_and_foreign_file_left_alone(

@@ -13,8 +13,9 @@ from tidings.store.models import AgentRecord
 INVALID = "notification_delay_max_seconds_invalid"
 
 
-def test_d2_unset_is_600_and_not_logged(monkeypatch: pytest.MonkeyPatch,
-                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_d2_unset_is_600_and_not_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     capture(caplog)
     monkeypatch.delenv(DELAY_CAP_ENV, raising=False)
     assert delay_cap() == 600
@@ -33,24 +34,28 @@ def test_d2_invalid_values_fall_back_to_600_and_log(
     ]
 
 
-@pytest.mark.parametrize(("raw", "cap"), [("30", 30), (" 45 ", 45), ("+7", 7),
-                                           ("100000", 100000), ("007", 7)])
-def test_d2_valid_values_without_upper_clamp(raw: str, cap: int,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("raw", "cap"), [("30", 30), (" 45 ", 45), ("+7", 7), ("100000", 100000), ("007", 7)]
+)
+def test_d2_valid_values_without_upper_clamp(
+    raw: str, cap: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(DELAY_CAP_ENV, raw)
     assert delay_cap() == cap
 
 
-def test_d2_raw_value_is_cut_to_100_chars(monkeypatch: pytest.MonkeyPatch,
-                                          caplog: pytest.LogCaptureFixture) -> None:
+def test_d2_raw_value_is_cut_to_100_chars(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     capture(caplog)
     monkeypatch.setenv(DELAY_CAP_ENV, "x" * 300)
     delay_cap()
     assert events(caplog, INVALID)[0]["raw_value"] == "x" * 100
 
 
-def test_d2_show_never_logs(monkeypatch: pytest.MonkeyPatch,
-                            caplog: pytest.LogCaptureFixture) -> None:
+def test_d2_show_never_logs(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     capture(caplog)
     monkeypatch.setenv(DELAY_CAP_ENV, "abc")
     assert delay_cap(log_invalid=False) == 600
@@ -59,7 +64,10 @@ def test_d2_show_never_logs(monkeypatch: pytest.MonkeyPatch,
 
 @pytest.mark.parametrize("raw", ["", "abc", "1.5", "inf", "0", "-1"])
 def test_d2_delay_action_logs_once_per_call(
-    raw: str, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch,
+    raw: str,
+    rt: Runtime,
+    agent: AgentRecord,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Acceptance 3: an invalid cap is logged once per delay action, cap 600 applies."""
@@ -81,8 +89,12 @@ def test_d2_env_change_between_requests_is_honoured(
     assert ok["status"] == "ok"
     monkeypatch.setenv(DELAY_CAP_ENV, "500")
     refused = request_delay(rt, agent, "email", 900)
-    assert refused == {"status": "error", "reason": "invalid_delay", "channel": "email",
-                       "message": "seconds must be between 0 and 500"}
+    assert refused == {
+        "status": "error",
+        "reason": "invalid_delay",
+        "channel": "email",
+        "message": "seconds must be between 0 and 500",
+    }
     assert request_delay(rt, agent, "email", 500)["status"] == "ok"
     monkeypatch.delenv(DELAY_CAP_ENV)
     assert request_delay(rt, agent, "email", 601)["reason"] == "invalid_delay"

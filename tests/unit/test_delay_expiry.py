@@ -66,14 +66,16 @@ class TestWhereReconcileRuns:
         assert {"email", "delay-alarm"} <= set(obs.payloads)
         assert obs.payloads["delay-alarm"]["header"] == "Notification delay ended: email"
 
-    def test_d9_sync_tick_publishes(self, rt: Runtime, agent: AgentRecord,
-                                    clock: FakeClock) -> None:
+    def test_d9_sync_tick_publishes(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         due(agent, clock)
         assert tick.sync_host(rt, agent.host)["agents"] == 1
         assert state_of(agent)["status"] == "published"
 
-    def test_d9_delay_action_reconciles_first(self, rt: Runtime, agent: AgentRecord,
-                                              clock: FakeClock) -> None:
+    def test_d9_delay_action_reconciles_first(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         due(agent, clock)
         request_delay(rt, agent, "system", 0)
         assert alarm_of(agent)["data"]["delay_alarm"]["request_id"] == REQUEST_ID
@@ -99,11 +101,26 @@ class TestFastPath:
 
     @pytest.mark.parametrize(
         "case",
-        ["absent", "malformed", "published", "cancelled", "other_id", "target_int",
-         "target_alarm", "deadline_string", "deadline_bool", "future", "not_object"],
+        [
+            "absent",
+            "malformed",
+            "published",
+            "cancelled",
+            "other_id",
+            "target_int",
+            "target_alarm",
+            "deadline_string",
+            "deadline_bool",
+            "future",
+            "not_object",
+        ],
     )
     def test_d10_returns_false_taking_zero_locks(
-        self, case: str, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        case: str,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         now = clock.now()
@@ -129,7 +146,10 @@ class TestFastPath:
         assert not (agent.root / ALARM).exists()
 
     def test_d10_due_state_takes_the_delay_locks(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         due(agent, clock)
@@ -142,7 +162,10 @@ class TestTransaction:
     """D11."""
 
     def test_d11_active_goes_expiring_then_alarm_then_published(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         seen: list[tuple[str, str, bool]] = []
@@ -153,8 +176,10 @@ class TestTransaction:
         monkeypatch.setattr(faults, "reach", reach)
         due(agent, clock)
         assert reconcile(rt, agent) is True
-        assert seen == [("expire.after_expiring", "expiring", False),
-                        ("expire.after_alarm", "expiring", True)]
+        assert seen == [
+            ("expire.after_expiring", "expiring", False),
+            ("expire.after_alarm", "expiring", True),
+        ]
         final = state_of(agent)
         assert final["status"] == "published"
         assert final["completion"]["request_id"] == REQUEST_ID
@@ -162,19 +187,28 @@ class TestTransaction:
     def test_d11_expiring_state_is_completed_from_its_completion(
         self, rt: Runtime, agent: AgentRecord, clock: FakeClock
     ) -> None:
-        completion = {"request_id": REQUEST_ID, "target": "email", "requested_seconds": 10,
-                      "actual_seconds": 10.5, "expired_at": "2026-01-01T00:00:00Z",
-                      "changed": None, "initial": {"present": None},
-                      "current": {"present": None}}
+        completion = {
+            "request_id": REQUEST_ID,
+            "target": "email",
+            "requested_seconds": 10,
+            "actual_seconds": 10.5,
+            "expired_at": "2026-01-01T00:00:00Z",
+            "changed": None,
+            "initial": {"present": None},
+            "current": {"present": None},
+        }
         put_state(agent, active_state(clock.now(), status="expiring", completion=completion))
         assert reconcile(rt, agent, REQUEST_ID) is True
         assert alarm_bytes_of(agent) == alarm_bytes(completion)
         assert state_of(agent)["status"] == "published"
 
-    def test_d11_incomplete_completion_is_left_alone(self, rt: Runtime, agent: AgentRecord,
-                                                     clock: FakeClock) -> None:
-        put_state(agent, active_state(clock.now(), status="expiring",
-                                      completion={"request_id": REQUEST_ID}))
+    def test_d11_incomplete_completion_is_left_alone(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
+        put_state(
+            agent,
+            active_state(clock.now(), status="expiring", completion={"request_id": REQUEST_ID}),
+        )
         assert reconcile(rt, agent) is False
         assert alarm_of(agent) is None
         assert state_of(agent)["status"] == "expiring"
@@ -193,7 +227,10 @@ class TestTransaction:
         assert reconcile(rt, agent) is True
 
     def test_d11_failure_returns_false_logs_and_the_next_trigger_retries(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
@@ -201,7 +238,8 @@ class TestTransaction:
         (agent.root / ALARM).mkdir(parents=True)
         assert reconcile(rt, agent) is False
         assert events(caplog, "notification_delay_reconcile_failed")[0]["error"] == (
-            "IsADirectoryError")
+            "IsADirectoryError"
+        )
         assert state_of(agent)["status"] == "expiring"
         (agent.root / ALARM).rmdir()
         assert reconcile(rt, agent) is True
@@ -225,7 +263,10 @@ class TestRacesAndCrashes:
     """D11, D19; acceptance 5: one publisher, identical bytes on every retry."""
 
     def test_d11_concurrent_triggers_publish_once(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """A timer firing while a restart reconcile and a read run, and a duplicate
@@ -246,8 +287,10 @@ class TestRacesAndCrashes:
             barrier.wait()
             results.append(reconcile(rt, agent, expected))
 
-        threads = [threading.Thread(target=trigger, args=(e,))
-                   for e in (REQUEST_ID, REQUEST_ID, None, None, REQUEST_ID, None)]
+        threads = [
+            threading.Thread(target=trigger, args=(e,))
+            for e in (REQUEST_ID, REQUEST_ID, None, None, REQUEST_ID, None)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -257,7 +300,10 @@ class TestRacesAndCrashes:
         assert state_of(agent)["status"] == "published"
 
     def test_d17_duplicate_expire_messages_are_no_ops(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         synced: list[str] = []
@@ -272,7 +318,11 @@ class TestRacesAndCrashes:
 
     @pytest.mark.parametrize("point", ["expire.after_expiring", "expire.after_alarm"])
     def test_d19_crash_then_retry_writes_identical_bytes(
-        self, point: str, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        point: str,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         write_channel(agent, "email", {"header": "mail"})
@@ -319,8 +369,7 @@ def test_d12_changed(initial: Any, current: Any, expected: bool | None) -> None:
 class TestCompletion:
     """D12."""
 
-    def test_d12_completion_fields(self, rt: Runtime, agent: AgentRecord,
-                                   clock: FakeClock) -> None:
+    def test_d12_completion_fields(self, rt: Runtime, agent: AgentRecord, clock: FakeClock) -> None:
         write_channel(agent, "email", {"header": "a"})
         request_delay(rt, agent, "email", 10)
         state = state_of(agent)
@@ -333,8 +382,9 @@ class TestCompletion:
         assert completion["initial"] == state["initial"] == completion["current"]
         assert completion["changed"] is False
 
-    def test_d12_initial_not_an_object_is_unknown(self, rt: Runtime, agent: AgentRecord,
-                                                  clock: FakeClock) -> None:
+    def test_d12_initial_not_an_object_is_unknown(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         due(agent, clock, initial="junk")
         reconcile(rt, agent)
         completion = state_of(agent)["completion"]
@@ -352,8 +402,9 @@ class TestCompletion:
         assert state_of(agent)["completion"]["current"] == {"present": None}
         assert state_of(agent)["completion"]["changed"] is True
 
-    def test_d12_rewritten_target_is_changed(self, rt: Runtime, agent: AgentRecord,
-                                             clock: FakeClock) -> None:
+    def test_d12_rewritten_target_is_changed(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         write_channel(agent, "email", {"header": "a"})
         request_delay(rt, agent, "email", 10)
         write_channel(agent, "email", {"header": "b"})
@@ -377,22 +428,29 @@ def test_d13_alarm_bytes_are_exact(rt: Runtime, agent: AgentRecord, clock: FakeC
             "handle the re-exposed target, then dismiss delay-alarm when this reminder is no "
             "longer needed."
         ),
-        "data": {"delay_alarm": {
-            "request_id": completion["request_id"], "target": "email",
-            "requested_seconds": 10, "actual_seconds": 10.0, "changed": False,
-            "initial": {"present": False}, "current": {"present": False},
-            "statistics_scope": (
-                "Byte fingerprints compare the current mirror with delay start. Counts are "
-                "producer-reported or retained current entries only; they are never asserted "
-                "as an exact total for overwrite/capped payloads."
-            ),
-        }},
+        "data": {
+            "delay_alarm": {
+                "request_id": completion["request_id"],
+                "target": "email",
+                "requested_seconds": 10,
+                "actual_seconds": 10.0,
+                "changed": False,
+                "initial": {"present": False},
+                "current": {"present": False},
+                "statistics_scope": (
+                    "Byte fingerprints compare the current mirror with delay start. Counts are "
+                    "producer-reported or retained current entries only; they are never asserted "
+                    "as an exact total for overwrite/capped payloads."
+                ),
+            }
+        },
     }
     assert alarm_bytes_of(agent) == compact_sorted(expected).encode("utf-8")
 
 
-def test_d13_next_alarm_replaces_the_last(rt: Runtime, agent: AgentRecord,
-                                          clock: FakeClock) -> None:
+def test_d13_next_alarm_replaces_the_last(
+    rt: Runtime, agent: AgentRecord, clock: FakeClock
+) -> None:
     request_delay(rt, agent, "email", 10)
     clock.advance(10)
     reconcile(rt, agent)
@@ -402,8 +460,7 @@ def test_d13_next_alarm_replaces_the_last(rt: Runtime, agent: AgentRecord,
     assert alarm_of(agent)["header"] == "Notification delay ended: system"
 
 
-def test_d13_delay_alarm_cannot_be_published_by_producers(rt: Runtime,
-                                                          agent: AgentRecord) -> None:
+def test_d13_delay_alarm_cannot_be_published_by_producers(rt: Runtime, agent: AgentRecord) -> None:
     from tidings.jobs.channels import publish
 
     assert publish(rt, agent, "delay-alarm", {"header": "x"})["reason"] == "reserved_channel"
@@ -422,10 +479,10 @@ def test_d14_expire_runs_the_sync_step_only_when_it_published(
     assert synced == [agent.agent_id]
 
 
-def test_d19_a_crash_never_hides_a_channel(rt: Runtime, agent: AgentRecord,
-                                           clock: FakeClock) -> None:
+def test_d19_a_crash_never_hides_a_channel(
+    rt: Runtime, agent: AgentRecord, clock: FakeClock
+) -> None:
     """An ``expiring`` state (crash mid-protocol) is not live: the target shows."""
     write_channel(agent, "email", {"header": "mail"})
     put_state(agent, active_state(clock.now(), status="expiring", completion={}))
     assert "email" in observe(rt, agent).payloads
-

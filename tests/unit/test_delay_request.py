@@ -40,8 +40,9 @@ def nothing_written(agent: AgentRecord, jobs: InlineJobs) -> bool:
 class TestValidation:
     """D3: in order, nothing changed on failure."""
 
-    def test_d3_requires_workdir(self, rt: Runtime, agent: AgentRecord,
-                                 jobs_dispatch: InlineJobs) -> None:
+    def test_d3_requires_workdir(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         shutil.rmtree(agent.root)
         result = request_delay(rt, agent, "email", 5)
         assert result["status"] == "error"
@@ -68,8 +69,15 @@ class TestValidation:
             ("foo", -1, "not allowlisted"),
         ],
     )
-    def test_d3_invalid_delay(self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs,
-                              channel: Any, seconds: Any, message: str) -> None:
+    def test_d3_invalid_delay(
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        jobs_dispatch: InlineJobs,
+        channel: Any,
+        seconds: Any,
+        message: str,
+    ) -> None:
         result = request_delay(rt, agent, channel, seconds)
         assert result["status"] == "error"
         assert result["reason"] == "invalid_delay"
@@ -79,14 +87,22 @@ class TestValidation:
 
     def test_d3_range_message_is_exact(self, rt: Runtime, agent: AgentRecord) -> None:
         assert request_delay(rt, agent, "email", 601) == {
-            "status": "error", "reason": "invalid_delay", "channel": "email",
+            "status": "error",
+            "reason": "invalid_delay",
+            "channel": "email",
             "message": "seconds must be between 0 and 600",
         }
 
     def test_d3_hook_channel_can_be_delayed(self, rt: Runtime, agent: AgentRecord) -> None:
         """C5/C6: a hook channel of this agent is allowed, hence delayable."""
-        manifest = {"name": "w", "channel": "watch", "source": "s", "description": "d",
-                    "how_to_modify": "m", "how_to_cancel": "c"}
+        manifest = {
+            "name": "w",
+            "channel": "watch",
+            "source": "s",
+            "description": "d",
+            "how_to_modify": "m",
+            "how_to_cancel": "c",
+        }
         atomic_write(agent.root, ".notification/hooks.json", json.dumps([manifest]).encode())
         assert request_delay(rt, agent, "watch", 5)["status"] == "ok"
 
@@ -105,8 +121,14 @@ class TestResults:
     def test_d4_delayed(self, rt: Runtime, agent: AgentRecord, clock: FakeClock) -> None:
         now = clock.now()
         result = request_delay(rt, agent, "email", 300)
-        assert set(result) == {"status", "action", "channel", "seconds", "request_id",
-                               "deadline_at"}
+        assert set(result) == {
+            "status",
+            "action",
+            "channel",
+            "seconds",
+            "request_id",
+            "deadline_at",
+        }
         assert result["status"] == "ok" and result["action"] == "delayed"
         assert result["channel"] == "email" and result["seconds"] == 300
         assert result["deadline_at"] == utc_stamp(now + 300)
@@ -127,28 +149,35 @@ class TestResults:
         assert second["replaced_channel"] == "email"
         assert state_of(agent)["target"] == "system"
 
-    def test_d4_no_replaced_channel_after_expiry(self, rt: Runtime, agent: AgentRecord,
-                                                 clock: FakeClock) -> None:
+    def test_d4_no_replaced_channel_after_expiry(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         request_delay(rt, agent, "email", 10)
         clock.advance(11)
         result = request_delay(rt, agent, "email", 10)
         assert "replaced_channel" not in result
         assert alarm_of(agent) is not None, "the owed alarm was published first"
 
-    def test_d4_cancel_without_live_delay(self, rt: Runtime, agent: AgentRecord,
-                                          jobs_dispatch: InlineJobs) -> None:
+    def test_d4_cancel_without_live_delay(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         assert request_delay(rt, agent, "email", 0) == {
-            "status": "ok", "action": "cancelled", "channel": "email", "cancelled": False,
+            "status": "ok",
+            "action": "cancelled",
+            "channel": "email",
+            "cancelled": False,
         }
         assert state_of(agent) is None
         assert jobs_dispatch.alarm_requests == []
 
-    def test_d4_cancel_live_delay(self, rt: Runtime, agent: AgentRecord,
-                                  clock: FakeClock) -> None:
+    def test_d4_cancel_live_delay(self, rt: Runtime, agent: AgentRecord, clock: FakeClock) -> None:
         request_delay(rt, agent, "email", 300)
         clock.advance(5)
         assert request_delay(rt, agent, "email", 0) == {
-            "status": "ok", "action": "cancelled", "channel": "email", "cancelled": True,
+            "status": "ok",
+            "action": "cancelled",
+            "channel": "email",
+            "cancelled": True,
         }
         state = state_of(agent)
         assert state["status"] == "cancelled"
@@ -158,8 +187,7 @@ class TestResults:
         assert delay_alarm.reconcile(rt, agent) is False
         assert alarm_of(agent) is None
 
-    def test_d4_cancel_other_channel_is_a_mismatch(self, rt: Runtime,
-                                                   agent: AgentRecord) -> None:
+    def test_d4_cancel_other_channel_is_a_mismatch(self, rt: Runtime, agent: AgentRecord) -> None:
         request_delay(rt, agent, "email", 300)
         before = (agent.root / STATE).read_bytes()
         result = request_delay(rt, agent, "system", 0)
@@ -169,15 +197,19 @@ class TestResults:
         assert result["message"]
         assert (agent.root / STATE).read_bytes() == before
 
-    def test_d4_replacing_publishes_no_alarm(self, rt: Runtime, agent: AgentRecord,
-                                             clock: FakeClock) -> None:
+    def test_d4_replacing_publishes_no_alarm(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         request_delay(rt, agent, "email", 300)
         clock.advance(100)
         request_delay(rt, agent, "system", 300)
         assert alarm_of(agent) is None
 
     def test_d4_overdue_found_under_lock_is_published_then_retried(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """The deadline passes between the opening reconcile and the lock."""
@@ -200,7 +232,10 @@ class TestResults:
         assert state_of(agent)["request_id"] == result["request_id"]
 
     def test_d4_recovery_pending_when_the_owed_alarm_cannot_be_published(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         request_delay(rt, agent, "email", 10)
@@ -212,12 +247,15 @@ class TestResults:
         assert result["reason"] == "delay_expiry_recovery_pending"
         assert (agent.root / STATE).read_bytes() == before
 
-    def test_d3_state_write_failure(self, rt: Runtime, agent: AgentRecord,
-                                    jobs_dispatch: InlineJobs) -> None:
+    def test_d3_state_write_failure(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         (agent.root / STATE).mkdir(parents=True)
         result = request_delay(rt, agent, "email", 30)
         assert result == {
-            "status": "error", "reason": "delay_state_write_failed", "channel": "email",
+            "status": "error",
+            "reason": "delay_state_write_failed",
+            "channel": "email",
             "message": "could not persist notification delay: IsADirectoryError",
         }
         assert jobs_dispatch.alarm_requests == []
@@ -227,7 +265,10 @@ class TestStateFile:
     """D5, D6."""
 
     def test_d5_state_is_compact_sorted_and_complete(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         monkeypatch.setenv("LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS", "900")
@@ -239,13 +280,22 @@ class TestStateFile:
         assert raw == compact_sorted(state).encode()
         assert not raw.endswith(b"\n")
         assert state == {
-            "version": 1, "status": "active", "request_id": result["request_id"],
-            "target": "email", "requested_seconds": 120, "max_seconds": 900,
-            "started_epoch": now, "started_at": utc_stamp(now),
-            "deadline_epoch": now + 120, "deadline_at": utc_stamp(now + 120),
-            "initial": {"present": True, "byte_size": len(email),
-                        "sha256": hashlib.sha256(email).hexdigest(),
-                        "producer_reported_count": 2},
+            "version": 1,
+            "status": "active",
+            "request_id": result["request_id"],
+            "target": "email",
+            "requested_seconds": 120,
+            "max_seconds": 900,
+            "started_epoch": now,
+            "started_at": utc_stamp(now),
+            "deadline_epoch": now + 120,
+            "deadline_at": utc_stamp(now + 120),
+            "initial": {
+                "present": True,
+                "byte_size": len(email),
+                "sha256": hashlib.sha256(email).hexdigest(),
+                "producer_reported_count": 2,
+            },
         }
 
     def test_d6_request_id_is_fresh_and_used_everywhere(
@@ -265,32 +315,44 @@ class TestStateFile:
 class TestSchedulerRequests:
     """D15: requests go to the host's scheduler after the locks are released."""
 
-    def test_d15_add(self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs,
-                     clock: FakeClock) -> None:
+    def test_d15_add(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs, clock: FakeClock
+    ) -> None:
         result = request_delay(rt, agent, "email", 30)
         assert jobs_dispatch.alarm_requests == [
-            (TEST_HOST, {"op": "add", "agent_id": agent.agent_id,
-                         "request_id": result["request_id"],
-                         "deadline_epoch": clock.now() + 30}),
+            (
+                TEST_HOST,
+                {
+                    "op": "add",
+                    "agent_id": agent.agent_id,
+                    "request_id": result["request_id"],
+                    "deadline_epoch": clock.now() + 30,
+                },
+            ),
         ]
 
-    def test_d15_replace_sends_remove_then_add(self, rt: Runtime, agent: AgentRecord,
-                                               jobs_dispatch: InlineJobs) -> None:
+    def test_d15_replace_sends_remove_then_add(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         first = request_delay(rt, agent, "email", 30)
         second = request_delay(rt, agent, "system", 30)
         ops = [r for _, r in jobs_dispatch.alarm_requests[1:]]
         assert ops[0] == {"op": "remove", "request_id": first["request_id"]}
         assert ops[1]["op"] == "add" and ops[1]["request_id"] == second["request_id"]
 
-    def test_d15_cancel_sends_remove(self, rt: Runtime, agent: AgentRecord,
-                                     jobs_dispatch: InlineJobs) -> None:
+    def test_d15_cancel_sends_remove(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         first = request_delay(rt, agent, "email", 30)
         request_delay(rt, agent, "email", 0)
-        assert jobs_dispatch.alarm_requests[-1][1] == {"op": "remove",
-                                                       "request_id": first["request_id"]}
+        assert jobs_dispatch.alarm_requests[-1][1] == {
+            "op": "remove",
+            "request_id": first["request_id"],
+        }
 
-    def test_d15_errors_and_noop_cancel_send_nothing(self, rt: Runtime, agent: AgentRecord,
-                                                     jobs_dispatch: InlineJobs) -> None:
+    def test_d15_errors_and_noop_cancel_send_nothing(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         request_delay(rt, agent, "email", 0)
         request_delay(rt, agent, "email", 9999)
         request_delay(rt, agent, "email", 30)
@@ -298,8 +360,12 @@ class TestSchedulerRequests:
         assert [r["op"] for _, r in jobs_dispatch.alarm_requests] == ["add"]
 
     def test_d15_send_failure_keeps_the_delay(
-        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs,
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        jobs_dispatch: InlineJobs,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         """D19: the backstop publishes the alarm when the scheduler never heard of it."""
         capture(caplog)
@@ -345,14 +411,19 @@ class TestWake:
         assert visit.sync_agent(rt, agent)["woke"] is True
 
     def test_d14_delay_action_that_publishes_an_alarm_runs_the_sync_step(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         synced: list[str] = []
         real = visit.sync_agent
-        monkeypatch.setattr(visit, "sync_agent",
-                            lambda rt_, agent_, **kw: synced.append(agent_.agent_id)
-                            or real(rt_, agent_, **kw))
+        monkeypatch.setattr(
+            visit,
+            "sync_agent",
+            lambda rt_, agent_, **kw: synced.append(agent_.agent_id) or real(rt_, agent_, **kw),
+        )
         request_delay(rt, agent, "email", 10)
         assert synced == []
         clock.advance(11)
@@ -361,8 +432,7 @@ class TestWake:
         assert alarm_of(agent) is not None
 
 
-def test_d4_initial_stats_read_before_the_state_changes(rt: Runtime,
-                                                        agent: AgentRecord) -> None:
+def test_d4_initial_stats_read_before_the_state_changes(rt: Runtime, agent: AgentRecord) -> None:
     """D4/D7: ``initial`` describes the target as it was at the request."""
     request_delay(rt, agent, "email", 30)
     assert state_of(agent)["initial"] == {"present": False}
@@ -372,8 +442,9 @@ def test_d4_initial_stats_read_before_the_state_changes(rt: Runtime,
     assert initial["present"] is True and initial["retained_event_count"] == 1
 
 
-def test_d4_an_expired_state_without_alarm_never_blocks(rt: Runtime, agent: AgentRecord,
-                                                        clock: FakeClock) -> None:
+def test_d4_an_expired_state_without_alarm_never_blocks(
+    rt: Runtime, agent: AgentRecord, clock: FakeClock
+) -> None:
     """A corrupt active state is no delay and owes no alarm: it is simply replaced."""
     put_state(agent, active_state(clock.now(), requested_seconds=True))
     clock.advance(100)

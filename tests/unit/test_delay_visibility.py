@@ -63,8 +63,7 @@ class TestConsumerFilter:
         assert set(stamped["_meta"]["agent_meta"]["notifications"]["attention"]) == {"system"}
         assert set(render(rt, agent)["attention"]) == {"system"}
 
-    def test_d1_target_file_keeps_receiving_updates(self, rt: Runtime,
-                                                    agent: AgentRecord) -> None:
+    def test_d1_target_file_keeps_receiving_updates(self, rt: Runtime, agent: AgentRecord) -> None:
         from tidings.jobs.channels import publish
 
         request_delay(rt, agent, "email", 60)
@@ -76,8 +75,14 @@ class TestConsumerFilter:
     def test_d1_other_channels_and_hook_channels_keep_showing(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
-        manifest = {"name": "w", "channel": "watch", "source": "s", "description": "d",
-                    "how_to_modify": "m", "how_to_cancel": "c"}
+        manifest = {
+            "name": "w",
+            "channel": "watch",
+            "source": "s",
+            "description": "d",
+            "how_to_modify": "m",
+            "how_to_cancel": "c",
+        }
         atomic_write(agent.root, ".notification/hooks.json", json.dumps([manifest]).encode())
         write_channel(agent, "watch", {"header": "hook"})
         write_channel(agent, "email", {"header": "mail"})
@@ -90,30 +95,37 @@ class TestConsumerFilter:
         payload = {"header": "1 daemon notification(s)", "data": {"events": [{"k": 1}]}}
         entry = ("daemon.json", 42, "ab" * 32)
         for reader in (bare, reading, delay_state):  # where the read looks it up
-            monkeypatch.setattr(reader, "read_daemon",
-                                lambda root: DaemonView(payload=payload, fp_entry=entry))
+            monkeypatch.setattr(
+                reader, "read_daemon", lambda root: DaemonView(payload=payload, fp_entry=entry)
+            )
         write_channel(agent, "system", {"header": "sys"})
         request_delay(rt, agent, "daemon", 60)
         assert live(rt, agent) == "daemon"
         obs = observe(rt, agent)
         assert obs.payloads["daemon"] == payload
         assert ["daemon.json", 42, "ab" * 32] in obs.raw_fp
-        assert obs.masked_fp == [["daemon.json", 0, "daemon:delayed=1"],
-                                 obs.raw_fp[1]]
+        assert obs.masked_fp == [["daemon.json", 0, "daemon:delayed=1"], obs.raw_fp[1]]
 
     def test_d1_a_target_no_longer_allowed_is_not_delayed(
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
-        manifest = {"name": "w", "channel": "watch", "source": "s", "description": "d",
-                    "how_to_modify": "m", "how_to_cancel": "c"}
+        manifest = {
+            "name": "w",
+            "channel": "watch",
+            "source": "s",
+            "description": "d",
+            "how_to_modify": "m",
+            "how_to_cancel": "c",
+        }
         atomic_write(agent.root, ".notification/hooks.json", json.dumps([manifest]).encode())
         request_delay(rt, agent, "watch", 60)
         assert live(rt, agent) == "watch"
         os.unlink(agent.root / ".notification/hooks.json")
         assert live(rt, agent) is None
 
-    def test_d1_visible_again_after_deadline(self, rt: Runtime, agent: AgentRecord,
-                                             clock: FakeClock) -> None:
+    def test_d1_visible_again_after_deadline(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         write_channel(agent, "email", {"header": "mail"})
         request_delay(rt, agent, "email", 10)
         clock.advance(9.9)
@@ -145,8 +157,10 @@ def _mutations(now: float) -> list[tuple[str, Any]]:
         ("started_far_future", active_state(now, started=now + 5)),
         ("deadline_before_start", {**base, "deadline_epoch": now - 1}),
         ("deadline_far_future", {**base, "deadline_epoch": now + 10**9}),
-        ("duration_over_max", {**base, "requested_seconds": 600, "max_seconds": 600,
-                               "deadline_epoch": now + 600.5}),
+        (
+            "duration_over_max",
+            {**base, "requested_seconds": 600, "max_seconds": 600, "deadline_epoch": now + 600.5},
+        ),
         ("duration_mismatch", {**base, "deadline_epoch": now + 60.01}),
         ("missing_deadline", {k: v for k, v in base.items() if k != "deadline_epoch"}),
     ]
@@ -156,9 +170,12 @@ def _mutations(now: float) -> list[tuple[str, Any]]:
 RAW_BAD: list[tuple[str, bytes]] = [
     ("malformed", b"{not json"),
     ("truncated", b'{"version":1,"status":"active","target":"em'),
-    ("nan_started", b'{"version":1,"status":"active","request_id":"r","target":"email",'
-                    b'"requested_seconds":60,"max_seconds":600,"started_epoch":NaN,'
-                    b'"deadline_epoch":1}'),
+    (
+        "nan_started",
+        b'{"version":1,"status":"active","request_id":"r","target":"email",'
+        b'"requested_seconds":60,"max_seconds":600,"started_epoch":NaN,'
+        b'"deadline_epoch":1}',
+    ),
     ("not_utf8", b"\xff\xfe{}"),
     ("empty", b""),
 ]
@@ -167,14 +184,19 @@ RAW_BAD: list[tuple[str, bytes]] = [
 class TestLiveness:
     """D8: only a wholly plausible active state is live; anything else fails open."""
 
-    def test_d8_valid_state_is_live(self, rt: Runtime, agent: AgentRecord,
-                                    clock: FakeClock) -> None:
+    def test_d8_valid_state_is_live(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         put_state(agent, active_state(clock.now()))
         assert live(rt, agent) == "email"
 
     @pytest.mark.parametrize("index", range(23))
     def test_d8_invalid_state_fails_open_and_is_logged_once(
-        self, index: int, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        index: int,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         """Acceptance 6: target visible, no crash, one warning."""
@@ -189,7 +211,11 @@ class TestLiveness:
 
     @pytest.mark.parametrize(("name", "raw"), RAW_BAD)
     def test_d8_unparseable_state_fails_open_and_is_logged_once(
-        self, name: str, raw: bytes, rt: Runtime, agent: AgentRecord,
+        self,
+        name: str,
+        raw: bytes,
+        rt: Runtime,
+        agent: AgentRecord,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
@@ -200,7 +226,10 @@ class TestLiveness:
         assert len(events(caplog, INVALID)) == 1, name
 
     def test_d8_oversized_and_irregular_state_fail_open(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
@@ -214,11 +243,16 @@ class TestLiveness:
         os.symlink(agent.root / "elsewhere.json", agent.root / STATE)
         assert live(rt, agent) is None
         reasons = [e["reason"] for e in events(caplog, INVALID)]
-        assert reasons == ["unreadable (too_large:too_large)",
-                           "unreadable (not_regular:not_regular_file)"]
+        assert reasons == [
+            "unreadable (too_large:too_large)",
+            "unreadable (not_regular:not_regular_file)",
+        ]
 
     def test_d8_each_distinct_content_is_logged_once(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
@@ -230,7 +264,11 @@ class TestLiveness:
 
     @pytest.mark.parametrize("status", ["expiring", "published", "cancelled"])
     def test_d8_finished_states_are_not_live_and_not_logged(
-        self, status: str, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        status: str,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
@@ -239,7 +277,10 @@ class TestLiveness:
         assert events(caplog, INVALID) == []
 
     def test_d8_expired_and_absent_are_not_logged(
-        self, rt: Runtime, agent: AgentRecord, clock: FakeClock,
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        clock: FakeClock,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
@@ -257,8 +298,9 @@ class TestLiveness:
         put_state(agent, active_state(now, deadline_epoch=now + 60.002))
         assert live(rt, agent) is None
 
-    def test_d8_infinite_numbers_are_not_finite(self, rt: Runtime, agent: AgentRecord,
-                                                clock: FakeClock) -> None:
+    def test_d8_infinite_numbers_are_not_finite(
+        self, rt: Runtime, agent: AgentRecord, clock: FakeClock
+    ) -> None:
         text = json.dumps(active_state(clock.now(), deadline_epoch=math.inf))
         assert "Infinity" in text
         put_state(agent, text.encode())
@@ -271,8 +313,11 @@ class TestStats:
     def test_d7_present_with_counts(self, agent: AgentRecord) -> None:
         data = write_channel(agent, "email", {"data": {"count": 7, "events": [1, 2, 3]}})
         assert stats(agent.root, "email") == {
-            "present": True, "byte_size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "producer_reported_count": 7, "retained_event_count": 3,
+            "present": True,
+            "byte_size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "producer_reported_count": 7,
+            "retained_event_count": 3,
             "retained_event_count_scope": "current mirror entries; not asserted total",
         }
 
@@ -293,17 +338,19 @@ class TestStats:
         atomic_write(agent.root, ".notification/email.json", b"x" * 1_048_577)
         assert stats(agent.root, "email") == {"present": None, "read_error": "too_large"}
         (agent.root / ".notification/system.json").mkdir()
-        assert stats(agent.root, "system") == {"present": None,
-                                               "read_error": "not_regular_file"}
+        assert stats(agent.root, "system") == {"present": None, "read_error": "not_regular_file"}
 
-    def test_d7_daemon_uses_the_aggregate(self, agent: AgentRecord,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_d7_daemon_uses_the_aggregate(
+        self, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         payload = {"data": {"events": [{"a": 1}, {"b": 2}], "daemon": {"count": 2}}}
-        monkeypatch.setattr(delay_state, "read_daemon", lambda root: DaemonView(
-            payload=payload, fp_entry=("daemon.json", 9, "cd" * 32)))
+        monkeypatch.setattr(
+            delay_state,
+            "read_daemon",
+            lambda root: DaemonView(payload=payload, fp_entry=("daemon.json", 9, "cd" * 32)),
+        )
         result = stats(agent.root, "daemon")
         assert result["byte_size"] == 9 and result["sha256"] == "cd" * 32
         assert result["retained_event_count"] == 2
         monkeypatch.setattr(delay_state, "read_daemon", lambda root: DaemonView(payload=payload))
-        assert stats(agent.root, "daemon") == {"present": None,
-                                               "read_error": "missing_fingerprint"}
+        assert stats(agent.root, "daemon") == {"present": None, "read_error": "missing_fingerprint"}

@@ -38,8 +38,10 @@ def system_events(rt: Runtime, agent: AgentRecord, *events: dict[str, Any]) -> l
 
 class TestC35GuardOrder:
     def test_1_invalid_channel_first(self, rt: Runtime, agent: AgentRecord) -> None:
-        for call in (dismiss.dismiss_channel(rt, agent, "a..b", force=True),
-                     dismiss.dismiss_event(rt, agent, "e", channel="nope")):
+        for call in (
+            dismiss.dismiss_channel(rt, agent, "a..b", force=True),
+            dismiss.dismiss_event(rt, agent, "e", channel="nope"),
+        ):
             assert call["reason"] == "invalid_channel"
 
     def test_2_post_molt_needs_a_reason(self, rt: Runtime, agent: AgentRecord) -> None:
@@ -47,7 +49,8 @@ class TestC35GuardOrder:
             result = dismiss.dismiss_channel(rt, agent, "post-molt", force=True, reason=reason)
             assert result["reason"] == "missing_ack_reason"
         assert dismiss.dismiss_event(rt, agent, "e", channel="post-molt")["reason"] == (
-            "missing_ack_reason")
+            "missing_ack_reason"
+        )
         ok = dismiss.dismiss_channel(rt, agent, "post-molt", reason="read it")
         assert ok["status"] == "ok" and ok["reason"] == "read it"
 
@@ -55,7 +58,8 @@ class TestC35GuardOrder:
         publishing.publish(rt, agent, "goal", {"header": "ship it"})
         deliver(rt, agent)
         assert dismiss.dismiss_channel(rt, agent, "goal", force=True)["reason"] == (
-            "protected_channel")
+            "protected_channel"
+        )
         assert dismiss.dismiss_ref(rt, agent, "r", channel="goal")["reason"] == "protected_channel"
         assert path(agent, "goal").exists()
 
@@ -98,8 +102,9 @@ class TestC35GuardOrder:
         assert result["reason"] == "stale_channel_version"
         assert result["delivered_version"] is None
 
-    def test_store_oserror_is_clear_failed(self, rt: Runtime, agent: AgentRecord,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_store_oserror_is_clear_failed(
+        self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         publishing.publish(rt, agent, "soul", {"header": "x"})
         deliver(rt, agent)
 
@@ -113,18 +118,35 @@ class TestC35GuardOrder:
 class TestC36Results:
     def test_whole_already_empty_and_reason(self, rt: Runtime, agent: AgentRecord) -> None:
         result = dismiss.dismiss_channel(rt, agent, "soul", reason="tidy")
-        assert result == {"status": "ok", "channel": "soul", "cleared": False, "forced": False,
-                          "cause": "already_empty", "reason": "tidy"}
+        assert result == {
+            "status": "ok",
+            "channel": "soul",
+            "cleared": False,
+            "forced": False,
+            "cause": "already_empty",
+            "reason": "tidy",
+        }
 
     def test_event_removes_every_match_keeps_others(self, rt: Runtime, agent: AgentRecord) -> None:
-        events = [{"event_id": "dup", "n": 1}, {"event_id": "keep", "n": 2},
-                  {"event_id": "dup", "n": 3, "severity": "high"}]
-        publishing.publish(rt, agent, "system", {"header": "3", "priority": "high",
-                                          "data": {"events": events}})
+        events = [
+            {"event_id": "dup", "n": 1},
+            {"event_id": "keep", "n": 2},
+            {"event_id": "dup", "n": 3, "severity": "high"},
+        ]
+        publishing.publish(
+            rt, agent, "system", {"header": "3", "priority": "high", "data": {"events": events}}
+        )
         deliver(rt, agent)
         result = dismiss.dismiss_event(rt, agent, "dup")
-        assert result == {"status": "ok", "channel": "system", "cleared": True, "removed": 2,
-                          "remaining": 1, "forced": False, "event_id": "dup"}
+        assert result == {
+            "status": "ok",
+            "channel": "system",
+            "cleared": True,
+            "removed": 2,
+            "remaining": 1,
+            "forced": False,
+            "event_id": "dup",
+        }
         envelope = mirror(agent, "system")
         assert [e["event_id"] for e in envelope["data"]["events"]] == ["keep"]
         assert envelope["header"] == "1 system notification(s)"
@@ -134,9 +156,16 @@ class TestC36Results:
         system_events(rt, agent, {"ref_id": "r1", "n": 1})
         deliver(rt, agent)
         miss = dismiss.dismiss_ref(rt, agent, "zzz")
-        assert miss == {"status": "ok", "channel": "system", "cleared": False, "removed": 0,
-                        "remaining": 1, "forced": False, "ref_id": "zzz",
-                        "cause": "no_matching_event"}
+        assert miss == {
+            "status": "ok",
+            "channel": "system",
+            "cleared": False,
+            "removed": 0,
+            "remaining": 1,
+            "forced": False,
+            "ref_id": "zzz",
+            "cause": "no_matching_event",
+        }
         hit = dismiss.dismiss_ref(rt, agent, "r1")
         assert hit["removed"] == 1 and hit["remaining"] == 0
         assert not path(agent, "system").exists()
@@ -146,7 +175,8 @@ class TestC36Results:
         assert dismiss.dismiss_ref(rt, agent, "")["reason"] == "missing_ref_id"
         assert dismiss.dismiss_channel(rt, agent, None)["reason"] == "missing_channel"
         assert dismiss.dismiss_channel(rt, agent, "system", event_id="e")["reason"] == (
-            "channel_dismiss_rejects_event_target")
+            "channel_dismiss_rejects_event_target"
+        )
 
     def test_dismissal_never_wakes(self, rt: Runtime, agent: AgentRecord) -> None:
         system_events(rt, agent, {"ref_id": "a"}, {"ref_id": "b"})
@@ -174,8 +204,11 @@ def test_c9_dismissal_changes_only_the_mirror_file(rt: Runtime, agent: AgentReco
     deliver(rt, agent)
 
     def files() -> dict[str, bytes]:
-        return {str(p.relative_to(agent.root)): p.read_bytes()
-                for p in agent.root.rglob("*") if p.is_file() and ".locks" not in p.parts}
+        return {
+            str(p.relative_to(agent.root)): p.read_bytes()
+            for p in agent.root.rglob("*")
+            if p.is_file() and ".locks" not in p.parts
+        }
 
     before = files()
     dismiss.dismiss_channel(rt, agent, "email", force=True)
@@ -190,8 +223,18 @@ def test_c37_guards_hub_wide_last_wins_and_hooks_install_none(
     rt.redis.hset(keys.DISMISS_GUARDS, "email", "first()")
     rt.redis.hset(keys.DISMISS_GUARDS, "email", "second()")
     assert dismiss.guard_for(rt, "email") == "second()"
-    add(rt, agent, {"name": "h", "channel": "deploys", "source": "s", "description": "d",
-                          "how_to_modify": "m", "how_to_cancel": "c"})
+    add(
+        rt,
+        agent,
+        {
+            "name": "h",
+            "channel": "deploys",
+            "source": "s",
+            "description": "d",
+            "how_to_modify": "m",
+            "how_to_cancel": "c",
+        },
+    )
     assert dismiss.guard_for(rt, "deploys") is None
     publishing.publish(rt, agent, "deploys", {"header": "x"})
     deliver(rt, agent)
@@ -211,8 +254,9 @@ def test_acceptance4_append_while_dismissing_never_loses_the_new_event(
     def producer() -> None:
         start.wait(5)
         for n in range(10):
-            new_ids.append(publishing.append_event(rt, agent, "system", {"event_id": f"new{n}"})
-                           ["event_id"])
+            new_ids.append(
+                publishing.append_event(rt, agent, "system", {"event_id": f"new{n}"})["event_id"]
+            )
 
     thread = threading.Thread(target=producer)
     thread.start()

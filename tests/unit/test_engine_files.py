@@ -64,9 +64,17 @@ def test_the_configuration(tmp_path: Path) -> None:
     paths = StatePaths(tmp_path)
     text = config.render(paths, 6390, "s3cret", "always")
     lines = set(text.splitlines())
-    assert {"appendonly yes", "appendfsync always", "bind 127.0.0.1", "port 6390",
-            "protected-mode yes", "daemonize no", 'requirepass "s3cret"',
-            f'dir "{paths.data_dir}"', "unixsocketperm 700"} <= lines
+    assert {
+        "appendonly yes",
+        "appendfsync always",
+        "bind 127.0.0.1",
+        "port 6390",
+        "protected-mode yes",
+        "daemonize no",
+        'requirepass "s3cret"',
+        f'dir "{paths.data_dir}"',
+        "unixsocketperm 700",
+    } <= lines
     paths.create()
     config.write(paths, text)
     assert stat.S_IMODE(paths.config.stat().st_mode) == 0o600
@@ -78,10 +86,13 @@ def test_a_socket_path_too_long_for_the_kernel_is_left_out(tmp_path: Path) -> No
     assert "unixsocket" not in config.render(paths, 1, "s", "everysec")
 
 
-@pytest.mark.parametrize(("output", "problem"), [
-    ("Redis server v=6.2.14 sha=0", "7.0 or newer"),
-    ("something else", "is not a valkey-server"),
-])
+@pytest.mark.parametrize(
+    ("output", "problem"),
+    [
+        ("Redis server v=6.2.14 sha=0", "7.0 or newer"),
+        ("something else", "is not a valkey-server"),
+    ],
+)
 def test_an_old_or_unknown_engine_is_refused(tmp_path: Path, output: str, problem: str) -> None:
     fake = tmp_path / "server"
     fake.write_text(f"#!/bin/sh\necho '{output}'\n")

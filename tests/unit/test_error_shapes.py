@@ -48,16 +48,23 @@ def _error_dicts(tree: ast.Module) -> Iterator[ast.Dict]:
 
 
 def _is_literal_of(annotation: ast.expr, values: set[str]) -> bool:
-    return (isinstance(annotation, ast.Subscript) and getattr(annotation.value, "id", "")
-            == "Literal" and any(_literal(e) in values for e in ast.walk(annotation.slice)
-                                 if isinstance(e, ast.Constant)))
+    return (
+        isinstance(annotation, ast.Subscript)
+        and getattr(annotation.value, "id", "") == "Literal"
+        and any(
+            _literal(e) in values for e in ast.walk(annotation.slice) if isinstance(e, ast.Constant)
+        )
+    )
 
 
 def _error_typeddicts(tree: ast.Module) -> Iterator[ast.ClassDef]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
-            fields = {s.target.id: s.annotation for s in node.body
-                      if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            fields = {
+                s.target.id: s.annotation
+                for s in node.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
             status = fields.get("status")
             if status is not None and _is_literal_of(status, ERROR_STATUSES):
                 yield node
@@ -76,14 +83,18 @@ def test_every_error_answer_the_code_builds_carries_a_reason() -> None:
                 reason = _literal(node.values[keys.index("reason")])
                 assert reason is None or reason in ALL, f"{where}:{node.lineno}: {reason}"
         for cls in _error_typeddicts(tree):
-            names = {s.target.id for s in cls.body
-                     if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            names = {
+                s.target.id
+                for s in cls.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
             if "reason" not in names:
                 missing.append(f"{where}:{cls.lineno} class {cls.name}")
     assert not missing, f"error answers without a reason (C44): {missing}"
 
 
 # -- the command table ---------------------------------------------------------------
+
 
 def command_table() -> list[tuple[str, ...]]:
     """Every leaf command of the parser (``agents`` alone is not one)."""
@@ -103,15 +114,30 @@ def command_table() -> list[tuple[str, ...]]:
 
 #: Arguments that make each command reach for its store (beyond ``--redis-url``).
 ARGS: dict[tuple[str, ...], list[str]] = {
-    ("up",): [], ("worker",): [], ("scheduler",): [],
-    ("agents", "add"): [], ("agents", "list"): [], ("agents", "remove"): ["--agent-id", "a"],
+    ("up",): [],
+    ("worker",): [],
+    ("scheduler",): [],
+    ("agents", "add"): [],
+    ("agents", "list"): [],
+    ("agents", "remove"): ["--agent-id", "a"],
     ("agents", "move"): ["--agent-id", "a", "--host", "h"],
-    ("publish",): ["soul", "--event", "{}"], ("daemon-event",): ["d", "--event", "{}"],
-    ("notification",): ["check"], ("check",): [], ("hooks", "list"): [],
-    ("hooks", "add"): ["--input", "{}"], ("hooks", "edit"): ["n", "--input", "{}"],
-    ("hooks", "drop"): ["n"], ("settings",): [], ("delay",): ["soul", "5"],
-    ("observe",): [], ("inbox",): [], ("inbox", "ignore"): ["0" * 32], ("status",): [],
-    ("dead",): [], ("dead", "requeue"): ["m"], ("web",): ["--port", "0"],
+    ("publish",): ["soul", "--event", "{}"],
+    ("daemon-event",): ["d", "--event", "{}"],
+    ("notification",): ["check"],
+    ("check",): [],
+    ("hooks", "list"): [],
+    ("hooks", "add"): ["--input", "{}"],
+    ("hooks", "edit"): ["n", "--input", "{}"],
+    ("hooks", "drop"): ["n"],
+    ("settings",): [],
+    ("delay",): ["soul", "5"],
+    ("observe",): [],
+    ("inbox",): [],
+    ("inbox", "ignore"): ["0" * 32],
+    ("status",): [],
+    ("dead",): [],
+    ("dead", "requeue"): ["m"],
+    ("web",): ["--port", "0"],
     ("mcp",): [],
 }
 #: Commands that never reach a store: a scripted tour on its own embedded store, the
@@ -151,8 +177,9 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return code, captured.out, captured.err.splitlines()
 
 
-def assert_error(code: int, out: str, err: list[str], reason: str, exit_code: int,
-                 *, stdout: bool = True) -> None:
+def assert_error(
+    code: int, out: str, err: list[str], reason: str, exit_code: int, *, stdout: bool = True
+) -> None:
     assert code == exit_code, (code, out, err)
     (line,) = err
     assert line.startswith(f"tidings: {reason}: ") and len(line) > len(reason) + 11, line
@@ -166,7 +193,9 @@ def assert_error(code: int, out: str, err: list[str], reason: str, exit_code: in
 
 @pytest.mark.parametrize("command", sorted(ARGS), ids=" ".join)
 def test_no_reachable_store_is_one_line_exit_2_on_every_command(
-    command: tuple[str, ...], quiet_process: None, capsys: pytest.CaptureFixture[str],
+    command: tuple[str, ...],
+    quiet_process: None,
+    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     url = f"redis://127.0.0.1:{closed_port()}/0"
@@ -180,16 +209,22 @@ def test_no_reachable_store_is_one_line_exit_2_on_every_command(
 
 #: Every JSON option, by the command that takes it.
 JSON_OPTIONS = [
-    ["publish", "soul", "--event"], ["publish", "soul", "--envelope"],
-    ["daemon-event", "d", "--event"], ["notification", "dismiss_channel", "--input"],
-    ["hooks", "add", "--input"], ["hooks", "edit", "n", "--input"],
+    ["publish", "soul", "--event"],
+    ["publish", "soul", "--envelope"],
+    ["daemon-event", "d", "--event"],
+    ["notification", "dismiss_channel", "--input"],
+    ["hooks", "add", "--input"],
+    ["hooks", "edit", "n", "--input"],
 ]
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", '"text"', "3"])
 @pytest.mark.parametrize("option", JSON_OPTIONS, ids=" ".join)
 def test_bad_json_text_is_invalid_json_exit_2_whether_or_not_it_parses(
-    option: list[str], text: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    option: list[str],
+    text: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     """interfaces.md: 2 for bad input text, for JSON that does not parse and for JSON that is
     not the object the option needs alike (the issue saw 2 for one and 1 for the other)."""
@@ -199,7 +234,9 @@ def test_bad_json_text_is_invalid_json_exit_2_whether_or_not_it_parses(
 
 @pytest.mark.parametrize("workdirs", [[], ["a", "b"]], ids=["none", "two"])
 def test_up_memory_repo_goes_with_exactly_one_workdir(
-    workdirs: list[str], quiet_process: None, capsys: pytest.CaptureFixture[str],
+    workdirs: list[str],
+    quiet_process: None,
+    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     """interfaces.md, Never silent: ``up --memory-repo`` without exactly one ``--workdir`` is a
@@ -214,7 +251,9 @@ def test_up_memory_repo_goes_with_exactly_one_workdir(
 
 @pytest.mark.parametrize("token", ["short", "x" * 31])
 def test_a_weak_console_token_off_loopback_is_refused(
-    token: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    token: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """interfaces.md, Never silent: ``TIDINGS_WEB_TOKEN`` under 32 characters off loopback."""
     monkeypatch.setenv("TIDINGS_WEB_TOKEN", token)
@@ -223,16 +262,21 @@ def test_a_weak_console_token_off_loopback_is_refused(
     assert "at least 32" in err[0]
 
 
-@pytest.mark.parametrize("argv", [["publish"], ["status", "--no-such-option"],
-                                  ["no-such-command"], ["--workdir", "w", "status"]],
-                         ids=" ".join)
-def test_a_usage_error_is_one_line_too(argv: list[str],
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["publish"],
+        ["status", "--no-such-option"],
+        ["no-such-command"],
+        ["--workdir", "w", "status"],
+    ],
+    ids=" ".join,
+)
+def test_a_usage_error_is_one_line_too(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """The parser's own errors (a missing argument, an unknown option or command) follow
     the same rule: JSON on stdout, one ``tidings: bad_usage: ...`` line, exit 2."""
     with pytest.raises(SystemExit) as done:
         cli.main(argv)
     captured = capsys.readouterr()
-    assert_error(int(str(done.value.code)), captured.out, captured.err.splitlines(),
-                 "bad_usage", 2)
+    assert_error(int(str(done.value.code)), captured.out, captured.err.splitlines(), "bad_usage", 2)
     assert "--help" in captured.err

@@ -17,9 +17,13 @@ def reached_points() -> set[str]:
     for folder in ("jobs", "store", "workers", "scheduler", "tidings"):
         for path in (REPO / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and node.func.attr == "reach" and node.args
-                        and isinstance(node.args[0], ast.Constant)):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "reach"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
                     found.add(str(node.args[0].value))
     return found
 

@@ -26,9 +26,16 @@ def umask() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("umask")
-@pytest.mark.parametrize(("dir_bits", "file_bits"), [
-    (0o700, 0o600), (0o750, 0o640), (0o755, 0o644), (0o777, 0o644), (0o711, 0o600),
-])
+@pytest.mark.parametrize(
+    ("dir_bits", "file_bits"),
+    [
+        (0o700, 0o600),
+        (0o750, 0o640),
+        (0o755, 0o644),
+        (0o777, 0o644),
+        (0o711, 0o600),
+    ],
+)
 def test_files_take_the_directory_bits(tmp_path: Path, dir_bits: int, file_bits: int) -> None:
     notification = tmp_path / ".notification"
     notification.mkdir()

@@ -22,8 +22,9 @@ CHANNEL = "mcp.x"
 
 
 def file_of(agent: AgentRecord) -> dict[str, Any]:
-    return dict(json.loads((Path(agent.workdir) / ".notification" / f"{CHANNEL}.json")
-                           .read_bytes()))
+    return dict(
+        json.loads((Path(agent.workdir) / ".notification" / f"{CHANNEL}.json").read_bytes())
+    )
 
 
 def ids(agent: AgentRecord) -> list[str]:
@@ -70,9 +71,13 @@ def test_c15_a_partly_applied_buffer_applies_only_the_rest(
     k = AgentKeys(agent.agent_id)
     # Redis lost the trim: the applied records are buffered again, ahead of newer ones.
     seqs = list(range(1, 4))
-    applied = [f"{s}:".encode() + json.dumps({"op": "append", "event": e, "priority": None,
-                                             "skip_if_ref_exists": False}).encode()
-               for s, e in zip(seqs, file_of(agent)["data"]["events"], strict=True)]
+    applied = [
+        f"{s}:".encode()
+        + json.dumps(
+            {"op": "append", "event": e, "priority": None, "skip_if_ref_exists": False}
+        ).encode()
+        for s, e in zip(seqs, file_of(agent)["data"]["events"], strict=True)
+    ]
     publish(rt, agent, CHANNEL, {"header": "reset", "data": {"events": []}})
     later = [append_event(rt, agent, CHANNEL, {"n": n})["event_id"] for n in range(3, 5)]
     rt.redis.lpush(k.buffer(CHANNEL), *reversed(applied))
@@ -94,8 +99,13 @@ def test_c15_an_event_already_in_the_file_is_not_added_again(
     again = append_event(rt, agent, CHANNEL, {"event_id": "same", "at": "2026-01-01T00:00:00Z"})
     assert again["status"] == "ok" and "duplicate" not in again
     assert ids(agent) == ["same"]
-    other = append_event(rt, agent, CHANNEL, {"event_id": "same", "at": "2026-01-02T00:00:00Z"},
-                         idempotency_key="other")
+    other = append_event(
+        rt,
+        agent,
+        CHANNEL,
+        {"event_id": "same", "at": "2026-01-02T00:00:00Z"},
+        idempotency_key="other",
+    )
     assert other["status"] == "ok" and ids(agent) == ["same", "same"]
 
 

@@ -19,8 +19,12 @@ from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
 MANIFEST: dict[str, Any] = {
-    "name": "deployer", "channel": "deploys", "source": "cron", "description": "deploy log",
-    "how_to_modify": "edit the cron file", "how_to_cancel": "remove the cron file",
+    "name": "deployer",
+    "channel": "deploys",
+    "source": "cron",
+    "description": "deploy log",
+    "how_to_modify": "edit the cron file",
+    "how_to_cancel": "remove the cron file",
 }
 
 
@@ -76,11 +80,15 @@ class TestC39Manifest:
             assert "instructions" not in registry(agent)[0]
             assert "max_events" not in registry(agent)[0]
             hooks.drop(rt, agent, "deployer")
-        hooks.add(rt, agent, {**MANIFEST, "version": "2.1", "instructions": "read it",
-                              "max_events": 7})
+        hooks.add(
+            rt, agent, {**MANIFEST, "version": "2.1", "instructions": "read it", "max_events": 7}
+        )
         stored = registry(agent)[0]
         assert (stored["version"], stored["instructions"], stored["max_events"]) == (
-            "2.1", "read it", 7)
+            "2.1",
+            "read it",
+            7,
+        )
 
     @pytest.mark.parametrize(
         ("change", "fragment"),
@@ -112,8 +120,11 @@ class TestC39Manifest:
 
 class TestC40Actions:
     def test_add_duplicate_name_and_channel_in_use(self, rt: Runtime, agent: AgentRecord) -> None:
-        assert hooks.add(rt, agent, MANIFEST) == {"status": "ok", "reason": "added",
-                                                  "name": "deployer"}
+        assert hooks.add(rt, agent, MANIFEST) == {
+            "status": "ok",
+            "reason": "added",
+            "name": "deployer",
+        }
         before = registry_file(agent).read_bytes()
         dup = hooks.add(rt, agent, {**MANIFEST, "channel": "other"})
         assert dup["reason"] == "duplicate_name" and dup["name"] == "deployer"
@@ -124,12 +135,12 @@ class TestC40Actions:
 
     def test_edit_changes_fields_ignores_nulls(self, rt: Runtime, agent: AgentRecord) -> None:
         hooks.add(rt, agent, MANIFEST)
-        result = hooks.edit(rt, agent, "deployer", {"description": "new", "source": None,
-                                                    "max_events": 3})
+        result = hooks.edit(
+            rt, agent, "deployer", {"description": "new", "source": None, "max_events": 3}
+        )
         assert result == {"status": "ok", "reason": "edited", "name": "deployer"}
         stored = registry(agent)[0]
-        assert (stored["description"], stored["source"], stored["max_events"]) == (
-            "new", "cron", 3)
+        assert (stored["description"], stored["source"], stored["max_events"]) == ("new", "cron", 3)
 
     def test_edit_channel_moves_the_allowlist(self, rt: Runtime, agent: AgentRecord) -> None:
         hooks.add(rt, agent, MANIFEST)
@@ -163,16 +174,20 @@ class TestC40Actions:
     def test_drop_revokes_and_not_found(self, rt: Runtime, agent: AgentRecord) -> None:
         hooks.add(rt, agent, MANIFEST)
         hooks.add(rt, agent, {**MANIFEST, "name": "b", "channel": "other"})
-        assert hooks.drop(rt, agent, "deployer") == {"status": "ok", "reason": "dropped",
-                                                     "name": "deployer"}
+        assert hooks.drop(rt, agent, "deployer") == {
+            "status": "ok",
+            "reason": "dropped",
+            "name": "deployer",
+        }
         assert not allowlisting.allowlist(rt, agent).allows("deploys")
         assert publishing.append_event(rt, agent, "deploys", {})["reason"] == "invalid_channel"
         assert hooks.drop(rt, agent, "deployer")["reason"] == "not_found"
         assert hooks.drop(rt, agent, "")["reason"] == "invalid_manifest"
         assert [m["name"] for m in registry(agent)] == ["b"]
 
-    def test_write_failure(self, rt: Runtime, agent: AgentRecord,
-                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_write_failure(
+        self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         def failing(*args: Any) -> None:
             raise OSError(28, "No space left on device")
 
@@ -194,8 +209,9 @@ class TestC40Actions:
 
         def add(n: int) -> None:
             barrier.wait(5)
-            results.append(hooks.add(rt, agent, {**MANIFEST, "name": f"h{n}",
-                                                 "channel": f"chan{n}"}))
+            results.append(
+                hooks.add(rt, agent, {**MANIFEST, "name": f"h{n}", "channel": f"chan{n}"})
+            )
 
         threads = [threading.Thread(target=add, args=(n,)) for n in range(16)]
         for t in threads:
@@ -215,16 +231,21 @@ class TestC41LoadFailureAndFreshness:
     ) -> None:
         """Acceptance 5: a corrupt hooks.json never crashes; every action answers the same."""
         write_registry(agent, content)
-        for result in (hooks.list_hooks(rt, agent), hooks.add(rt, agent, MANIFEST),
-                       hooks.edit(rt, agent, "x", {"source": "y"}), hooks.drop(rt, agent, "x")):
+        for result in (
+            hooks.list_hooks(rt, agent),
+            hooks.add(rt, agent, MANIFEST),
+            hooks.edit(rt, agent, "x", {"source": "y"}),
+            hooks.drop(rt, agent, "x"),
+        ):
             assert set(result) == {"status", "reason", "message"}
             assert result["reason"] == "hook_registry_load_failed"
             assert result["message"].startswith("Could not load hooks.json: ")
             assert len(result["message"]) <= len("Could not load hooks.json: ") + 300
         assert registry_file(agent).read_bytes() == content
 
-    def test_symlinked_registry_is_a_load_failure(self, rt: Runtime, agent: AgentRecord,
-                                                  tmp_path: Path) -> None:
+    def test_symlinked_registry_is_a_load_failure(
+        self, rt: Runtime, agent: AgentRecord, tmp_path: Path
+    ) -> None:
         outside = tmp_path / "elsewhere.json"
         outside.write_text(json.dumps([MANIFEST]))
         registry_file(agent).parent.mkdir()
@@ -248,8 +269,9 @@ class TestC41LoadFailureAndFreshness:
         allowlisting.invalidate(agent)  # as in a fresh process: only Redis remembers
         with caplog.at_level(logging.WARNING, logger="tidings"):
             assert allowlisting.allowlist(rt, agent).allows("deploys")
-        assert any(getattr(r, "event", "") == "notification_hook_registry_error"
-                   for r in caplog.records)
+        assert any(
+            getattr(r, "event", "") == "notification_hook_registry_error" for r in caplog.records
+        )
         reading_ok = observe(rt, agent)
         assert reading_ok.stable
 

@@ -52,8 +52,14 @@ DEEP_OBJECT = json.dumps({"a": 1})
 for _ in range(2500):
     DEEP_OBJECT = '{"k":[' + DEEP_OBJECT + "]}"
 
-MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
-            "how_to_modify": "m", "how_to_cancel": "c"}
+MANIFEST = {
+    "name": "h",
+    "channel": "deploys",
+    "source": "s",
+    "description": "d",
+    "how_to_modify": "m",
+    "how_to_cancel": "c",
+}
 
 
 def plant(agent: AgentRecord, rel: str, content: str | bytes) -> Path:
@@ -170,9 +176,7 @@ class TestItem1DeepFiles:
         assert [e["n"] for e in events] == [1]
         assert sync_agent(rt, agent)["woke"] is True
 
-    def test_deep_control_record_is_a_control_error(
-        self, rt: Runtime, agent: AgentRecord
-    ) -> None:
+    def test_deep_control_record_is_a_control_error(self, rt: Runtime, agent: AgentRecord) -> None:
         plant(agent, ".notification/daemon/.tombstone", DEEP)
         assert read_daemon(agent.root).error is not None
         result = publish_daemon_event(rt, agent, "r1", {"n": 1})
@@ -189,9 +193,11 @@ class TestItem2LoneSurrogate:
         entry = drain(rt, agent)[-1]
         attention = entry["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
         assert attention["email"]["header"] == "hi \ufffd"
-        plant(agent, ".notification/system.json",
-              b'{"data": {"events": [{"event_id": "e1", "body": "\\udc00"},'
-              b' {"event_id": "e2"}]}}')
+        plant(
+            agent,
+            ".notification/system.json",
+            b'{"data": {"events": [{"event_id": "e1", "body": "\\udc00"}, {"event_id": "e2"}]}}',
+        )
         assert publish_event(rt, agent, "system", {"event_id": "e3"})["flushed"]
         events = mirror(agent, "system")["data"]["events"]
         assert [e["event_id"] for e in events] == ["e1", "e2", "e3"]
@@ -202,8 +208,11 @@ class TestItem2LoneSurrogate:
 
     def test_c48_call_input_that_is_not_unicode(self, rt: Runtime, agent: AgentRecord) -> None:
         result = publish_event(rt, agent, "system", {"body": "\ud83d"})
-        assert result == {"status": "error", "reason": "invalid_event",
-                          "message": "not valid Unicode"}
+        assert result == {
+            "status": "error",
+            "reason": "invalid_event",
+            "message": "not valid Unicode",
+        }
         env = publishing.publish(rt, agent, "soul", {"header": "\udc00"})
         assert env["reason"] == "invalid_envelope" and env["message"] == "not valid Unicode"
         key = publish_event(rt, agent, "system", {}, idempotency_key="\ud800")
@@ -259,9 +268,7 @@ class TestItem3NameLength:
 class TestItem4Registry:
     """Item 4, C49: a manifest is at most 16 KiB; the registry stays under 1 MiB."""
 
-    def test_two_megabyte_description_is_refused(
-        self, rt: Runtime, agent: AgentRecord
-    ) -> None:
+    def test_two_megabyte_description_is_refused(self, rt: Runtime, agent: AgentRecord) -> None:
         result = hooks.add(rt, agent, {**MANIFEST, "description": "d" * 2_000_000})
         assert result["reason"] == "invalid_manifest" and "16384" in result["message"]
         assert hooks.list_hooks(rt, agent) == {"status": "ok", "hooks": []}
@@ -271,8 +278,9 @@ class TestItem4Registry:
     ) -> None:
         text = "d" * 15_000
         reasons = [
-            hooks.add(rt, agent, {**MANIFEST, "name": f"h{i}", "channel": f"c{i}",
-                                  "description": text})["reason"]
+            hooks.add(
+                rt, agent, {**MANIFEST, "name": f"h{i}", "channel": f"c{i}", "description": text}
+            )["reason"]
             for i in range(72)
         ]
         assert reasons[0] == "added" and reasons[-1] == "hook_registry_full"
@@ -338,8 +346,7 @@ class TestItem7Locks:
         (agent.root / locks.LOCK_DIR).symlink_to(elsewhere)
         assert hooks.add(rt, agent, MANIFEST)["reason"] == "hook_registry_write_failed"
         assert publish_event(rt, agent, "system", {})["status"] == "ok"
-        assert request_delay(rt, agent, "email", 5)["reason"] == (
-            "delay_state_write_failed")
+        assert request_delay(rt, agent, "email", 5)["reason"] == ("delay_state_write_failed")
         assert dismiss_channel(rt, agent, "soul", force=True)["reason"] == "clear_failed"
         assert list(elsewhere.iterdir()) == []
 
@@ -392,8 +399,9 @@ class TestItem10SpillDecoy:
 class TestItem11SpecialFiles:
     """Item 11, C51: the warning names what is in the way."""
 
-    @pytest.mark.parametrize(("make", "what"), [(os.mkfifo, "is a FIFO"),
-                                                 (os.mkdir, "is a directory")])
+    @pytest.mark.parametrize(
+        ("make", "what"), [(os.mkfifo, "is a FIFO"), (os.mkdir, "is a directory")]
+    )
     def test_fifo_or_directory_named_email(
         self, rt: Runtime, agent: AgentRecord, make: Any, what: str
     ) -> None:
@@ -401,8 +409,11 @@ class TestItem11SpecialFiles:
         make(agent.root / ".notification" / "email.json")
         result = publishing.append_event(rt, agent, "email", {"n": 1})
         assert result["status"] == "ok" and result["flushed"] is False
-        body = next(e["body"] for e in mirror(agent, "system")["data"]["events"]
-                    if e["ref_id"] == "unsafe_channel:email")
+        body = next(
+            e["body"]
+            for e in mirror(agent, "system")["data"]["events"]
+            if e["ref_id"] == "unsafe_channel:email"
+        )
         assert what in body and "symlink" not in body
         assert observe(rt, agent).payloads.keys() == {"system"}
 

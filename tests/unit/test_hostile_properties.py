@@ -34,10 +34,15 @@ from tidings.jobs.consumer import observe, sync_agent
 #: Examples per property: the short profile keeps ``make test`` lean.
 PROFILES = {"short": 12, "long": 400}
 EXAMPLES = PROFILES.get(os.environ.get("TIDINGS_HYPOTHESIS_PROFILE", "short"), PROFILES["short"])
-HOSTILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 12,
-                   suppress_health_check=list(HealthCheck))
+HOSTILE = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=EXAMPLES <= 12,
+    suppress_health_check=list(HealthCheck),
+)
 
 # -- hostile content ---------------------------------------------------------------
+
 
 def _deep(depth: int, opener: str) -> str:
     if opener == "{":
@@ -46,20 +51,25 @@ def _deep(depth: int, opener: str) -> str:
 
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(10**30), max_value=10**30),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
     st.sampled_from(["\ud83d", "a\udc00b", "😀", "\x00", "", "x" * 3000]),
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 deep_text = st.builds(_deep, st.integers(60, 5000), st.sampled_from(["[", "{"]))
 envelope_like = st.builds(
     lambda header, events, extra: {"header": header, "data": {"events": events}, **extra},
-    scalars, st.one_of(st.lists(json_values, max_size=5), json_values),
+    scalars,
+    st.one_of(st.lists(json_values, max_size=5), json_values),
     st.dictionaries(st.text(max_size=8), json_values, max_size=3),
 )
 
@@ -75,8 +85,16 @@ file_bytes = st.one_of(
     json_values.map(_to_bytes),
     envelope_like.map(_to_bytes),
     envelope_like.map(_to_bytes).map(lambda b: b[: len(b) // 2]),
-    st.sampled_from([b"NaN", b'{"data": Infinity}', b"", b"\xef\xbb\xbf{}", b"[]" * 10,
-                     b'"' + b"x" * 1_048_577 + b'"']),
+    st.sampled_from(
+        [
+            b"NaN",
+            b'{"data": Infinity}',
+            b"",
+            b"\xef\xbb\xbf{}",
+            b"[]" * 10,
+            b'"' + b"x" * 1_048_577 + b'"',
+        ]
+    ),
 )
 #: Special files: what else can sit where a file is expected.
 SPECIALS = ("fifo", "directory", "symlink_out", "symlink_dangling", "socket")
@@ -84,12 +102,21 @@ contents = st.one_of(file_bytes, st.sampled_from(SPECIALS))
 
 #: Where hostile content is planted: every file a reader reads.
 TARGETS = (
-    ".notification/email.json", ".notification/system.json", ".notification/mcp.x.json",
-    ".notification/soul.json", ".notification/deploys.json", ".notification/hooks.json",
-    ".notification/.delay_state.json", ".notification/daemon/r1.json",
-    ".notification/daemon/.tombstone", ".notification/daemon.json", "notification.json",
-    "settings/system.json", ".notification/" + "z" * 230 + ".json",
-    ".notification/rogue.json", ".notification/.locks",
+    ".notification/email.json",
+    ".notification/system.json",
+    ".notification/mcp.x.json",
+    ".notification/soul.json",
+    ".notification/deploys.json",
+    ".notification/hooks.json",
+    ".notification/.delay_state.json",
+    ".notification/daemon/r1.json",
+    ".notification/daemon/.tombstone",
+    ".notification/daemon.json",
+    "notification.json",
+    "settings/system.json",
+    ".notification/" + "z" * 230 + ".json",
+    ".notification/rogue.json",
+    ".notification/.locks",
 )
 plantings = st.dictionaries(st.sampled_from(TARGETS), contents, min_size=1, max_size=5)
 
@@ -147,9 +174,17 @@ def world() -> Iterator[tuple[World, Agent]]:
         try:
             with tidings.connect(client=client) as hub:
                 agent = hub.agent(w.root, inline=True)
-                agent.notification("add", {"name": "h", "channel": "deploys", "source": "s",
-                                           "description": "d", "how_to_modify": "m",
-                                           "how_to_cancel": "c"})
+                agent.notification(
+                    "add",
+                    {
+                        "name": "h",
+                        "channel": "deploys",
+                        "source": "s",
+                        "description": "d",
+                        "how_to_modify": "m",
+                        "how_to_cancel": "c",
+                    },
+                )
                 before = w.outside_state()
                 yield w, agent
                 assert w.outside_state() == before, "something was written outside the workdir"
@@ -181,16 +216,30 @@ READERS: list[tuple[str, Callable[[Agent], Any]]] = [
     ("publish_hook", lambda a: a.publish_event("deploys", {"n": 3})),
     ("daemon", lambda a: a.publish_daemon_event("r1", {"n": 4})),
     ("list", lambda a: a.notification("list")),
-    ("add", lambda a: a.notification("add", {"name": "g", "channel": "rogue", "source": "s",
-                                             "description": "d", "how_to_modify": "m",
-                                             "how_to_cancel": "c"})),
+    (
+        "add",
+        lambda a: a.notification(
+            "add",
+            {
+                "name": "g",
+                "channel": "rogue",
+                "source": "s",
+                "description": "d",
+                "how_to_modify": "m",
+                "how_to_cancel": "c",
+            },
+        ),
+    ),
     ("edit", lambda a: a.notification("edit", {"name": "h", "description": "e"})),
     ("delay", lambda a: a.notification("delay", {"channel": "email", "seconds": 30})),
     ("cancel", lambda a: a.notification("delay", {"channel": "email", "seconds": 0})),
-    ("dismiss_event", lambda a: a.notification("dismiss_event", {"event_id": "e1",
-                                                                 "force": True})),
-    ("dismiss_ref", lambda a: a.notification("dismiss_ref", {"ref_id": "r", "channel": "daemon",
-                                                             "force": True})),
+    ("dismiss_event", lambda a: a.notification("dismiss_event", {"event_id": "e1", "force": True})),
+    (
+        "dismiss_ref",
+        lambda a: a.notification(
+            "dismiss_ref", {"ref_id": "r", "channel": "daemon", "force": True}
+        ),
+    ),
     ("dismiss_channel", lambda a: a.notification("dismiss_channel", {"channel": "mcp.x"})),
     ("settings", lambda a: a.notification("settings")),
     ("drop", lambda a: a.notification("drop", {"name": "h"})),
@@ -229,8 +278,11 @@ def test_symlinks_swapped_in_mid_read(bodies: list[bytes]) -> None:
         def flip() -> None:
             n = 0
             while not stop.is_set():
-                rel = (".notification/email.json", ".notification/daemon/r1.json",
-                       ".notification/hooks.json")[n % 3]
+                rel = (
+                    ".notification/email.json",
+                    ".notification/daemon/r1.json",
+                    ".notification/hooks.json",
+                )[n % 3]
                 with suppress(OSError):
                     w.plant(rel, bodies[n % len(bodies)] if n % 2 else "symlink_out")
                 n += 1
@@ -245,15 +297,36 @@ def test_symlinks_swapped_in_mid_read(bodies: list[bytes]) -> None:
 
 
 names = st.one_of(
-    st.text(max_size=12), st.sampled_from(["mcp.", "mcp.x\n", "daemon", "delay-alarm", "..",
-                                           "mcp." + "a" * 300, "mcp.\ud83d", "system"]),
-    st.integers(), st.none(),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "mcp.",
+            "mcp.x\n",
+            "daemon",
+            "delay-alarm",
+            "..",
+            "mcp." + "a" * 300,
+            "mcp.\ud83d",
+            "system",
+        ]
+    ),
+    st.integers(),
+    st.none(),
 )
-call_values = st.one_of(json_values,
-                        st.builds(lambda d: {"deep": _nest(d)}, st.integers(55, 3000)),
-                        st.sampled_from([{"a": {1, 2}}, {"b": b"bytes"}, {1: "int key"},
-                                         {"event_id": None}, {"event_id": "x" * 201},
-                                         {"big": "x" * 300_000}]))
+call_values = st.one_of(
+    json_values,
+    st.builds(lambda d: {"deep": _nest(d)}, st.integers(55, 3000)),
+    st.sampled_from(
+        [
+            {"a": {1, 2}},
+            {"b": b"bytes"},
+            {1: "int key"},
+            {"event_id": None},
+            {"event_id": "x" * 201},
+            {"big": "x" * 300_000},
+        ]
+    ),
+)
 
 
 def _nest(depth: int) -> Any:
@@ -264,28 +337,46 @@ def _nest(depth: int) -> Any:
 
 
 @HOSTILE
-@given(names, call_values, st.one_of(st.none(), st.text(max_size=5)), names,
-       st.dictionaries(st.one_of(st.text(max_size=10), st.sampled_from(
-           ["action", "input", "summarize"])), call_values, max_size=4))
+@given(
+    names,
+    call_values,
+    st.one_of(st.none(), st.text(max_size=5)),
+    names,
+    st.dictionaries(
+        st.one_of(st.text(max_size=10), st.sampled_from(["action", "input", "summarize"])),
+        call_values,
+        max_size=4,
+    ),
+)
 def test_every_public_call_with_hostile_arguments(
     channel: Any, value: Any, priority: Any, key: Any, arguments: dict[Any, Any]
 ) -> None:
     with world() as (_, agent):
         calls: list[tuple[str, Callable[[], Any]]] = [
             ("publish", lambda: agent.publish(channel, value)),
-            ("publish_event", lambda: agent.publish_event(channel, value, priority=priority,
-                                                          idempotency_key=key)),
+            (
+                "publish_event",
+                lambda: agent.publish_event(channel, value, priority=priority, idempotency_key=key),
+            ),
             ("daemon", lambda: agent.publish_daemon_event(channel, value, priority=priority)),
             ("admit", lambda: agent.admit(channel, key, value, key=key)),
             ("call_tool", lambda: agent.call_tool(arguments)),
             ("call_tool_action", lambda: agent.call_tool({"action": channel, "input": value})),
-            ("add", lambda: agent.notification("add", value if isinstance(value, dict)
-                                               else {"name": channel})),
-            ("delay", lambda: agent.notification("delay", {"channel": channel,
-                                                           "seconds": value})),
+            (
+                "add",
+                lambda: agent.notification(
+                    "add", value if isinstance(value, dict) else {"name": channel}
+                ),
+            ),
+            ("delay", lambda: agent.notification("delay", {"channel": channel, "seconds": value})),
             ("dismiss", lambda: agent.notification("dismiss_event", {"event_id": channel})),
-            ("stamp", lambda: agent.stamp(value if isinstance(value, dict) else {"v": value},
-                                          persistent=value if isinstance(value, dict) else None)),
+            (
+                "stamp",
+                lambda: agent.stamp(
+                    value if isinstance(value, dict) else {"v": value},
+                    persistent=value if isinstance(value, dict) else None,
+                ),
+            ),
             ("cap_persistent", lambda: agent.cap_persistent(value)),
             ("tick", lambda: sync_agent(agent.runtime, agent.record)),
         ]

@@ -52,8 +52,16 @@ class TestItems:
         assert set(event) == {"event_id", "source_kind", "created_at", "summary", "payload"}
         assert event["created_at"].endswith("Z") and len(event["created_at"]) == 24
         [item] = read_items(rt, AGENT, [eid])
-        for name in ("state", "seq", "claimed_at", "turn_id", "attempts",
-                     "side_effect_started_at", "handled_at", "ignored_at"):
+        for name in (
+            "state",
+            "seq",
+            "claimed_at",
+            "turn_id",
+            "attempts",
+            "side_effect_started_at",
+            "handled_at",
+            "ignored_at",
+        ):
             assert name in item
         inbox_admission.ignore(rt, AGENT, eid)
         assert rt.redis.hget(k.events, eid) == stored
@@ -65,9 +73,7 @@ class TestItems:
         assert all(i[12] == "7" and i[16] in "89ab" for i in ids)
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
 
-    def test_m2_replayed_admission_is_a_noop_with_the_original_result(
-        self, rt: Runtime
-    ) -> None:
+    def test_m2_replayed_admission_is_a_noop_with_the_original_result(self, rt: Runtime) -> None:
         """M2: a redelivered admission (same id) writes nothing and answers the same."""
         eid = new_uuid7()
         first = inbox_admission.admit(rt, AGENT, "mail", "x", event_id=eid)
@@ -141,12 +147,14 @@ class TestAdmit:
         [(_, fields)] = rt.redis.xrange(k.wake_stream)
         assert fields[b"kind"] == b"inbox"
         entry = json.loads(fields[b"entry"])
-        assert entry == {"kind": "inbox", "agent_id": AGENT, "at": entry["at"],
-                         "event_id": result["event_id"]}
+        assert entry == {
+            "kind": "inbox",
+            "agent_id": AGENT,
+            "at": entry["at"],
+            "event_id": result["event_id"],
+        }
 
-    def test_m4_wait_for_wake_sees_the_inbox_signal(
-        self, rt: Runtime, agent: AgentRecord
-    ) -> None:
+    def test_m4_wait_for_wake_sees_the_inbox_signal(self, rt: Runtime, agent: AgentRecord) -> None:
         """M4/C26: the orchestrator's wait_for_wake returns the inbox wake entry."""
         eid = inbox_admission.admit(rt, agent.agent_id, "mail", "urgent", wake=True)["event_id"]
         signal = wait_for_wake(rt, agent, 1)
@@ -203,8 +211,18 @@ class TestProjection:
         """M7: interfaces.md fields + claimed_at/handled_at/ignored_at/turn_id; summary ≤ 240."""
         admit(rt, "z" * 300, payload={"a": 1})
         [item] = projection(rt, AGENT)
-        for name in ("event_id", "source_kind", "state", "created_at", "summary", "payload",
-                     "claimed_at", "handled_at", "ignored_at", "turn_id"):
+        for name in (
+            "event_id",
+            "source_kind",
+            "state",
+            "created_at",
+            "summary",
+            "payload",
+            "claimed_at",
+            "handled_at",
+            "ignored_at",
+            "turn_id",
+        ):
             assert name in item
         assert item["summary"] == "z" * 239 + "…" and item["payload"] == {"a": 1}
         assert item["state"] == "pending"
@@ -247,9 +265,7 @@ class TestProjection:
 
 
 class TestBounds:
-    def test_m8_open_items_are_bounded(
-        self, rt: Runtime, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
+    def test_m8_open_items_are_bounded(self, rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
         """M8: one item beyond the open bound is refused with inbox_full."""
         monkeypatch.setattr(inbox_admission, "MAX_OPEN", 3)
         first = [admit(rt)["event_id"] for _ in range(3)]

@@ -33,7 +33,7 @@ def call_text(source: str, start: int) -> str:
     for end in range(start, len(source)):
         depth += {"(": 1, ")": -1}.get(source[end], 0)
         if depth == 0 and source[end] == ")":
-            return source[start:end + 1]
+            return source[start : end + 1]
     raise AssertionError("unbalanced call")
 
 
@@ -64,11 +64,18 @@ def test_transitions_stay_within_the_stored_states() -> None:
     assert {t.target for t in TRANSITIONS} == set(STORED)
 
 
-@pytest.mark.parametrize(("stored", "ignored_at", "seen"), [
-    (None, None, "pending"), ("pending", None, "pending"), ("running", None, "processing"),
-    ("retryable", None, "deferred"), ("needs-repair", None, "needs-repair"),
-    ("handled", None, "handled"), ("handled", "2026-01-01T00:00:00.000Z", "ignored"),
-])
+@pytest.mark.parametrize(
+    ("stored", "ignored_at", "seen"),
+    [
+        (None, None, "pending"),
+        ("pending", None, "pending"),
+        ("running", None, "processing"),
+        ("retryable", None, "deferred"),
+        ("needs-repair", None, "needs-repair"),
+        ("handled", None, "handled"),
+        ("handled", "2026-01-01T00:00:00.000Z", "ignored"),
+    ],
+)
 def test_m5_what_a_reader_sees(stored: str | None, ignored_at: str | None, seen: str) -> None:
     assert projected(stored, ignored_at) == seen
     assert seen in STATES

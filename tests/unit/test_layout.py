@@ -30,8 +30,11 @@ def modules() -> dict[str, Path]:
             rel = path.relative_to(folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             name = ".".join([package, *parts])
-            if package == "tidings" and parts and parts[0] in {"workers", "jobs", "scheduler",
-                                                              "store"}:
+            if (
+                package == "tidings"
+                and parts
+                and parts[0] in {"workers", "jobs", "scheduler", "store"}
+            ):
                 continue
             found[name] = path
     return found

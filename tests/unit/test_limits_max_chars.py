@@ -40,8 +40,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def invalid_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records
-            if getattr(r, "event", "") == "notification_max_chars_invalid"]
+    return [
+        r for r in caplog.records if getattr(r, "event", "") == "notification_max_chars_invalid"
+    ]
 
 
 class TestEnvironment:
@@ -49,8 +50,16 @@ class TestEnvironment:
 
     @pytest.mark.parametrize(
         ("raw", "expected"),
-        [("4000", 4000), ("  +4000\n", 4000), ("0004096", 4096), ("1", 2048), ("2047", 2048),
-         ("10001", 10_000), ("99999999999999999999", 10_000), ("9" * 5000, 10_000)],
+        [
+            ("4000", 4000),
+            ("  +4000\n", 4000),
+            ("0004096", 4096),
+            ("1", 2048),
+            ("2047", 2048),
+            ("10001", 10_000),
+            ("99999999999999999999", 10_000),
+            ("9" * 5000, 10_000),
+        ],
     )
     def test_b1_env_value_is_clamped(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raw: str, expected: int
@@ -214,7 +223,10 @@ class TestSettingsShow:
 
     @pytest.mark.parametrize("raw", [None, "3000", "1", "abc", "999999"])
     def test_b1_show_reports_the_build_value(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        self,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
         raw: str | None,
     ) -> None:
         from tidings.jobs.channels import show

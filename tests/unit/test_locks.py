@@ -59,8 +59,9 @@ def test_c18_exclusive_between_threads(tmp_path: Path) -> None:
         pass
 
 
-def _hold_in_child(root: str, ready: multiprocessing.synchronize.Event,
-                   done: multiprocessing.synchronize.Event) -> None:
+def _hold_in_child(
+    root: str, ready: multiprocessing.synchronize.Event, done: multiprocessing.synchronize.Event
+) -> None:
     with locks.hold(Path(root), "resource:delay-state"):
         ready.set()
         done.wait(10)

@@ -30,8 +30,13 @@ def test_json_line_carries_event_fields_and_message_context(
 ) -> None:
     stream, handler = captured
     handler.setFormatter(_logging.JsonFormatter("h1"))
-    message = Message(queue_name="tidings.host.h1", actor_name="flush_channel",
-                      args=("a1", "mcp.x"), kwargs={}, options={})
+    message = Message(
+        queue_name="tidings.host.h1",
+        actor_name="flush_channel",
+        args=("a1", "mcp.x"),
+        kwargs={},
+        options={},
+    )
     CurrentMessage().before_process_message(None, message)
     try:
         log.event("flush_unsafe", channel="mcp.x")
@@ -82,8 +87,15 @@ def test_log_level_setting_and_routine_apscheduler_lines_at_debug() -> None:
     assert Settings(log_level="debug").log_level == "DEBUG"
     with pytest.raises(ValueError):
         Settings(log_level="LOUD")
-    tick = logging.LogRecord("apscheduler.executors.default", logging.INFO, __file__, 1,
-                             "Running job %s", ("sync",), None)
+    tick = logging.LogRecord(
+        "apscheduler.executors.default",
+        logging.INFO,
+        __file__,
+        1,
+        "Running job %s",
+        ("sync",),
+        None,
+    )
     own = logging.LogRecord("tidings", logging.INFO, __file__, 1, "x", (), None)
     assert not _logging.RoutineToDebug(logging.INFO).filter(tick)
     assert tick.levelname == "DEBUG"

@@ -46,9 +46,11 @@ def test_a_script_touches_only_the_keys_it_is_given(script: Path) -> None:
         if command.upper() in KEYLESS:
             continue
         assert re.fullmatch(r"KEYS\[\d+\]", first.strip()), (
-            f"{script.name}: {command} on {first.strip()!r}, not a KEYS entry")
+            f"{script.name}: {command} on {first.strip()!r}, not a KEYS entry"
+        )
     assert "KEYS[" in code and not re.search(r"\bKEYS\s*\[\s*[^\d\s]", code), (
-        "KEYS indexed only by literal positions")
+        "KEYS indexed only by literal positions"
+    )
 
 
 def _call_sites() -> list[tuple[str, ast.Call, ast.AST]]:
@@ -62,8 +64,13 @@ def _call_sites() -> list[tuple[str, ast.Call, ast.AST]]:
                     continue
                 for node in ast.walk(scope):
                     func = node.func if isinstance(node, ast.Call) else None
-                    name = (func.attr if isinstance(func, ast.Attribute)
-                            else func.id if isinstance(func, ast.Name) else "")
+                    name = (
+                        func.attr
+                        if isinstance(func, ast.Attribute)
+                        else func.id
+                        if isinstance(func, ast.Name)
+                        else ""
+                    )
                     if name in ("scripts", "_scripts") and len(node.args) >= 2:  # type: ignore[union-attr]
                         found.append((f"{path.relative_to(ROOT)}:{node.lineno}", node, scope))
     return found
@@ -81,8 +88,12 @@ def _receiver(node: ast.AST, scope: ast.AST) -> str:
         return _receiver(node.value, scope)
     if isinstance(node, ast.Name):  # a local: what it was assigned from
         for stmt in ast.walk(scope):
-            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                    and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == node.id):
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == node.id
+            ):
                 return _receiver(stmt.value, scope)
     return f"<{ast.dump(node)[:60]}>"
 
@@ -97,8 +108,14 @@ def _bound_to_agent_keys(name: str, scope: ast.AST) -> bool:
     return bool(re.search(rf"\b{re.escape(name)} = {BUILDER}\(", source))
 
 
-HOST_KEY_BUILDERS = ("scheduler_jobs", "scheduler_run_times", "scheduler_leader",
-                     "host_agents", "host_workdirs", "host_agents_version")
+HOST_KEY_BUILDERS = (
+    "scheduler_jobs",
+    "scheduler_run_times",
+    "scheduler_leader",
+    "host_agents",
+    "host_workdirs",
+    "host_agents_version",
+)
 
 
 def test_every_call_site_passes_keys_of_one_tag() -> None:
@@ -117,8 +134,10 @@ def test_every_call_site_passes_keys_of_one_tag() -> None:
         if receivers == {"keys"}:  # host keys: builders of store/keys.py, one host
             built = {ast.unparse(e) for e in keys_arg.elts}
             hosts = {re.sub(r"^keys\.(\w+)\((.*)\)$", r"\2", b) for b in built}
-            assert all(re.match(rf"keys\.({'|'.join(HOST_KEY_BUILDERS)})\(", b)
-                       for b in built) and len(hosts) == 1, f"{where}: {built}"
+            assert (
+                all(re.match(rf"keys\.({'|'.join(HOST_KEY_BUILDERS)})\(", b) for b in built)
+                and len(hosts) == 1
+            ), f"{where}: {built}"
             continue
         assert len(receivers) == 1, f"{where}: keys from {receivers}"
         (receiver,) = receivers

@@ -18,8 +18,19 @@ from tidings._embedded import EmbeddedServer
 from tidings.store import lua_sandbox
 
 #: Globals a real server's scripts do not have.
-ABSENT = ("os", "io", "python", "package", "require", "debug", "load", "loadstring",
-          "loadfile", "dofile", "module")
+ABSENT = (
+    "os",
+    "io",
+    "python",
+    "package",
+    "require",
+    "debug",
+    "load",
+    "loadstring",
+    "loadfile",
+    "dofile",
+    "module",
+)
 #: Ways into Python through the objects fakeredis hands to Lua.
 BRIDGES = (
     "return tostring(redis.call.__globals__)",
@@ -28,9 +39,14 @@ BRIDGES = (
     "return tostring(redis.log.func)",
 )
 #: Attempts that would act on the host if they ran.
-ESCAPES = ("return os.execute('id')", "return io.open('/etc/hostname'):read('*a')",
-           "return python.eval('1')", "return loadstring('return 1')()",
-           "return require('os')", "return debug.getinfo(1)")
+ESCAPES = (
+    "return os.execute('id')",
+    "return io.open('/etc/hostname'):read('*a')",
+    "return python.eval('1')",
+    "return loadstring('return 1')()",
+    "return require('os')",
+    "return debug.getinfo(1)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -66,19 +82,23 @@ def test_reaching_for_the_host_is_a_script_error(store: Any, script: str) -> Non
 
 
 def test_ordinary_scripts_still_run(store: Any) -> None:
-    script = ("redis.call('hset', KEYS[1], 'f', ARGV[1]); "
-              "return {redis.call('hget', KEYS[1], 'f'), cjson.encode({a = cjson.null}), "
-              "type(string), type(math), type(table)}")
-    assert store.eval(script, 1, "k", "v") == [b"v", b'{"a":null}', b"table", b"table",
-                                               b"table"]
+    script = (
+        "redis.call('hset', KEYS[1], 'f', ARGV[1]); "
+        "return {redis.call('hget', KEYS[1], 'f'), cjson.encode({a = cjson.null}), "
+        "type(string), type(math), type(table)}"
+    )
+    assert store.eval(script, 1, "k", "v") == [b"v", b'{"a":null}', b"table", b"table", b"table"]
     with pytest.raises(redis.ResponseError, match="global"):
         store.eval("os = 1", 0)
 
 
 def test_functions_are_refused(store: Any) -> None:
     with pytest.raises(redis.ResponseError, match="not available on the in-memory store"):
-        store.execute_command("FUNCTION", "LOAD",
-                              "#!lua name=x\nredis.register_function('f', function() return 1 end)")
+        store.execute_command(
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=x\nredis.register_function('f', function() return 1 end)",
+        )
 
 
 def test_the_whole_tool_runs_on_the_sandboxed_store(tmp_path: Path) -> None:
@@ -89,8 +109,9 @@ def test_the_whole_tool_runs_on_the_sandboxed_store(tmp_path: Path) -> None:
         assert hub.redis.eval("return type(os)", 0) == b"nil"
         result = agent.publish_event("system", {"source": "ci", "body": "hello"})
         assert result["status"] == "ok"
-        wait_until(lambda: (tmp_path / ".notification" / "system.json").exists(),
-                   what="the worker's flush")
+        wait_until(
+            lambda: (tmp_path / ".notification" / "system.json").exists(), what="the worker's flush"
+        )
 
 
 def test_install_refuses_a_fakeredis_it_does_not_know(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,11 +21,17 @@ from tidings.web.body_limit import MAX_BODY_BYTES
 
 TOKEN = "mcp-t0ken-for-tests"
 BASE = "http://127.0.0.1:8765"
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "test", "version": "0"}}}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream",
-               "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture
@@ -61,6 +67,7 @@ def test_bodies_past_64_kib_get_413(web: TestClient) -> None:
         yield b'{"pad": "'
         for _ in range(16):
             yield b"x" * 16384
+
     assert web.post("/mcp", content=chunks(), headers=bearer()).status_code == 413
 
 
@@ -75,15 +82,16 @@ def test_serve_http_refuses_a_non_loopback_host(host: str) -> None:
 
 # -- where the token comes from ---------------------------------------------------------------
 
-def test_env_token_wins_and_writes_nothing(tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_env_token_wins_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIDINGS_MCP_TOKEN", "from-env")
     assert mcp_token.http_token(tmp_path / "state") == ("from-env", "env")
     assert not (tmp_path / "state").exists()
 
 
-def test_generated_token_is_kept_0600_and_reused(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generated_token_is_kept_0600_and_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("TIDINGS_MCP_TOKEN", raising=False)
     state = tmp_path / "state"
     token, source = mcp_token.http_token(state)
@@ -97,7 +105,8 @@ def test_generated_token_is_kept_0600_and_reused(tmp_path: Path,
 
 @pytest.mark.parametrize("spoil", ["widened", "symlink", "garbage", "fifo"])
 def test_a_kept_token_that_is_no_longer_private_is_replaced(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: str
+) -> None:
     monkeypatch.delenv("TIDINGS_MCP_TOKEN", raising=False)
     state = tmp_path / "state"
     old, _ = mcp_token.http_token(state)
@@ -129,8 +138,9 @@ def test_static_token_verifier() -> None:
     assert asyncio.run(verifier.verify_token("nope")) is None
 
 
-def test_an_unusable_state_dir_is_one_usage_line(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unusable_state_dir_is_one_usage_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tidings.cli._common import UsageError
     from tidings.cli.mcp import announced_token
 

@@ -46,8 +46,9 @@ def checkpoint(rt: Runtime, agent: AgentRecord) -> dict[bytes, bytes]:
 
 
 def memory_items(rt: Runtime, agent: AgentRecord) -> list[Result]:
-    return [i for i in projection(rt, agent.agent_id, limit=100)
-            if i["source_kind"] == "memory-change"]
+    return [
+        i for i in projection(rt, agent.agent_id, limit=100) if i["source_kind"] == "memory-change"
+    ]
 
 
 def wake_entries(rt: Runtime, agent: AgentRecord) -> int:
@@ -93,8 +94,8 @@ class TestTriggers:
         assert item["event_id"] == turn["memory"]["event_id"]
         assert item["source_kind"] == "memory-change" and item["observed_at"]
         assert turn["inbox_text"].endswith(
-            "Inspect the current files in your memory repository and decide what needs "
-            "attention.")
+            "Inspect the current files in your memory repository and decide what needs attention."
+        )
         assert wake_entries(rt, magent) == 0
 
     @pytest.mark.parametrize("kind", ["bridge", "peer"])
@@ -123,12 +124,16 @@ class TestNeverFails:
         self, rt: Runtime, magent: AgentRecord, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """M12: observation never raises to its caller nor fails the turn."""
+
         def boom(*args: Any, **kw: Any) -> Any:
             raise RuntimeError("pygit2 exploded")
 
         monkeypatch.setattr(memory_admission, "observe_worktree", boom)
-        assert observe(rt, magent) == {**observe(rt, magent), "status": "error",
-                                       "reason": "observation_failed"}
+        assert observe(rt, magent) == {
+            **observe(rt, magent),
+            "status": "error",
+            "reason": "observation_failed",
+        }
         turn = prepare_turn(rt, magent)
         assert turn["status"] == "ok" and turn["memory"]["status"] == "error"
 
@@ -137,8 +142,11 @@ class TestNeverFails:
         self, rt: Runtime, tmp_path: Path, repo: MemoryRepo, case: str
     ) -> None:
         """M13: unavailable with its reason; checkpoint and inbox untouched."""
-        target: str | None = {"not_configured": None, "missing": str(tmp_path / "gone"),
-                              "not_a_repository": str(tmp_path)}[case]
+        target: str | None = {
+            "not_configured": None,
+            "missing": str(tmp_path / "gone"),
+            "not_a_repository": str(tmp_path),
+        }[case]
         agent = make_agent(rt, tmp_path / "wd", memory_repo=target)
         result = observe(rt, agent)
         assert result["status"] == "unavailable" and result["reason"] == case
@@ -147,16 +155,32 @@ class TestNeverFails:
         assert checkpoint(rt, agent) == {} and memory_items(rt, agent) == []
 
 
-def admit_script(rt: Runtime, agent: AgentRecord, read_version: str, *, event: bool,
-                 fields: dict[str, str], bound: int = 10_000) -> list[bytes]:
+def admit_script(
+    rt: Runtime,
+    agent: AgentRecord,
+    read_version: str,
+    *,
+    event: bool,
+    fields: dict[str, str],
+    bound: int = 10_000,
+) -> list[bytes]:
     k = InboxKeys(agent.agent_id)
-    event_json = json.dumps({"event_id": "e" * 32, "source_kind": "memory-change",
-                             "created_at": "2030-01-01T00:00:00.000Z", "summary": "s",
-                             "payload": {}, "observed_at": "2030-01-01T00:00:00.000Z"})
+    event_json = json.dumps(
+        {
+            "event_id": "e" * 32,
+            "source_kind": "memory-change",
+            "created_at": "2030-01-01T00:00:00.000Z",
+            "summary": "s",
+            "payload": {},
+            "observed_at": "2030-01-01T00:00:00.000Z",
+        }
+    )
     pairs = [x for kv in fields.items() for x in kv]
     reply: list[bytes] = rt.scripts(
-        "memory_admit", [*k.item_keys(), k.sequence, k.checkpoint],
-        [read_version, "1" if event else "0", bound, "e" * 32, event_json, 1, *pairs])
+        "memory_admit",
+        [*k.item_keys(), k.sequence, k.checkpoint],
+        [read_version, "1" if event else "0", bound, "e" * 32, event_json, 1, *pairs],
+    )
     return reply
 
 
@@ -168,7 +192,9 @@ class TestAdmissionScript:
         (version + 1) are written together."""
         assert admit_script(rt, agent, "", event=False, fields={"paths": "{}"}) == [b"ok", b"1"]
         assert admit_script(rt, agent, "1", event=True, fields={"paths": '{"a":1}'}) == [
-            b"ok", b"2"]
+            b"ok",
+            b"2",
+        ]
         assert checkpoint(rt, agent) == {b"paths": b'{"a":1}', b"version": b"2"}
         [item] = projection(rt, agent.agent_id)
         assert item["event_id"] == "e" * 32 and item["state"] == "pending"
@@ -183,15 +209,15 @@ class TestAdmissionScript:
             rt.redis.hset(k.checkpoint, mapping={"version": stored, "paths": "old"})
         before = checkpoint(rt, agent)
         read = "2" if stored != "" else "1"
-        assert admit_script(rt, agent, read, event=True, fields={"paths": "new"}) == [
-            b"conflict"]
+        assert admit_script(rt, agent, read, event=True, fields={"paths": "new"}) == [b"conflict"]
         assert checkpoint(rt, agent) == before and projection(rt, agent.agent_id) == []
 
     def test_m40_m8_inbox_full_writes_nothing(self, rt: Runtime, agent: AgentRecord) -> None:
         """M40/M8: the open-item bound refuses the event and keeps the old checkpoint."""
         admit(rt, agent.agent_id, "mail", "x")
         assert admit_script(rt, agent, "", event=True, fields={"p": "1"}, bound=1) == [
-            b"inbox_full"]
+            b"inbox_full"
+        ]
         assert checkpoint(rt, agent) == {}
 
     def test_m40_unreadable_version_restarts_the_count(
@@ -204,8 +230,7 @@ class TestAdmissionScript:
 
 class TestAtomicAdmission:
     def test_m40_conflicts_are_retried_then_reported(
-        self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo,
-        monkeypatch: pytest.MonkeyPatch
+        self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """M40: a checkpoint written between read and commit → recompute (up to 3 times),
         then error checkpoint_conflict with nothing written."""
@@ -233,8 +258,7 @@ class TestAtomicAdmission:
         assert checkpoint(rt, magent)[b"paths"] == before[b"paths"]
 
     def test_m41_failed_script_then_exactly_one_event(
-        self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo,
-        monkeypatch: pytest.MonkeyPatch
+        self, rt: Runtime, magent: AgentRecord, repo: MemoryRepo, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """M41: the script fails → old checkpoint; the next observation admits exactly one
         event; a replay then finds no delta."""
@@ -266,8 +290,7 @@ class TestAtomicAdmission:
         eid = observe(rt, magent)["event_id"]
         rt.redis.delete(InboxKeys(magent.agent_id).checkpoint)
         assert observe(rt, magent)["status"] == "baseline"
-        assert [(i["event_id"], i["state"]) for i in memory_items(rt, magent)] == [
-            (eid, "pending")]
+        assert [(i["event_id"], i["state"]) for i in memory_items(rt, magent)] == [(eid, "pending")]
         assert wake_entries(rt, magent) == 0
 
 
@@ -295,8 +318,9 @@ class TestReconcile:
         repo.write("notes/plan.md", "own\n")
         repo.write("MEMORY.md", "external\n")
         own_id = str(repo.repo.create_blob(b"own\n"))
-        done = finish_turn(rt, magent, turn["turn_id"],
-                                       owned={"paths": {"notes/plan.md": own_id}, "commits": []})
+        done = finish_turn(
+            rt, magent, turn["turn_id"], owned={"paths": {"notes/plan.md": own_id}, "commits": []}
+        )
         assert done["memory"]["status"] == "changed"
         [item] = memory_items(rt, magent)
         assert item["event_id"] == done["memory"]["event_id"]
@@ -354,9 +378,12 @@ class TestLock:
     def test_m52_release_by_token_and_renewal(self, rt: Runtime, agent: AgentRecord) -> None:
         """M52: the lease is renewed every third while held; release only frees the
         holder's own token."""
-        quick = Runtime(rt.redis, SystemClock(),
-                        rt.settings.model_copy(update={"observe_lock_seconds": 0.3}),
-                        rt.dispatch)
+        quick = Runtime(
+            rt.redis,
+            SystemClock(),
+            rt.settings.model_copy(update={"observe_lock_seconds": 0.3}),
+            rt.dispatch,
+        )
         key = InboxKeys(agent.agent_id).observe_lock
         with observe_lock.observe_lock(quick, agent.agent_id):
             token = rt.redis.get(key)
@@ -373,14 +400,19 @@ class TestLock:
         observe(real, magent)
         repo.write("MEMORY.md", "edited\n")
         results: list[Result] = []
-        threads = [threading.Thread(target=lambda: results.append(observe(real, magent)))
-                   for _ in range(4)]
+        threads = [
+            threading.Thread(target=lambda: results.append(observe(real, magent))) for _ in range(4)
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert sorted(r["status"] for r in results) == ["changed", "unchanged", "unchanged",
-                                                        "unchanged"]
+        assert sorted(r["status"] for r in results) == [
+            "changed",
+            "unchanged",
+            "unchanged",
+            "unchanged",
+        ]
         assert len(memory_items(rt, magent)) == 1
 
 
@@ -409,5 +441,4 @@ def test_m54_no_git_subprocess_in_the_observation_path(
     turn = prepare_turn(rt, magent)
     assert turn["memory"]["status"] == "changed"
     repo.write("notes/plan.md", "own\n")
-    assert finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == (
-        "absorbed")
+    assert finish_turn(rt, magent, turn["turn_id"])["memory"]["status"] == ("absorbed")

@@ -57,7 +57,8 @@ def test_non_utf8_branch_is_observed_escaped_and_the_checkpoint_advances(
     payload = event(rt, edited)["payload"]
     assert payload["category"] == "changes" and not payload["branch_moved"]
     assert payload["changes"]["worktree"] == [
-        {"path": "notes.md", "change": "modified", "area": "worktree"}]
+        {"path": "notes.md", "change": "modified", "area": "worktree"}
+    ]
     again = observe_memory(rt, agent, "manual")
     assert (again["status"], again["event_id"]) == ("unchanged", None)  # decoded, no reobserve
 
@@ -89,9 +90,7 @@ def hub(fake_redis: Any) -> Iterator[Hub]:
         yield h
 
 
-def test_hub_agent_with_a_non_utf8_memory_repo_answers_a_reason(
-    hub: Hub, tmp_path: Path
-) -> None:
+def test_hub_agent_with_a_non_utf8_memory_repo_answers_a_reason(hub: Hub, tmp_path: Path) -> None:
     """M26: ``hub.agent(memory_repo=<path holding \\xe9>)`` raises TidingsError with a
     reason (never a raw pydantic serialisation error) and registers nothing."""
     (tmp_path / "w").mkdir()

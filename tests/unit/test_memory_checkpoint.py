@@ -27,15 +27,25 @@ ID = "ab" * 20
 
 def record(**fields: object) -> PathRecord:
     base: dict[str, object] = {
-        "flags": 256, "head": TreeEntry(0o100644, ID), "index": (IndexEntry(0, 0o100644, ID),),
-        "worktree": Worktree("file", 0o100644, "cd" * 20), "stat": (1, 2, 3, 4, 5),
+        "flags": 256,
+        "head": TreeEntry(0o100644, ID),
+        "index": (IndexEntry(0, 0o100644, ID),),
+        "worktree": Worktree("file", 0o100644, "cd" * 20),
+        "stat": (1, 2, 3, 4, 5),
     }
     return PathRecord(**{**base, **fields})  # type: ignore[arg-type]
 
 
 def snapshot(paths: dict[bytes, PathRecord]) -> Snapshot:
-    return Snapshot(Identity("/m", "1:2", None), HeadState("main", False, True, None), paths,
-                    0, None, "2025-01-01T00:00:00.000Z", 123)
+    return Snapshot(
+        Identity("/m", "1:2", None),
+        HeadState("main", False, True, None),
+        paths,
+        0,
+        None,
+        "2025-01-01T00:00:00.000Z",
+        123,
+    )
 
 
 def as_redis(fields: dict[str, str]) -> dict[bytes, bytes]:
@@ -56,8 +66,9 @@ def test_round_trip_keeps_raw_paths_and_records() -> None:
     """M14, M25: raw path bytes (non-UTF-8 included) survive encode/decode."""
     paths = {
         b"n\xffo.md": record(),
-        b"conflict.md": record(index=tuple(IndexEntry(s, 0o100644, ID) for s in (1, 2, 3)),
-                               flags=32768),
+        b"conflict.md": record(
+            index=tuple(IndexEntry(s, 0o100644, ID) for s in (1, 2, 3)), flags=32768
+        ),
         b"gone.md": record(worktree=Worktree("absent", 0, None), stat=None, head=None),
     }
     original = snapshot(paths)
@@ -87,20 +98,26 @@ def corrupt(name: str, value: str) -> dict[str, str]:
     return fields
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("paths", "not json"),
-    ("paths", json.dumps([["YS5tZA==", 256, None, [], ["file", 1, None]]])),  # short row
-    ("paths", json.dumps([["%%%", 256, None, [], ["file", 1, None], None]])),  # not base64
-    ("paths", json.dumps([["YS5tZA==", 1, None, [], ["file", 1, None], None]] * 2)),  # duplicate
-    ("paths", json.dumps([["YS5tZA==", 1, None, [], ["socket", 1, None], None]])),
-    ("head", json.dumps({"branch": "main", "detached": 0, "unborn": False, "head": None})),
-    ("head", json.dumps({"branch": "main", "detached": False, "unborn": False, "head": "xyz"})),
-    ("identity", json.dumps({"root": "/m"})),
-    ("version", json.dumps("7")),
-    ("started_ns", json.dumps(True)),
-    ("format", json.dumps(0)),
-    ("observed_at", json.dumps(None)),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("paths", "not json"),
+        ("paths", json.dumps([["YS5tZA==", 256, None, [], ["file", 1, None]]])),  # short row
+        ("paths", json.dumps([["%%%", 256, None, [], ["file", 1, None], None]])),  # not base64
+        (
+            "paths",
+            json.dumps([["YS5tZA==", 1, None, [], ["file", 1, None], None]] * 2),
+        ),  # duplicate
+        ("paths", json.dumps([["YS5tZA==", 1, None, [], ["socket", 1, None], None]])),
+        ("head", json.dumps({"branch": "main", "detached": 0, "unborn": False, "head": None})),
+        ("head", json.dumps({"branch": "main", "detached": False, "unborn": False, "head": "xyz"})),
+        ("identity", json.dumps({"root": "/m"})),
+        ("version", json.dumps("7")),
+        ("started_ns", json.dumps(True)),
+        ("format", json.dumps(0)),
+        ("observed_at", json.dumps(None)),
+    ],
+)
 def test_mistyped_fields_are_unreadable(name: str, value: str) -> None:
     """M21: unparseable or mistyped fields: unreadable (M28 reobserves)."""
     state = decode_checkpoint(corrupt(name, value))
@@ -116,8 +133,9 @@ def test_missing_field_is_unreadable() -> None:
 
 def test_more_than_20000_paths_is_unreadable() -> None:
     """M21: more than 20,000 paths."""
-    rows = [[f"{i:08d}".encode().hex(), 128, None, [], ["absent", 0, None], None]
-            for i in range(20_001)]
+    rows = [
+        [f"{i:08d}".encode().hex(), 128, None, [], ["absent", 0, None], None] for i in range(20_001)
+    ]
     state = decode_checkpoint(corrupt("paths", json.dumps(rows)))
     assert isinstance(state, Unreadable) and "20000" in state.reason
 
@@ -146,9 +164,15 @@ def test_kept_decoded_snapshots_are_bounded(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(memory_checkpoint, "KEPT_DECODED_PATHS", 5)
     monkeypatch.setattr(memory_checkpoint, "_decoded", {})
     for n in range(4):
-        state = Snapshot(Identity(f"/m{n}", "1:2", None), HeadState("main", False, True, None),
-                         {b"a.md": record(), b"b.md": record()}, 0, None,
-                         "2025-01-01T00:00:00.000Z", 1)
+        state = Snapshot(
+            Identity(f"/m{n}", "1:2", None),
+            HeadState("main", False, True, None),
+            {b"a.md": record(), b"b.md": record()},
+            0,
+            None,
+            "2025-01-01T00:00:00.000Z",
+            1,
+        )
         decode_checkpoint(encode_checkpoint(state, 1))
     kept = memory_checkpoint._decoded
     assert len(kept) == 1 and next(iter(kept.values()))[1].identity.root == "/m3"

@@ -260,7 +260,9 @@ def test_change_kinds(repo: GitRepo) -> None:
     repo.write("new.md", "n\n")
     result, _ = step(repo, before)
     assert listed(result.worktree) == [
-        ("SOUL.md", "type_changed"), ("new.md", "added"), ("script.sh", "modified"),
+        ("SOUL.md", "type_changed"),
+        ("new.md", "added"),
+        ("script.sh", "modified"),
     ]
 
 
@@ -271,13 +273,17 @@ def test_exact_rename_in_worktree_and_staged(repo: GitRepo) -> None:
     result, _ = step(repo, before)
     [entry] = result.worktree
     assert (entry.change, entry.path, entry.from_path) == (
-        "renamed", b"notes/plan-2.md", b"notes/plan.md",
+        "renamed",
+        b"notes/plan-2.md",
+        b"notes/plan.md",
     )
     repo.git("add", "-A")
     result, _ = step(repo, before)
     [entry] = result.staged
     assert (entry.change, entry.path, entry.from_path) == (
-        "renamed", b"notes/plan-2.md", b"notes/plan.md",
+        "renamed",
+        b"notes/plan-2.md",
+        b"notes/plan.md",
     )
 
 
@@ -355,6 +361,8 @@ def test_file_and_directory_swaps(repo: GitRepo) -> None:
     repo.write("notes", "now a file")
     result, _ = step(repo, before)
     assert listed(result.worktree) == [
-        ("SOUL.md", "type_changed"), ("SOUL.md/inner.md", "added"),
-        ("notes", "added"), ("notes/plan.md", "deleted"),
+        ("SOUL.md", "type_changed"),
+        ("SOUL.md/inner.md", "added"),
+        ("notes", "added"),
+        ("notes/plan.md", "deleted"),
     ]

@@ -23,22 +23,49 @@ from tidings.jobs.memory.model import HeadState, Identity, Unreadable
 from tidings.jobs.memory.summary import PERSONA_SENTENCE, SUMMARY_BYTES, TRUNCATION_MARK
 
 PAYLOAD_KEYS = {
-    "category", "trigger", "from_branch", "to_branch", "from_head", "to_head",
-    "from_detached", "to_detached", "from_unborn", "to_unborn", "branch_moved", "head_moved",
-    "history_rewritten", "changes", "more", "overflow", "persona_changed", "persona_paths",
-    "repository_replaced", "reobserved", "old_identity", "new_identity",
+    "category",
+    "trigger",
+    "from_branch",
+    "to_branch",
+    "from_head",
+    "to_head",
+    "from_detached",
+    "to_detached",
+    "from_unborn",
+    "to_unborn",
+    "branch_moved",
+    "head_moved",
+    "history_rewritten",
+    "changes",
+    "more",
+    "overflow",
+    "persona_changed",
+    "persona_paths",
+    "repository_replaced",
+    "reobserved",
+    "old_identity",
+    "new_identity",
 }
 A, B = "a1" * 20, "b2" * 20
 
 
 def snapshot(head: str | None = B, branch: str | None = "main") -> Snapshot:
-    return Snapshot(Identity("/m", "1:2", A), HeadState(branch, branch is None, False, head),
-                    {}, 0, None, "2025-03-02T09:20:00.000Z", 0)
+    return Snapshot(
+        Identity("/m", "1:2", A),
+        HeadState(branch, branch is None, False, head),
+        {},
+        0,
+        None,
+        "2025-03-02T09:20:00.000Z",
+        0,
+    )
 
 
 def comparison(**fields: Any) -> Comparison:
     base: dict[str, Any] = {
-        "kind": "changed", "current": snapshot(), "since": "2025-03-02T09:14:07.120Z",
+        "kind": "changed",
+        "current": snapshot(),
+        "since": "2025-03-02T09:14:07.120Z",
         "old_head": HeadState("main", False, False, A),
     }
     return Comparison(**{**base, **fields})
@@ -48,8 +75,9 @@ def change(area: str, path: bytes, kind: str = "modified", **more: Any) -> Chang
     return Change(area, path, kind, **more)  # type: ignore[arg-type]
 
 
-def content(c: Comparison, standing: tuple[str, ...] = DEFAULT_STANDING_FILES
-            ) -> tuple[str, dict[str, Any]]:
+def content(
+    c: Comparison, standing: tuple[str, ...] = DEFAULT_STANDING_FILES
+) -> tuple[str, dict[str, Any]]:
     return event_content(c, trigger="pre_turn", standing_files=standing)
 
 
@@ -92,8 +120,9 @@ def test_lists_are_bounded_with_more_counts() -> None:
 def test_summary_is_bounded_by_showing_fewer_entries() -> None:
     """M37: a longer summary shows fewer entries, its ``(+N more)`` counting every entry
     not shown; it is never cut."""
-    long_names = tuple(change("worktree", ("é" * 700 + f"{i}").encode(), "added")
-                       for i in range(30))
+    long_names = tuple(
+        change("worktree", ("é" * 700 + f"{i}").encode(), "added") for i in range(30)
+    )
     text, _ = content(comparison(worktree=long_names))
     assert len(text.encode("utf-8")) <= SUMMARY_BYTES
     assert not text.endswith(TRUNCATION_MARK)
@@ -102,12 +131,18 @@ def test_summary_is_bounded_by_showing_fewer_entries() -> None:
 
 def test_escaped_paths_in_payload_and_summary() -> None:
     """M26: non-UTF-8 and control characters are escaped and flagged."""
-    c = comparison(worktree=(change("worktree", b"n\xffo\n.md", "renamed",
-                                    from_path=b"back\\slash\x7f"),))
+    c = comparison(
+        worktree=(change("worktree", b"n\xffo\n.md", "renamed", from_path=b"back\\slash\x7f"),)
+    )
     text, payload = content(c)
     [item] = payload["changes"]["worktree"]
-    assert item == {"path": "n\\xffo\\x0a.md", "change": "renamed", "area": "worktree",
-                    "from_path": "back\\\\slash\\x7f", "escaped": True}
+    assert item == {
+        "path": "n\\xffo\\x0a.md",
+        "change": "renamed",
+        "area": "worktree",
+        "from_path": "back\\\\slash\\x7f",
+        "escaped": True,
+    }
     assert "renamed back\\\\slash\\x7f → n\\xffo\\x0a.md" in text
     assert "\x7f" not in text and text.count("\n") == 1
 
@@ -129,8 +164,10 @@ def test_persona_sentence_once_for_every_standing_file() -> None:
 def test_custom_standing_files_and_branch_move() -> None:
     """M39: ``memory_standing_files`` is exact paths; a branch move whose head trees
     differ in one sets the persona flag."""
-    c = comparison(branch_moved=True, commit=(change("commit", b"agent/ROLE.md"),
-                                              change("commit", b"x.md", "added")))
+    c = comparison(
+        branch_moved=True,
+        commit=(change("commit", b"agent/ROLE.md"), change("commit", b"x.md", "added")),
+    )
     _, payload = content(c, ("agent/ROLE.md", "SOUL.md"))
     assert payload["persona_paths"] == ["agent/ROLE.md"]
     _, payload = content(c)
@@ -148,7 +185,8 @@ def test_replaced_and_reobserved_notices() -> None:
     text, payload = content(comparison(category="reobserved", since=None, old_head=None))
     assert payload["reobserved"] and payload["from_branch"] is None
     assert text.splitlines()[0] == (
-        "Memory repository changes observed at 2025-03-02T09:20:00.000Z:")
+        "Memory repository changes observed at 2025-03-02T09:20:00.000Z:"
+    )
     assert "previous observation was unreadable" in text
 
 
@@ -156,11 +194,13 @@ def test_branch_move_and_rewritten_lines() -> None:
     """M37: branch move line, head move with the rewritten line, 12-digit ids."""
     text, _ = content(comparison(branch_moved=True, current=snapshot(B, None)))
     assert "Branch moved: main at a1a1a1a1a1a1 → detached HEAD at b2b2b2b2b2b2" in text
-    detached = comparison(head_moved=True, current=snapshot(B, None),
-                          old_head=HeadState(None, True, False, A))
+    detached = comparison(
+        head_moved=True, current=snapshot(B, None), old_head=HeadState(None, True, False, A)
+    )
     assert "Head moved (detached HEAD): a1a1a1a1a1a1 → b2b2b2b2b2b2" in content(detached)[0]
-    text, payload = content(comparison(head_moved=True, history_rewritten=True,
-                                       old_head_unreadable=True))
+    text, payload = content(
+        comparison(head_moved=True, history_rewritten=True, old_head_unreadable=True)
+    )
     assert payload["history_rewritten"]
     assert "History rewritten; inspect with git." in text
 
@@ -178,8 +218,17 @@ def test_no_bodies_messages_authors_or_attribution(tmp_path: Path) -> None:
     c = compare(before, repo.observe(before), repo.path)
     text, payload = content(c)
     blob = text + json.dumps(payload)
-    for forbidden in ("TOP-SECRET", "ANOTHER-SECRET", "SECRET-COMMIT", "Ada", "example.invalid",
-                      "@@", "human", "user", "you changed"):
+    for forbidden in (
+        "TOP-SECRET",
+        "ANOTHER-SECRET",
+        "SECRET-COMMIT",
+        "Ada",
+        "example.invalid",
+        "@@",
+        "human",
+        "user",
+        "you changed",
+    ):
         assert forbidden not in blob
     assert "observed" in text
 
@@ -190,32 +239,46 @@ def test_reobserved_from_real_repository(tmp_path: Path) -> None:
     repo.write("a.md", "a")
     text, payload = content(compare(Unreadable("x"), repo.observe(), repo.path))
     assert payload["changes"]["worktree"] == [
-        {"path": "a.md", "change": "added", "area": "worktree"}]
+        {"path": "a.md", "change": "added", "area": "worktree"}
+    ]
     assert "Worktree: added a.md" in text
 
 
 def event(event_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-    return {"event_id": event_id, "payload": payload, "observed_at": "2025-03-02T10:00:00.000Z",
-            "created_at": "2025-03-02T10:00:00.000Z"}
+    return {
+        "event_id": event_id,
+        "payload": payload,
+        "observed_at": "2025-03-02T10:00:00.000Z",
+        "created_at": "2025-03-02T10:00:00.000Z",
+    }
 
 
 def test_coalesced_entry_merges_events() -> None:
     """M45: every event id named; lists de-duplicated by (area, path) with the newest
     winning; from_* of the oldest, to_* of the newest; flags OR-ed; one persona sentence."""
-    _, first = content(comparison(
-        head_moved=True, worktree=(change("worktree", b"SOUL.md", "added"),
-                                   change("worktree", b"a.md", "added")),
-    ))
+    _, first = content(
+        comparison(
+            head_moved=True,
+            worktree=(
+                change("worktree", b"SOUL.md", "added"),
+                change("worktree", b"a.md", "added"),
+            ),
+        )
+    )
     later = comparison(
-        since="2025-03-02T10:00:00.000Z", old_head=HeadState("main", False, False, B),
-        current=snapshot("c3" * 20), head_moved=True, history_rewritten=True,
+        since="2025-03-02T10:00:00.000Z",
+        old_head=HeadState("main", False, False, B),
+        current=snapshot("c3" * 20),
+        head_moved=True,
+        history_rewritten=True,
         worktree=(change("worktree", b"SOUL.md", "modified"),),
     )
     _, second = content(later)
     text = render_memory_entry([event("e1", first), event("e2", second)])
     lines = text.splitlines()
-    assert lines[0] == ("Memory repository changes observed since 2025-03-02T09:14:07.120Z "
-                        "(events e1, e2):")
+    assert lines[0] == (
+        "Memory repository changes observed since 2025-03-02T09:14:07.120Z (events e1, e2):"
+    )
     assert "Head moved on main: a1a1a1a1a1a1 → c3c3c3c3c3c3" in lines
     assert "History rewritten; inspect with git." in lines
     assert "Worktree: modified SOUL.md; added a.md" in lines
@@ -224,10 +287,12 @@ def test_coalesced_entry_merges_events() -> None:
 
 def test_coalesced_entry_bounds_lists() -> None:
     """M45: ≤ 30 per list, then ``(+N more)`` counting hidden entries and events' ``more``."""
-    _, first = content(comparison(
-        worktree=tuple(change("worktree", b"a%02d" % i, "added") for i in range(40))))
-    _, second = content(comparison(
-        worktree=tuple(change("worktree", b"b%02d" % i, "added") for i in range(5))))
+    _, first = content(
+        comparison(worktree=tuple(change("worktree", b"a%02d" % i, "added") for i in range(40)))
+    )
+    _, second = content(
+        comparison(worktree=tuple(change("worktree", b"b%02d" % i, "added") for i in range(5)))
+    )
     text = render_memory_entry([event("e1", first), event("e2", second)])
     # 30 + 5 distinct listed → 30 shown, 5 hidden, plus 10 left out of the first payload.
     assert "(+15 more)" in text

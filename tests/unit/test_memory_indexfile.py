@@ -106,7 +106,8 @@ def test_clean_index_skips_the_tree_diff(repo: GitRepo, no_tree_diff: list[int])
     repo.write("new.md", "n\n")
     snap = repo.observe()
     assert no_tree_diff == [] and {raw: r.flags for raw, r in snap.paths.items()} == {
-        b"new.md": WT_NEW}
+        b"new.md": WT_NEW
+    }
 
 
 @pytest.mark.parametrize("how", ["add", "write-tree", "reset-soft", "add-intent"])

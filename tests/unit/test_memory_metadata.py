@@ -105,7 +105,12 @@ def test_odd_metadata_files_answer_unreadable_at_once(tmp_path: Path) -> None:
         cases.append([case, str(workdir), repo.root])
     child = subprocess.run(
         [sys.executable, "-m", "tests.support.observe_child", json.dumps(cases)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False)
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+        check=False,
+    )
     answers = [json.loads(line) for line in child.stdout.splitlines()]
     assert child.returncode == 0, child.stderr[-2000:]
     assert [a["case"] for a in answers] == [c[0] for c in CASES]
@@ -117,7 +122,12 @@ def test_odd_metadata_files_answer_unreadable_at_once(tmp_path: Path) -> None:
 def _observe_in_child(cases: list[list[str]]) -> list[dict[str, object]]:
     child = subprocess.run(
         [sys.executable, "-m", "tests.support.observe_child", json.dumps(cases)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False)
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+        check=False,
+    )
     assert child.returncode == 0, child.stderr[-2000:]
     return [json.loads(line) for line in child.stdout.splitlines()]
 
@@ -183,7 +193,8 @@ def test_the_reason_names_what_was_found(tmp_path: Path) -> None:
 
 
 def test_an_index_over_the_cap_is_index_too_large(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     repo = MemoryRepo(tmp_path / "memory", {"SOUL.md": "soul\n"})
     size = (repo.path / ".git" / "index").stat().st_size

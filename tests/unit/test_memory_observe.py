@@ -63,6 +63,7 @@ def test_unexpected_error_is_reported_not_raised(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """M12: whatever goes wrong inside, the caller gets a result and a log event."""
+
     def boom(*args: Any) -> Any:
         raise RuntimeError("odd")
 
@@ -114,7 +115,11 @@ def test_head_states(tmp_path: Path) -> None:
     repo = GitRepo.init(tmp_path / "m", branch="trunk")
     unborn = repo.observe().head
     assert (unborn.branch, unborn.unborn, unborn.detached, unborn.head) == (
-        "trunk", True, False, None)
+        "trunk",
+        True,
+        False,
+        None,
+    )
     assert repo.observe().identity.root_commit is None
     commit = repo.commit("first")
     on = repo.observe().head
@@ -139,7 +144,11 @@ def test_records_list_dirty_paths_only(repo: GitRepo) -> None:
     repo.git("add", "staged.md")
     snap = repo.observe()
     assert sorted(snap.paths) == [
-        b".gitignore", b"new/deep/a.md", b"new/deep/b.md", b"notes/plan.md", b"staged.md",
+        b".gitignore",
+        b"new/deep/a.md",
+        b"new/deep/b.md",
+        b"notes/plan.md",
+        b"staged.md",
     ]
     plan = snap.paths[b"notes/plan.md"]
     assert plan.flags == WT_MODIFIED and [e.stage for e in plan.index] == [0]

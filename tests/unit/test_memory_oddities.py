@@ -31,13 +31,15 @@ def chain(repo: GitRepo, fields: dict[str, str] | None) -> tuple[Comparison, dic
     """One observation as the inbox side runs it; returns the comparison and the next
     checkpoint fields."""
     previous = decode_checkpoint(fields)
-    result = observe_worktree(repo.path, previous if isinstance(previous, Snapshot) else None,
-                              now=0)
+    result = observe_worktree(
+        repo.path, previous if isinstance(previous, Snapshot) else None, now=0
+    )
     assert result.status == "ok" and result.snapshot is not None, result
     comparison = compare(previous, result.snapshot, repo.path)
     if comparison.changed:
-        text, payload = event_content(comparison, trigger="pre_turn",
-                                      standing_files=DEFAULT_STANDING_FILES)
+        text, payload = event_content(
+            comparison, trigger="pre_turn", standing_files=DEFAULT_STANDING_FILES
+        )
         assert len(text.encode("utf-8")) <= SUMMARY_BYTES
         assert all(len(items) <= 30 for items in payload["changes"].values())
     return comparison, encode_checkpoint(result.snapshot, 1)
@@ -183,4 +185,3 @@ def test_30000_untracked_files_give_a_bounded_event(big_root: Path) -> None:
     assert f"(+{MAX_PATHS - 30} more)" in text
     again, _ = chain(repo, fields)
     assert again.kind in ("unchanged", "refresh")
-

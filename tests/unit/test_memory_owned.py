@@ -45,8 +45,7 @@ def test_everything_owned_becomes_refresh(repo: GitRepo) -> None:
     """M49: a fully owned comparison has nothing left: ``changed`` is False."""
     before = repo.observe()
     repo.write("new.md", "n\n")
-    rest = split_owned(diff(repo, before), {"paths": {"new.md": repo.blob_id("new.md")}},
-                       repo.path)
+    rest = split_owned(diff(repo, before), {"paths": {"new.md": repo.blob_id("new.md")}}, repo.path)
     assert rest.kind == "refresh" and not rest.changed
 
 
@@ -136,10 +135,16 @@ def test_replaced_and_overflow_never_owned(repo: GitRepo, monkeypatch: pytest.Mo
     assert split_owned(result, {"paths": {"u3": repo.blob_id("u3")}}, repo.path).changed
 
 
-@pytest.mark.parametrize("owned", [
-    {"paths": ["a.md"]}, {"paths": {"a.md": 3}}, {"commits": "abc"}, {"branch": 1},
-    {"unknown": 1},
-])
+@pytest.mark.parametrize(
+    "owned",
+    [
+        {"paths": ["a.md"]},
+        {"paths": {"a.md": 3}},
+        {"commits": "abc"},
+        {"branch": 1},
+        {"unknown": 1},
+    ],
+)
 def test_invalid_owned_is_rejected(owned: dict[str, object]) -> None:
     """M49: ``owned`` has a fixed shape; anything else is a ValueError (the caller answers
     ``invalid_input`` before writing)."""

@@ -19,8 +19,21 @@ from tidings.jobs.memory.head import head_state
 
 SIGNATURE = pygit2.Signature("tester", "tester@example.invalid", 1_700_000_000, 0)
 #: Awkward path components: globs, pathspec magic, undecodable bytes, spaces.
-COMPONENTS = [b"a", b"b.md", b"[x]", b"*", b"?q", b"sp ace", b"caf\xe9", b"-rf",
-              b":(top)a", b"x;y", b"A", b"d", b"\\e"]
+COMPONENTS = [
+    b"a",
+    b"b.md",
+    b"[x]",
+    b"*",
+    b"?q",
+    b"sp ace",
+    b"caf\xe9",
+    b"-rf",
+    b":(top)a",
+    b"x;y",
+    b"A",
+    b"d",
+    b"\\e",
+]
 ACTIONS = ["keep", "modify", "delete", "untracked", "symlink", "to_dir"]
 
 paths = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=3).map(b"/".join)
@@ -33,8 +46,10 @@ def consistent(specs: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
     for raw, action in specs:
         parts = raw.split(b"/")
         prefixes = {b"/".join(parts[:n]) for n in range(1, len(parts))}
-        if raw in chosen or prefixes & set(chosen) or any(
-            other.startswith(raw + b"/") for other in chosen
+        if (
+            raw in chosen
+            or prefixes & set(chosen)
+            or any(other.startswith(raw + b"/") for other in chosen)
         ):
             continue
         chosen[raw] = action
@@ -89,8 +104,7 @@ def build(root: bytes, specs: list[tuple[bytes, str]], submodule: bool) -> None:
     write(root, b"untracked dir/deep/[y].md", b"u")
 
 
-def listings(root: bytes, threads: int) -> tuple[git_status.WorktreeSide,
-                                                 git_status.WorktreeSide]:
+def listings(root: bytes, threads: int) -> tuple[git_status.WorktreeSide, git_status.WorktreeSide]:
     path = os.fsdecode(root)
     repo = pygit2.Repository(path)
     try:
@@ -99,8 +113,9 @@ def listings(root: bytes, threads: int) -> tuple[git_status.WorktreeSide,
         head = head_state(repo)
         staged = git_status.read_staged(repo, index, head, index_file)
         single = git_status.read_worktree(index)
-        names = partition.top_level_names(repo.workdir, git_status.head_tree(repo, head.head),
-                                          staged)
+        names = partition.top_level_names(
+            repo.workdir, git_status.head_tree(repo, head.head), staged
+        )
         parallel = partition.read_worktree(path, index_file, data, names, threads)
         return single, parallel
     finally:
@@ -131,9 +146,19 @@ def test_parallel_listing_equals_the_single_pass(
 def test_observation_on_threads_equals_one_thread() -> None:
     """The whole snapshot, through ``observe(threads=...)``."""
     for root in scratch():
-        build(root, consistent([(b"[x]/a", "modify"), (b"*", "delete"), (b"caf\xe9/b.md",
-                                "keep"), (b"d/sp ace", "untracked"), (b"-rf", "symlink")]),
-              submodule=True)
+        build(
+            root,
+            consistent(
+                [
+                    (b"[x]/a", "modify"),
+                    (b"*", "delete"),
+                    (b"caf\xe9/b.md", "keep"),
+                    (b"d/sp ace", "untracked"),
+                    (b"-rf", "symlink"),
+                ]
+            ),
+            submodule=True,
+        )
         one = observe_worktree(os.fsdecode(root), None, now=0, threads=1).snapshot
         three = observe_worktree(os.fsdecode(root), None, now=0, threads=3).snapshot
         assert one is not None and three is not None

@@ -57,8 +57,7 @@ def test_case_and_normalisation_variants_are_distinct(tmp_path: Path) -> None:
     for name in ("README.md", "readme.md", nfc, nfd):
         repo.write(name, name)
     snap = repo.observe()
-    assert sorted(snap.paths) == sorted(
-        n.encode() for n in ("README.md", "readme.md", nfc, nfd))
+    assert sorted(snap.paths) == sorted(n.encode() for n in ("README.md", "readme.md", nfc, nfd))
     assert len(snap.paths) == 4
 
 
@@ -73,11 +72,16 @@ def test_non_utf8_name_observed_and_reported(tmp_path: Path) -> None:
     after = repo.observe(before)
     assert raw in after.paths
     assert after.paths[raw].worktree.id == repo.blob_id(raw)
-    text, payload = event_content(compare(before, after, repo.path), trigger="manual",
-                                  standing_files=())
+    text, payload = event_content(
+        compare(before, after, repo.path), trigger="manual", standing_files=()
+    )
     [entry] = payload["changes"]["worktree"]
-    assert entry == {"path": "caf\\xe9-\\xff.md", "change": "added", "area": "worktree",
-                     "escaped": True}
+    assert entry == {
+        "path": "caf\\xe9-\\xff.md",
+        "change": "added",
+        "area": "worktree",
+        "escaped": True,
+    }
     assert "added caf\\xe9-\\xff.md" in text
     repo.git("add", "-A")
     repo.commit("with odd name")
@@ -90,24 +94,30 @@ def test_control_characters_are_escaped(tmp_path: Path) -> None:
     repo = GitRepo.init(tmp_path / "m")
     before = repo.observe()
     repo.write("evil\nWorktree: deleted SOUL.md", "x")
-    text, payload = event_content(compare(before, repo.observe(before), repo.path),
-                                  trigger="manual", standing_files=("SOUL.md",))
+    text, payload = event_content(
+        compare(before, repo.observe(before), repo.path),
+        trigger="manual",
+        standing_files=("SOUL.md",),
+    )
     assert payload["changes"]["worktree"][0]["path"] == "evil\\x0aWorktree: deleted SOUL.md"
     assert not payload["persona_changed"]
     assert len(text.splitlines()) == 2
 
 
-@pytest.mark.parametrize(("raw", "shown", "escaped"), [
-    (b"plain/path.md", "plain/path.md", False),
-    (b"back\\slash", "back\\slash", False),
-    ("ünïcode.md".encode(), "ünïcode.md", False),
-    (b"tab\there", "tab\\x09here", True),
-    (b"del\x7f", "del\\x7f", True),
-    (b"bad\xc3(", "bad\\xc3(", True),
-    (b"mixed\\\xff", "mixed\\\\\\xff", True),
-    ("é".encode() + b"\xff", "é\\xff", True),
-    (b"\xed\xa0\x80", "\\xed\\xa0\\x80", True),  # an encoded surrogate is not valid UTF-8
-])
+@pytest.mark.parametrize(
+    ("raw", "shown", "escaped"),
+    [
+        (b"plain/path.md", "plain/path.md", False),
+        (b"back\\slash", "back\\slash", False),
+        ("ünïcode.md".encode(), "ünïcode.md", False),
+        (b"tab\there", "tab\\x09here", True),
+        (b"del\x7f", "del\\x7f", True),
+        (b"bad\xc3(", "bad\\xc3(", True),
+        (b"mixed\\\xff", "mixed\\\\\\xff", True),
+        ("é".encode() + b"\xff", "é\\xff", True),
+        (b"\xed\xa0\x80", "\\xed\\xa0\\x80", True),  # an encoded surrogate is not valid UTF-8
+    ],
+)
 def test_display_path(raw: bytes, shown: str, escaped: bool) -> None:
     """M26: UTF-8 without controls as is; otherwise escaped with ``escaped: true``."""
     assert display(raw) == (shown, escaped)

@@ -50,7 +50,9 @@ def copy_entries(repo: GitRepo) -> dict[bytes, tuple[int, int]]:
         for position in range(C.git_index_entrycount(index._index)):
             entry = C.git_index_get_byindex(index._index, position)
             entries[ffi.string(entry.path)] = (
-                entry.mtime.seconds * 10**9 + entry.mtime.nanoseconds, entry.file_size)
+                entry.mtime.seconds * 10**9 + entry.mtime.nanoseconds,
+                entry.file_size,
+            )
         return entries
     finally:
         handle.free()

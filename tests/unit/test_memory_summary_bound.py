@@ -34,8 +34,12 @@ from tidings.jobs.memory.summary import PERSONA_SENTENCE, SUMMARY_BYTES, TRUNCAT
 #: Examples per property; ``TIDINGS_HYPOTHESIS_PROFILE=long`` runs many more.
 _LONG = os.environ.get("TIDINGS_HYPOTHESIS_PROFILE") == "long"
 PURE = settings(max_examples=2_000 if _LONG else 80, deadline=None)
-THROUGH_API = settings(max_examples=100 if _LONG else 4, deadline=None,
-                       derandomize=not _LONG, suppress_health_check=list(HealthCheck))
+THROUGH_API = settings(
+    max_examples=100 if _LONG else 4,
+    deadline=None,
+    derandomize=not _LONG,
+    suppress_health_check=list(HealthCheck),
+)
 
 #: Letters of several scripts (no list separators: the shown entries are counted by them).
 SCRIPTS = {
@@ -55,7 +59,8 @@ A, B = "a1" * 20, "b2" * 20
 def names(max_segment: int, segments: int = 3) -> st.SearchStrategy[str]:
     """Paths of 1..segments segments in one script each, of 1..max_segment characters."""
     segment = st.sampled_from(sorted(SCRIPTS)).flatmap(
-        lambda script: st.text(SCRIPTS[script], min_size=1, max_size=max_segment))
+        lambda script: st.text(SCRIPTS[script], min_size=1, max_size=max_segment)
+    )
     return st.lists(segment, min_size=1, max_size=segments).map("/".join)
 
 
@@ -69,19 +74,27 @@ def comparisons(draw: st.DrawFn) -> Comparison:
         kind = draw(st.sampled_from(["added", "modified", "deleted"]))
         lists[area].append(Change(area, path.encode(), kind))  # type: ignore[arg-type]
     branch_moved = draw(st.booleans())
-    current = Snapshot(Identity("/m", "1:2", A),
-                       HeadState("other" if branch_moved else "main", False, False, B),
-                       {}, 0, None, "2025-03-02T09:20:00.000Z", 0)
+    current = Snapshot(
+        Identity("/m", "1:2", A),
+        HeadState("other" if branch_moved else "main", False, False, B),
+        {},
+        0,
+        None,
+        "2025-03-02T09:20:00.000Z",
+        0,
+    )
     return Comparison(
-        "changed", current, since="2025-03-02T09:14:07.120Z",
-        old_head=HeadState("main", False, False, A), branch_moved=branch_moved,
+        "changed",
+        current,
+        since="2025-03-02T09:14:07.120Z",
+        old_head=HeadState("main", False, False, A),
+        branch_moved=branch_moved,
         head_moved=not branch_moved,
         **{area: tuple(sorted(items, key=lambda c: c.path)) for area, items in lists.items()},
     )
 
 
-def assert_meaning_kept(text: str, payload: Mapping[str, Any],
-                        totals: Mapping[str, int]) -> None:
+def assert_meaning_kept(text: str, payload: Mapping[str, Any], totals: Mapping[str, int]) -> None:
     """The M37 properties of ``text`` rendered from ``payload`` whose lists hold
     ``totals[area]`` entries in all."""
     assert len(text.encode("utf-8")) <= SUMMARY_BYTES
@@ -94,7 +107,7 @@ def assert_meaning_kept(text: str, payload: Mapping[str, Any],
             assert not found
             continue
         [line] = found
-        rest = line[len(label) + 2:]
+        rest = line[len(label) + 2 :]
         more = _MORE.search(rest)
         hidden = int(more.group(1) or more.group(2)) if more else 0
         shown_text = rest[: more.start()] if more else rest
@@ -107,15 +120,31 @@ def assert_meaning_kept(text: str, payload: Mapping[str, Any],
 
 @PURE
 @given(comparisons())
-@example(Comparison(  # issue 32 problem 1: 30 Chinese-named notes and a PERSONA.md edit
-    "changed", Snapshot(Identity("/m", "1:2", A), HeadState("main", False, False, B), {}, 0,
-                        None, "2025-03-02T09:20:00.000Z", 0),
-    since="x", old_head=HeadState("main", False, False, A), head_moved=True,
-    commit=tuple(Change("commit", p.encode(), "added") for p in sorted(
-        ["PERSONA.md", *(f"notes/{'笔记' * 21}{i:02d}.md" for i in range(30))]))))
+@example(
+    Comparison(  # issue 32 problem 1: 30 Chinese-named notes and a PERSONA.md edit
+        "changed",
+        Snapshot(
+            Identity("/m", "1:2", A),
+            HeadState("main", False, False, B),
+            {},
+            0,
+            None,
+            "2025-03-02T09:20:00.000Z",
+            0,
+        ),
+        since="x",
+        old_head=HeadState("main", False, False, A),
+        head_moved=True,
+        commit=tuple(
+            Change("commit", p.encode(), "added")
+            for p in sorted(["PERSONA.md", *(f"notes/{'笔记' * 21}{i:02d}.md" for i in range(30))])
+        ),
+    )
+)
 def test_m37_summary_keeps_its_meaning(comparison: Comparison) -> None:
-    text, payload = event_content(comparison, trigger="manual",
-                                  standing_files=DEFAULT_STANDING_FILES)
+    text, payload = event_content(
+        comparison, trigger="manual", standing_files=DEFAULT_STANDING_FILES
+    )
     totals = {area: len(getattr(comparison, area)) for area in AREAS}
     assert_meaning_kept(text, payload, totals)
 
@@ -125,16 +154,23 @@ def test_m37_summary_keeps_its_meaning(comparison: Comparison) -> None:
 def test_m45_coalesced_entry_keeps_its_meaning(batch: Sequence[Comparison]) -> None:
     events = []
     for number, comparison in enumerate(batch):
-        _, payload = event_content(comparison, trigger="manual",
-                                   standing_files=DEFAULT_STANDING_FILES)
-        events.append({"event_id": f"e{number}", "payload": payload,
-                       "observed_at": "2025-03-02T09:20:00.000Z"})
+        _, payload = event_content(
+            comparison, trigger="manual", standing_files=DEFAULT_STANDING_FILES
+        )
+        events.append(
+            {
+                "event_id": f"e{number}",
+                "payload": payload,
+                "observed_at": "2025-03-02T09:20:00.000Z",
+            }
+        )
     text = render_memory_entry(events)
     merged: dict[str, Any] = {
         "branch_moved": any(e["payload"]["branch_moved"] for e in events),
         "persona_changed": any(e["payload"]["persona_changed"] for e in events),
-        "persona_paths": list(dict.fromkeys(
-            p for e in events for p in e["payload"]["persona_paths"])),
+        "persona_paths": list(
+            dict.fromkeys(p for e in events for p in e["payload"]["persona_paths"])
+        ),
     }
     totals = {}
     for area in AREAS:
@@ -150,8 +186,9 @@ def hub(redis_client: Any) -> Iterator[Hub]:
 
 
 @THROUGH_API
-@given(st.lists(names(60, segments=1), min_size=1, max_size=70, unique_by=str.casefold),
-       st.booleans())
+@given(
+    st.lists(names(60, segments=1), min_size=1, max_size=70, unique_by=str.casefold), st.booleans()
+)
 def test_m37_through_the_public_api(hub: Hub, files: list[str], persona: bool) -> None:
     """The same properties on a real repository: an external commit of ``files`` (and a
     PERSONA.md edit), observed by ``prepare_turn`` on fakeredis and a real redis-server."""

@@ -24,8 +24,10 @@ Result = dict[str, Any]
 
 @pytest.fixture
 def repo(tmp_path: Path) -> MemoryRepo:
-    return MemoryRepo(tmp_path / "memory", {"MEMORY.md": "remember\n", "notes/plan.md": "p\n",
-                                            "notes/old.md": "o\n"})
+    return MemoryRepo(
+        tmp_path / "memory",
+        {"MEMORY.md": "remember\n", "notes/plan.md": "p\n", "notes/old.md": "o\n"},
+    )
 
 
 @pytest.fixture
@@ -49,8 +51,11 @@ def memory_items(turn: Result) -> list[Result]:
 
 def areas(item: Result) -> dict[str, list[tuple[str, str]]]:
     changes = item["payload"]["changes"]
-    return {area: [(c["path"], c["change"]) for c in entries]
-            for area, entries in changes.items() if entries}
+    return {
+        area: [(c["path"], c["change"]) for c in entries]
+        for area, entries in changes.items()
+        if entries
+    }
 
 
 def no_wake(rt: Runtime, agent: AgentRecord) -> bool:
@@ -144,8 +149,10 @@ def test_acceptance_2_unchanged_tree_and_own_changes_give_no_event(
     repo.write("notes/plan.md", "the agent's own note\n")
     own = repo.commit("agent commit")
     repo.write("MEMORY.md", "the agent's own memory\n")
-    owned = {"paths": {"MEMORY.md": str(pygit2.hash(b"the agent's own memory\n"))},
-             "commits": [own]}
+    owned = {
+        "paths": {"MEMORY.md": str(pygit2.hash(b"the agent's own memory\n"))},
+        "commits": [own],
+    }
     done = finish_turn(rt, magent, turn["turn_id"], owned=owned)
     assert done["memory"]["status"] == "absorbed"
     assert memory_items(next_turn(rt, magent)) == []
@@ -175,8 +182,10 @@ def test_acceptance_6_owned_leaves_only_the_external_edit(
     repo.write("notes/plan.md", "own\n")
     repo.remove("notes/old.md")
     repo.write("MEMORY.md", "external, during the turn\n")
-    owned = {"paths": {"notes/plan.md": str(pygit2.hash(b"own\n")), "notes/old.md": None},
-             "commits": []}
+    owned = {
+        "paths": {"notes/plan.md": str(pygit2.hash(b"own\n")), "notes/old.md": None},
+        "commits": [],
+    }
     done = finish_turn(rt, magent, turn["turn_id"], owned=owned)
     assert done["memory"]["status"] == "changed"
     nxt = next_turn(rt, magent)
@@ -291,5 +300,6 @@ def test_m45_several_memory_events_coalesce_into_one_entry(
     assert first in lines[1] and second in lines[1]
     assert text.count("Memory repository changes") == 1
     assert f"- {mail} mail: a letter" in lines
-    assert lines[-1] == ("Inspect the current files in your memory repository and decide "
-                         "what needs attention.")
+    assert lines[-1] == (
+        "Inspect the current files in your memory repository and decide what needs attention."
+    )

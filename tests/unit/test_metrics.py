@@ -51,12 +51,18 @@ def test_publish_counts_records_and_flush_counts_batches_and_coalescing(
     flush_channel(rt, agent, "mcp.x")
     flush_channel(rt, agent, "mcp.y")
 
-    assert sample("tidings_events_published_total", op="append", outcome="queued") \
+    assert (
+        sample("tidings_events_published_total", op="append", outcome="queued")
         == before["queued"] + 3
-    assert sample("tidings_events_published_total", op="append", outcome="duplicate") \
+    )
+    assert (
+        sample("tidings_events_published_total", op="append", outcome="duplicate")
         == before["duplicate"] + 1
-    assert sample("tidings_events_published_total", op="replace", outcome="queued") \
+    )
+    assert (
+        sample("tidings_events_published_total", op="replace", outcome="queued")
         == before["replace"] + 1
+    )
     assert sample("tidings_flush_batch_records_count") == before["writes"] + 2
     assert sample("tidings_flush_batch_records_sum") == before["records"] + 4
     assert sample("tidings_events_coalesced_total") == before["coalesced"] + 2
@@ -66,8 +72,10 @@ def test_alarm_counts_and_lateness_from_the_deadline(
     rt: Runtime, agent: AgentRecord, clock: FakeClock
 ) -> None:
     """The alarm writer counts one alarm and observes now − deadline (2.5 s here)."""
-    alarms, late = sample("tidings_alarms_published_total"), \
-        sample("tidings_alarm_lateness_seconds_sum")
+    alarms, late = (
+        sample("tidings_alarms_published_total"),
+        sample("tidings_alarm_lateness_seconds_sum"),
+    )
     put_state(agent, active_state(clock.now(), seconds=10))
     clock.advance(12.5)
     assert delay_alarm.reconcile(rt, agent) is True
@@ -76,9 +84,7 @@ def test_alarm_counts_and_lateness_from_the_deadline(
     assert sample("tidings_alarm_lateness_seconds_sum") == pytest.approx(late + 2.5)
 
 
-def test_observations_by_reason_and_outcome_and_items_by_state(
-    rt: Runtime, tmp_path: Path
-) -> None:
+def test_observations_by_reason_and_outcome_and_items_by_state(rt: Runtime, tmp_path: Path) -> None:
     """Observations count by reason and outcome with their duration; every item state
     an inbox item enters is counted (admission, claim, finish, ignore)."""
     repo = MemoryRepo(tmp_path / "memory", {"MEMORY.md": "one\n"})
@@ -95,18 +101,17 @@ def test_observations_by_reason_and_outcome_and_items_by_state(
     kept = admit(rt, agent.agent_id, "app.mail", "mail")["event_id"]
     dropped = admit(rt, agent.agent_id, "app.mail", "spam")["event_id"]
     turn = prepare_turn(rt, agent, "ordinary")
-    assert finish_turn(rt, agent, turn["turn_id"], ok=False,
-                                   ignored=[dropped])["retryable"]
+    assert finish_turn(rt, agent, turn["turn_id"], ok=False, ignored=[dropped])["retryable"]
     assert kept and ignore(rt, agent.agent_id, kept)["changed"] is True
 
     def moved(state: str) -> float:
         return sample("tidings_inbox_admissions_total", state=state) - items[state]
 
     assert [moved(s) for s in states] == [3, 3, 0, 2, 2]
-    assert sample("tidings_observations_total", reason="startup", outcome="baseline") \
-        == baseline + 1
-    assert sample("tidings_observations_total", reason="manual", outcome="changed") \
-        == changed + 1
+    assert (
+        sample("tidings_observations_total", reason="startup", outcome="baseline") == baseline + 1
+    )
+    assert sample("tidings_observations_total", reason="manual", outcome="changed") == changed + 1
     assert sample("tidings_observation_duration_seconds_count", reason="manual") == timed + 1
 
 
@@ -140,8 +145,9 @@ print(json.dumps([loaded,
     value("tidings_alarms_published_total"), value("tidings_events_coalesced_total"),
     value("tidings_sync_unwatched_agents")]))
 """
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
     loaded, queued, duplicate, alarms, coalesced, unwatched = json.loads(done.stdout)
     assert loaded is False
     assert (queued, duplicate) == (3.0, 1.0)

@@ -31,10 +31,13 @@ def test_metrics_server_binds_loopback_by_default() -> None:
 
 def test_retries_and_dead_letters_are_counted() -> None:
     labels = {"actor": "flush_channel", "queue": "tidings.host.m"}
-    message: Message[Any] = Message(queue_name="tidings.host.m", actor_name="flush_channel",
-                                    args=(), kwargs={}, options={})
-    retried, dead = (value("tidings_messages_retried_total", **labels),
-                     value("tidings_messages_dead_lettered_total", **labels))
+    message: Message[Any] = Message(
+        queue_name="tidings.host.m", actor_name="flush_channel", args=(), kwargs={}, options={}
+    )
+    retried, dead = (
+        value("tidings_messages_retried_total", **labels),
+        value("tidings_messages_dead_lettered_total", **labels),
+    )
     middleware = MessageMetrics()
     middleware.after_enqueue(None, message, None)  # a first send is no retry
     middleware.after_enqueue(None, message.copy(options={"retries": 1}), 500)

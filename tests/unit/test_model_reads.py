@@ -52,8 +52,7 @@ def listed(text: str) -> dict[str, tuple[int, int]]:
             continue
         more = _MORE.search(rest)
         shown = rest[: more.start()] if more else rest
-        found[label] = (len(shown.split("; ")) if shown else 0,
-                        int(more.group(1)) if more else 0)
+        found[label] = (len(shown.split("; ")) if shown else 0, int(more.group(1)) if more else 0)
     return found
 
 
@@ -153,9 +152,17 @@ def test_b15_complete_message_is_not_flagged(hub: Hub, tmp_path: Path) -> None:
     """Issue 32 problem 4 (B15): when only ``preview`` is cut, the untouched ``message``
     keeps its flag as it was; a producer's ``preview_truncated`` becomes true."""
     agent = hub.agent(workdir(tmp_path), inline=True)
-    emails = [{"id": f"e{i}", "event_id": f"v{i}", "message": f"短消息 {i}",
-               "message_truncated": False, "preview": "預覽" * 2_000,
-               "preview_truncated": False} for i in range(3)]
+    emails = [
+        {
+            "id": f"e{i}",
+            "event_id": f"v{i}",
+            "message": f"短消息 {i}",
+            "message_truncated": False,
+            "preview": "預覽" * 2_000,
+            "preview_truncated": False,
+        }
+        for i in range(3)
+    ]
     emails.append({"id": "e3", "message": "whole", "preview": "p" * 4_000})
     capped = agent.cap_persistent({"email": {"emails": emails}})
     records = capped["email"]["emails"]
@@ -164,37 +171,53 @@ def test_b15_complete_message_is_not_flagged(hub: Hub, tmp_path: Path) -> None:
         assert record["message"].startswith("短消息") and record["message_truncated"] is False
         assert record["preview_truncated"] is True and record["preview"].endswith("...")
     assert "message_truncated" not in records[3] and "preview_truncated" not in records[3]
-    long_message = agent.cap_persistent({"email": {"emails": [
-        {"id": "e9", "message": "m" * 12_000}]}})["email"]["emails"][0]
+    long_message = agent.cap_persistent(
+        {"email": {"emails": [{"id": "e9", "message": "m" * 12_000}]}}
+    )["email"]["emails"][0]
     assert long_message["message_truncated"] is True
 
 
 #: C43: each directive the notification model gives the agent, as phrases of the manual.
 DIRECTIVES = {
     "tool reads and dismissal, no direct edits": [
-        "Act through this tool", "Never edit, move or delete files under `.notification/`"],
+        "Act through this tool",
+        "Never edit, move or delete files under `.notification/`",
+    ],
     "instructions before a verb": ["Read a payload's `instructions` before choosing a verb"],
     "producer's instruction or the narrowest dismiss": [
-        "follow the producer's instruction", "the narrowest dismiss"],
+        "follow the producer's instruction",
+        "the narrowest dismiss",
+    ],
     "a clear changes only the mirror": [
-        "Dismissal clears only the notification mirror, never the producer's own state"],
+        "Dismissal clears only the notification mirror, never the producer's own state"
+    ],
     "watchers publish atomically, registered before they start; drop does not stop": [
-        "A watcher publishes atomically", "registered with `add` before it starts",
-        "it does not stop the hook's process"],
+        "A watcher publishes atomically",
+        "registered with `add` before it starts",
+        "it does not stop the hook's process",
+    ],
     "latest stamped copy current": [
-        "Only the latest `agent_meta` is current; older copies are historical traces"],
+        "Only the latest `agent_meta` is current; older copies are historical traces"
+    ],
     "overflow marker no reason to reread": [
         "An `overflow` marker alone is no reason to re-read everything",
         "`spill_failed`, call the producer's own tool",
-        "absent from every current copy, including omitted and id-only"],
+        "absent from every current copy, including omitted and id-only",
+    ],
     "complete alternate copy": [
         "A complete alternate current copy needs no re-read, even when a shorter preview's "
-        "truncation flag is true"],
+        "truncation flag is true"
+    ],
     "flags prove nothing": ["A false or missing truncation flag is not proof of completeness"],
-    "delay": ["A delayed channel keeps receiving updates",
-              "`delay-alarm` itself cannot be delayed"],
-    "footprint read-only": ["may be inspected read-only", "Never delete the directory",
-                            "never bulk-remove its files"],
+    "delay": [
+        "A delayed channel keeps receiving updates",
+        "`delay-alarm` itself cannot be delayed",
+    ],
+    "footprint read-only": [
+        "may be inspected read-only",
+        "Never delete the directory",
+        "never bulk-remove its files",
+    ],
 }
 
 
@@ -204,6 +227,5 @@ def test_c43_manual_carries_every_directive(hub: Hub, tmp_path: Path) -> None:
     answer = hub.agent(workdir(tmp_path), inline=True).notification("manual")
     assert answer["status"] == "ok"
     text = " ".join(answer["notification_manual"].split())
-    missing = {name: [p for p in phrases if p not in text]
-               for name, phrases in DIRECTIVES.items()}
+    missing = {name: [p for p in phrases if p not in text] for name, phrases in DIRECTIVES.items()}
     assert {name: lost for name, lost in missing.items() if lost} == {}

@@ -49,8 +49,11 @@ def mcp_texts(workdir: Path) -> tuple[str, str, str]:
             server = AgentServer(agent)
             params: Any = type("Params", (), {"uri": ATTENTION_URI})()
             resource = await server.read_resource(None, params)  # type: ignore[arg-type]
-            return (check.content[0].text, inbox.content[0].text,  # type: ignore[union-attr]
-                    resource.contents[0].text)  # type: ignore[union-attr]
+            return (
+                check.content[0].text,
+                inbox.content[0].text,  # type: ignore[union-attr]
+                resource.contents[0].text,
+            )  # type: ignore[union-attr]
 
     return asyncio.run(scenario())
 
@@ -65,8 +68,9 @@ def test_mcp_results_and_resource_are_compact_non_ascii(tmp_path: Path) -> None:
     assert "下周三下午两点开会" in resource
 
 
-@pytest.mark.parametrize(("dialect", "key"), [("anthropic", "input_schema"),
-                                              ("mcp", "inputSchema")])
+@pytest.mark.parametrize(
+    ("dialect", "key"), [("anthropic", "input_schema"), ("mcp", "inputSchema")]
+)
 def test_flat_dialects_carry_no_null_and_still_validate(dialect: str, key: str) -> None:
     """A provider that lets keys be left out needs no ``null`` type (C44: an absent key
     and a null one mean the same to ``call_tool``)."""

@@ -15,8 +15,12 @@ from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
 MANIFEST = {
-    "name": "h", "channel": "deploys", "source": "s", "description": "d",
-    "how_to_modify": "m", "how_to_cancel": "c",
+    "name": "h",
+    "channel": "deploys",
+    "source": "s",
+    "description": "d",
+    "how_to_modify": "m",
+    "how_to_cancel": "c",
 }
 
 
@@ -62,8 +66,19 @@ def test_c2_case_sensitive() -> None:
 
 def test_c3_builtins_exactly() -> None:
     assert {
-        "bash", "btw", "cron", "daemon", "delay-alarm", "email", "goal", "molt", "nudge",
-        "post-molt", "soul", "system", "tool_loop_guard",
+        "bash",
+        "btw",
+        "cron",
+        "daemon",
+        "delay-alarm",
+        "email",
+        "goal",
+        "molt",
+        "nudge",
+        "post-molt",
+        "soul",
+        "system",
+        "tool_loop_guard",
     } == names.BUILTIN_CHANNELS
     allow = Allowlist()
     assert all(allow.allows(b) for b in names.BUILTIN_CHANNELS)

@@ -53,17 +53,32 @@ def agent(hub: Hub, tmp_path: Path) -> Agent:
 #: the front door for a call that imports it when it runs, else the module that bound it.
 ANSWERING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
     ("publish", lambda a: a.publish("soul", {"header": "h"}), agent_face, "publish"),
-    ("publish_event", lambda a: a.publish_event("system", {"body": "b"}), agent_face,
-     "publish_event"),
-    ("publish_daemon_event", lambda a: a.publish_daemon_event("r1", {"n": 1}), channels,
-     "publish_daemon_event"),
+    (
+        "publish_event",
+        lambda a: a.publish_event("system", {"body": "b"}),
+        agent_face,
+        "publish_event",
+    ),
+    (
+        "publish_daemon_event",
+        lambda a: a.publish_daemon_event("r1", {"n": 1}),
+        channels,
+        "publish_daemon_event",
+    ),
     ("render", lambda a: a.render(), consumer, "render"),
     ("cap_persistent", lambda a: a.cap_persistent({"email": {}}), cap, "cap_persistent"),
-    ("notification", lambda a: a.notification("delay", {"channel": "soul", "seconds": 5}),
-     notification_tool, "request_delay"),
-    ("call_tool", lambda a: a.call_tool({"action": "delay",
-                                         "input": {"channel": "soul", "seconds": 5}}),
-     notification_tool, "request_delay"),
+    (
+        "notification",
+        lambda a: a.notification("delay", {"channel": "soul", "seconds": 5}),
+        notification_tool,
+        "request_delay",
+    ),
+    (
+        "call_tool",
+        lambda a: a.call_tool({"action": "delay", "input": {"channel": "soul", "seconds": 5}}),
+        notification_tool,
+        "request_delay",
+    ),
     ("startup", lambda a: a.startup(), turns, "startup"),
     ("prepare_turn", lambda a: a.prepare_turn(), turns, "prepare_turn"),
     ("mark_side_effect", lambda a: a.mark_side_effect("t1"), turns, "mark_side_effect"),
@@ -81,15 +96,25 @@ RAISING: list[tuple[str, Callable[[Agent], Any], Any, str]] = [
 
 
 def _traceback_logged(caplog: pytest.LogCaptureFixture, call: str) -> bool:
-    return any(getattr(r, "event", None) == guard.FAILED_EVENT and r.exc_info
-               and r.fields.get("call") == call for r in caplog.records)  # type: ignore[attr-defined]
+    return any(
+        getattr(r, "event", None) == guard.FAILED_EVENT
+        and r.exc_info
+        and r.fields.get("call") == call
+        for r in caplog.records
+    )  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("call", "invoke", "module", "name"), ANSWERING,
-                         ids=[row[0] for row in ANSWERING])
+@pytest.mark.parametrize(
+    ("call", "invoke", "module", "name"), ANSWERING, ids=[row[0] for row in ANSWERING]
+)
 def test_dict_calls_answer_internal_error(
-    agent: Agent, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-    call: str, invoke: Callable[[Agent], Any], module: Any, name: str,
+    agent: Agent,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    call: str,
+    invoke: Callable[[Agent], Any],
+    module: Any,
+    name: str,
 ) -> None:
     monkeypatch.setattr(module, name, boom)
     with caplog.at_level(logging.ERROR, logger="tidings"):
@@ -99,15 +124,20 @@ def test_dict_calls_answer_internal_error(
     assert _traceback_logged(caplog, call)
 
 
-@pytest.mark.parametrize(("call", "invoke", "module", "name"), RAISING,
-                         ids=[row[0] for row in RAISING])
+@pytest.mark.parametrize(
+    ("call", "invoke", "module", "name"), RAISING, ids=[row[0] for row in RAISING]
+)
 def test_value_calls_raise_tidings_error(
-    agent: Agent, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-    call: str, invoke: Callable[[Agent], Any], module: Any, name: str,
+    agent: Agent,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    call: str,
+    invoke: Callable[[Agent], Any],
+    module: Any,
+    name: str,
 ) -> None:
     monkeypatch.setattr(module, name, boom)
-    with caplog.at_level(logging.ERROR, logger="tidings"), \
-            pytest.raises(TidingsError) as raised:
+    with caplog.at_level(logging.ERROR, logger="tidings"), pytest.raises(TidingsError) as raised:
         invoke(agent)
     assert raised.value.reason == "internal_error"
     assert _traceback_logged(caplog, call)
@@ -139,8 +169,11 @@ def test_a_tidings_error_underneath_answers_its_own_reason(
 
     monkeypatch.setattr(agent_face, "publish_event", unsafe)
     result = agent.publish_event("system", {"body": "b"})
-    assert result == {"status": "error", "reason": "unsafe_path",
-                      "message": ".notification/.locks is a symlink"}
+    assert result == {
+        "status": "error",
+        "reason": "unsafe_path",
+        "message": ".notification/.locks is a symlink",
+    }
 
 
 def _deep(n: int) -> dict[str, Any]:
@@ -163,9 +196,18 @@ def test_deep_python_input_never_raises(agent: Agent, call: str) -> None:
     elif call == "stamp":
         result = agent.stamp({"status": "ok", "deep": deep})
     else:
-        result = agent.call_tool({"action": "add", "input": {"name": "h", "channel": "c",
-                                                            "source": "s", "description": "d",
-                                                            "how_to_modify": deep}})
+        result = agent.call_tool(
+            {
+                "action": "add",
+                "input": {
+                    "name": "h",
+                    "channel": "c",
+                    "source": "s",
+                    "description": "d",
+                    "how_to_modify": deep,
+                },
+            }
+        )
     assert isinstance(result, dict)
 
 
@@ -173,7 +215,10 @@ class TestTickIsolation:
     """C52: one poisoned agent never stops the others' wakes."""
 
     def test_poisoned_agent_is_logged_and_skipped(
-        self, rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        self,
+        rt: Runtime,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         good = make_agent(rt, tmp_path / "good", "good")

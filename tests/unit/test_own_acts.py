@@ -107,9 +107,7 @@ def test_delay_cycles_against_a_50ms_tick_never_wake(
     assert all(t["status"] == "ok" and not t["failed"] for t in ticks)
 
 
-def test_producer_change_during_the_cycles_still_wakes(
-    rt: Runtime, agent: AgentRecord
-) -> None:
+def test_producer_change_during_the_cycles_still_wakes(rt: Runtime, agent: AgentRecord) -> None:
     """C53: the acts commit only their own channel's wake entry, never a producer's news."""
     write_direct(agent, "email.json", {"header": "mail"})
     settle(rt, agent)
@@ -120,8 +118,12 @@ def test_producer_change_during_the_cycles_still_wakes(
                 write_direct(agent, "soul.json", {"header": "news"})
             request_delay(rt, agent, "email", 0)
         wait_until(lambda: wakes(rt, agent), timeout=10)
-    headers = [w["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
-               .get("soul", {}).get("header") for w in wakes(rt, agent)]
+    headers = [
+        w["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
+        .get("soul", {})
+        .get("header")
+        for w in wakes(rt, agent)
+    ]
     assert headers == ["news"]
 
 
@@ -159,13 +161,17 @@ class TestTickStopsOnAnOwnAct:
         monkeypatch.undo()
         assert visit.sync_agent(rt, agent)["woke"] is True  # a real change wakes next tick
 
-    def test_a_dead_act_stops_holding_wakes_back(self, rt: Runtime, agent: AgentRecord,
-                                                 clock: Any) -> None:
+    def test_a_dead_act_stops_holding_wakes_back(
+        self, rt: Runtime, agent: AgentRecord, clock: Any
+    ) -> None:
         settle(rt, agent)
         k = AgentKeys(agent.agent_id)
         now = clock.now()
-        rt.scripts("own_act_begin", [k.act_generation, k.acts_in_flight],
-                   ["dead", now + own_acts.ACT_EXPIRY_SECONDS, now])  # never ends
+        rt.scripts(
+            "own_act_begin",
+            [k.act_generation, k.acts_in_flight],
+            ["dead", now + own_acts.ACT_EXPIRY_SECONDS, now],
+        )  # never ends
         write_direct(agent, "email.json", {"header": "mail"})
         assert visit.sync_agent(rt, agent)["woke"] is False
         clock.advance(own_acts.ACT_EXPIRY_SECONDS + 1)
@@ -175,4 +181,3 @@ class TestTickStopsOnAnOwnAct:
 def test_own_act_keys_are_hash_tagged(agent: AgentRecord) -> None:
     k = AgentKeys(agent.agent_id)
     assert k.act_generation.startswith("{a:a1}:") and k.acts_in_flight.startswith("{a:a1}:")
-

@@ -82,10 +82,20 @@ def test_a_real_password_parses() -> None:
     assert config.scheme == "redis"
 
 
-@pytest.mark.parametrize("command", [["status"], ["worker"], ["scheduler"], ["up"],
-                                     ["publish", "system", "--event", "{}"], ["agents", "list"]])
-def test_every_command_exits_2_with_one_line(command: list[str], listener: Listener,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["status"],
+        ["worker"],
+        ["scheduler"],
+        ["up"],
+        ["publish", "system", "--event", "{}"],
+        ["agents", "list"],
+    ],
+)
+def test_every_command_exits_2_with_one_line(
+    command: list[str], listener: Listener, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = urls(listener.port)[0]
     assert cli.main([*command, "--redis-url", url]) == 2  # stdout is no terminal: JSON
     captured = capsys.readouterr()
@@ -97,12 +107,19 @@ def test_every_command_exits_2_with_one_line(command: list[str], listener: Liste
 
 def test_status_from_the_environment_exits_2_before_any_connection(listener: Listener) -> None:
     env = {"PATH": "/usr/bin:/bin", "TIDINGS_REDIS_URL": urls(listener.port)[0]}
-    done = subprocess.run([sys.executable, "-m", "tidings", "status"], capture_output=True,
-                          text=True, timeout=60, check=False, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "tidings", "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("tidings: placeholder_password: TIDINGS_REDIS_URL carries a "
-                           "placeholder password")
+    assert line.startswith(
+        "tidings: placeholder_password: TIDINGS_REDIS_URL carries a placeholder password"
+    )
     assert not listener.was_connected()
 
 
@@ -114,10 +131,12 @@ def test_a_placeholder_in_the_control_store_url_is_refused_too(listener: Listene
     assert not listener.was_connected()
 
 
-def test_the_broker_url_option_exits_2(listener: Listener,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_broker_url_option_exits_2(
+    listener: Listener, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["status", "--broker-url", urls(listener.port)[0], "--json"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("tidings: placeholder_password: --broker-url carries a "
-                           "placeholder password")
+    assert line.startswith(
+        "tidings: placeholder_password: --broker-url carries a placeholder password"
+    )
     assert not listener.was_connected()

@@ -74,13 +74,13 @@ def at_once(*calls: Callable[[], object]) -> list[object]:
     return answers
 
 
-def test_c27_a_prompt_visit_and_a_tick_at_once_wake_once(rt: Runtime,
-                                                        agent: AgentRecord) -> None:
+def test_c27_a_prompt_visit_and_a_tick_at_once_wake_once(rt: Runtime, agent: AgentRecord) -> None:
     settle(rt, agent)
     for n in range(1, ROUNDS + 1):
         write_direct(agent, "email.json", {"header": f"mail {n}"})
-        answers = at_once(lambda: prompt_visit(rt, [agent.agent_id]),
-                          lambda: tick.sync_host(rt, agent.host))
+        answers = at_once(
+            lambda: prompt_visit(rt, [agent.agent_id]), lambda: tick.sync_host(rt, agent.host)
+        )
         assert len(answers) == 2
         tick.sync_host(rt, agent.host)  # the backstop: a visit that lost its race retries
         signalled = wakes(rt, agent)
@@ -89,8 +89,9 @@ def test_c27_a_prompt_visit_and_a_tick_at_once_wake_once(rt: Runtime,
         assert attention["attention"]["email"]["header"] == f"mail {n}"
 
 
-def test_c27_a_burst_of_1000_events_to_one_agent(rt: Runtime, agent: AgentRecord,
-                                                 jobs_dispatch: Any) -> None:
+def test_c27_a_burst_of_1000_events_to_one_agent(
+    rt: Runtime, agent: AgentRecord, jobs_dispatch: Any
+) -> None:
     """Flushes commit while the events arrive and poke the agent each time; its visits
     are coalesced (at most one per debounce window), no two signals are for one change,
     and the last signal shows the last event."""
@@ -110,8 +111,9 @@ def test_c27_a_burst_of_1000_events_to_one_agent(rt: Runtime, agent: AgentRecord
         thread.start()
         started = time.monotonic()
         for n in range(BURST):
-            result = publishing.append_event(rt, agent, "mcp.burst",
-                                              {"body": f"event {n}", "event_id": f"e{n}"})
+            result = publishing.append_event(
+                rt, agent, "mcp.burst", {"body": f"event {n}", "event_id": f"e{n}"}
+            )
             assert result["status"] == "ok", result
         done.set()
         thread.join(30)
@@ -120,15 +122,18 @@ def test_c27_a_burst_of_1000_events_to_one_agent(rt: Runtime, agent: AgentRecord
         assert visits.visits <= elapsed / DEBOUNCE + 2
     signalled = wakes(rt, agent)
     assert 1 <= len(signalled) <= visits.visits
-    shown = [json.dumps(w["result"]["_meta"]["agent_meta"]["notifications"], sort_keys=True)
-             for w in signalled]
+    shown = [
+        json.dumps(w["result"]["_meta"]["agent_meta"]["notifications"], sort_keys=True)
+        for w in signalled
+    ]
     assert len(set(shown)) == len(shown), "two signals for one change"
     last = signalled[-1]["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
     assert f"event {BURST - 1}" in json.dumps(last)
 
 
 def test_c53_own_delay_and_dismissal_during_prompt_visits_never_wake(
-        rt: Runtime, agent: AgentRecord) -> None:
+    rt: Runtime, agent: AgentRecord
+) -> None:
     """The agent's delay, cancel and dismissals poke its prompt visits (their files
     change); none wakes it, and a producer's change afterwards wakes it once."""
     write_direct(agent, "email.json", {"header": "mail"})

@@ -69,8 +69,7 @@ class TestPublishValidation:
     def test_c10_reserved_and_daemon(self, rt: Runtime, agent: AgentRecord) -> None:
         assert publishing.publish(rt, agent, "delay-alarm", {})["reason"] == "reserved_channel"
         assert publishing.publish(rt, agent, "daemon", {})["reason"] == "invalid_channel"
-        assert publishing.append_event(rt, agent, "delay-alarm",
-                                        {})["reason"] == "reserved_channel"
+        assert publishing.append_event(rt, agent, "delay-alarm", {})["reason"] == "reserved_channel"
 
     def test_c10_too_large(self, rt: Runtime, agent: AgentRecord) -> None:
         result = publishing.publish(rt, agent, "system", {"data": {"blob": "x" * 1_048_600}})
@@ -89,14 +88,14 @@ class TestPublishValidation:
         assert publishing.append_event(rt, agent, "system", {"event_id": "x" * 201})["reason"] == (
             "invalid_event_id"
         )
-        assert publishing.append_event(rt, agent, "system", {},
-                                        idempotency_key="k" * 201)["reason"] == (
-            "invalid_idempotency_key"
-        )
+        assert publishing.append_event(rt, agent, "system", {}, idempotency_key="k" * 201)[
+            "reason"
+        ] == ("invalid_idempotency_key")
         assert notification_files(agent) == []
 
-    def test_c16_symlinked_notification_dir(self, rt: Runtime, agent: AgentRecord,
-                                            tmp_path: Path) -> None:
+    def test_c16_symlinked_notification_dir(
+        self, rt: Runtime, agent: AgentRecord, tmp_path: Path
+    ) -> None:
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         (agent.root / ".notification").symlink_to(elsewhere)
@@ -122,9 +121,12 @@ class TestPublishAndFlush:
         self, rt: Runtime, agent: AgentRecord
     ) -> None:
         publishing.append_event(rt, agent, "email", {"text": "old"})
-        result = publishing.publish(rt, agent, "email", {"header": "2 unread", "data": {"ids": [1,
-                                                                                                2]},
-                                                  "instructions": None})
+        result = publishing.publish(
+            rt,
+            agent,
+            "email",
+            {"header": "2 unread", "data": {"ids": [1, 2]}, "instructions": None},
+        )
         assert result == {"status": "ok", "flushed": True}
         env = mirror(agent, "email")
         assert list(env) == ["header", "data", "icon", "priority", "published_at"]
@@ -184,8 +186,9 @@ class TestPublishAndFlush:
         publishing.append_event(rt, agent, "mcp.y", {"n": 1})
         assert [e["n"] for e in mirror(agent, "mcp.y")["data"]["events"]] == [1]
 
-    def test_c13_only_flag_setter_enqueues(self, rt: Runtime, agent: AgentRecord,
-                                           jobs_dispatch: InlineJobs) -> None:
+    def test_c13_only_flag_setter_enqueues(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         jobs_dispatch.run_flushes = False
         for n in range(10):
             assert publishing.append_event(rt, agent, "system", {"n": n})["flushed"] is False
@@ -195,9 +198,13 @@ class TestPublishAndFlush:
         assert len(mirror(agent, "system")["data"]["events"]) == 10
         assert not rt.redis.exists(AgentKeys(agent.agent_id).flush_flag("system"))
 
-    def test_c14_batches_of_500_and_requeue_after_50(self, rt: Runtime, agent: AgentRecord,
-                                                     jobs_dispatch: InlineJobs,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_c14_batches_of_500_and_requeue_after_50(
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        jobs_dispatch: InlineJobs,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
 
         monkeypatch.setattr(flushing, "BATCHES_PER_RUN", 2)
         monkeypatch.setattr(flushing, "BATCH_RECORDS", 3)
@@ -213,15 +220,17 @@ class TestPublishAndFlush:
 
     def test_c14_skip_if_ref_exists(self, rt: Runtime, agent: AgentRecord) -> None:
         for _ in range(2):
-            publishing.append_event(rt, agent, "system", {"ref_id": "r1", "body": "x"},
-                              skip_if_ref_exists=True)
+            publishing.append_event(
+                rt, agent, "system", {"ref_id": "r1", "body": "x"}, skip_if_ref_exists=True
+            )
         assert len(mirror(agent, "system")["data"]["events"]) == 1
 
     def test_c11_wait_reports_flushed(self, rt: Runtime, agent: AgentRecord) -> None:
         assert publishing.append_event(rt, agent, "system", {"n": 1}, wait=True)["flushed"] is True
 
-    def test_c11_wait_times_out_unflushed(self, rt: Runtime, agent: AgentRecord,
-                                          jobs_dispatch: InlineJobs) -> None:
+    def test_c11_wait_times_out_unflushed(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+    ) -> None:
         jobs_dispatch.run_flushes = False
         result = publishing.append_event(rt, agent, "system", {"n": 1}, wait=True)
         assert result["flushed"] is False  # the fake clock ran out the 30 s
@@ -231,8 +240,9 @@ class TestPublishAndFlush:
 class TestCrashSafety:
     """C15: a crash at any point loses no record and never applies one twice."""
 
-    def _crash_after_write(self, rt: Runtime, agent: AgentRecord,
-                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def _crash_after_write(
+        self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
 
         def boom(*args: Any, **kwargs: Any) -> int:
             raise RuntimeError("crash before commit")
@@ -242,9 +252,13 @@ class TestCrashSafety:
             flush_channel(rt, agent, "system")
         monkeypatch.undo()
 
-    def test_crash_after_write_commits_on_settle(self, rt: Runtime, agent: AgentRecord,
-                                                 jobs_dispatch: InlineJobs,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_crash_after_write_commits_on_settle(
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        jobs_dispatch: InlineJobs,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
         jobs_dispatch.run_flushes = False
         for n in range(3):
             publishing.append_event(rt, agent, "system", {"n": n})
@@ -256,9 +270,13 @@ class TestCrashSafety:
         assert [e["n"] for e in mirror(agent, "system")["data"]["events"]] == [0, 1, 2]
         assert rt.redis.llen(k.buffer("system")) == 0
 
-    def test_crash_before_write_discards_intent(self, rt: Runtime, agent: AgentRecord,
-                                                jobs_dispatch: InlineJobs,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_crash_before_write_discards_intent(
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        jobs_dispatch: InlineJobs,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
 
         jobs_dispatch.run_flushes = False
         publishing.append_event(rt, agent, "system", {"n": 0})
@@ -275,8 +293,11 @@ class TestCrashSafety:
         assert [e["n"] for e in mirror(agent, "system")["data"]["events"]] == [0]
 
     def test_outside_writer_after_crash_gets_records_reapplied(
-        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs,
-        monkeypatch: pytest.MonkeyPatch
+        self,
+        rt: Runtime,
+        agent: AgentRecord,
+        jobs_dispatch: InlineJobs,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         jobs_dispatch.run_flushes = False
         publishing.append_event(rt, agent, "system", {"n": 0})
@@ -287,9 +308,9 @@ class TestCrashSafety:
         assert [e["n"] for e in mirror(agent, "system")["data"]["events"]] == ["o", 0]
 
 
-def test_c16_flush_into_symlinked_target_keeps_records(rt: Runtime, agent: AgentRecord,
-                                                        jobs_dispatch: InlineJobs,
-                                                        tmp_path: Path) -> None:
+def test_c16_flush_into_symlinked_target_keeps_records(
+    rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs, tmp_path: Path
+) -> None:
     jobs_dispatch.run_flushes = False
     publishing.append_event(rt, agent, "mcp.s", {"n": 0})
     target = tmp_path / "target.json"

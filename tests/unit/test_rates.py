@@ -21,8 +21,11 @@ def test_counts_wait_in_process_until_a_flush(redis_client: Any) -> None:
     assert stored(redis_client, rates.EVENTS) == 0  # no round trip per count
     rates.flush_all()
     assert stored(redis_client, rates.EVENTS) == 300 and stored(redis_client, rates.WAKES) == 1
-    assert 0 < redis_client.ttl(rates.key(rates.EVENTS, int(NOW // rates.BUCKET_SECONDS))) \
+    assert (
+        0
+        < redis_client.ttl(rates.key(rates.EVENTS, int(NOW // rates.BUCKET_SECONDS)))
         <= rates.KEEP_SECONDS
+    )
     rates.flush_all()  # nothing left: nothing written twice
     assert stored(redis_client, rates.EVENTS) == 300
 

@@ -32,8 +32,11 @@ LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
 def _trees() -> dict[Path, ast.Module]:
-    return {p: ast.parse(p.read_text("utf-8")) for pkg in PACKAGES
-            for p in sorted((REPO / pkg).rglob("*.py"))}
+    return {
+        p: ast.parse(p.read_text("utf-8"))
+        for pkg in PACKAGES
+        for p in sorted((REPO / pkg).rglob("*.py"))
+    }
 
 
 def _reason_first(trees: dict[Path, ast.Module]) -> set[str]:
@@ -43,11 +46,20 @@ def _reason_first(trees: dict[Path, ast.Module]) -> set[str]:
         for node in ast.walk(tree):
             fn = node
             if isinstance(node, ast.ClassDef):
-                fn = next((m for m in node.body if isinstance(m, ast.FunctionDef)
-                           and m.name == "__init__"), None)
+                fn = next(
+                    (
+                        m
+                        for m in node.body
+                        if isinstance(m, ast.FunctionDef) and m.name == "__init__"
+                    ),
+                    None,
+                )
             if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and node.name != "__init__":
-                params = [a.arg for a in fn.args.posonlyargs + fn.args.args
-                          if a.arg not in ("self", "cls")]
+                params = [
+                    a.arg
+                    for a in fn.args.posonlyargs + fn.args.args
+                    if a.arg not in ("self", "cls")
+                ]
                 if params[:1] == ["reason"]:
                     names.add(node.name)
     return names
@@ -61,13 +73,17 @@ def _values(node: ast.AST, helpers: set[str]) -> Iterator[ast.expr]:
         if name in helpers and node.args:
             yield node.args[0]
     elif isinstance(node, ast.Dict):
-        yield from (v for k, v in zip(node.keys, node.values, strict=True)
-                    if isinstance(k, ast.Constant) and k.value == "reason")
+        yield from (
+            v
+            for k, v in zip(node.keys, node.values, strict=True)
+            if isinstance(k, ast.Constant) and k.value == "reason"
+        )
     elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         params = node.args.posonlyargs + node.args.args
-        pairs = [*zip(params[len(params) - len(node.args.defaults):], node.args.defaults,
-                      strict=True),
-                 *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+        pairs = [
+            *zip(params[len(params) - len(node.args.defaults) :], node.args.defaults, strict=True),
+            *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True),
+        ]
         yield from (d for a, d in pairs if d is not None and a.arg.endswith("reason"))
     elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -89,8 +105,7 @@ def _strings(value: ast.expr, constants: dict[str, str]) -> Iterator[str]:
     elif isinstance(value, ast.Name) and value.id in constants:
         yield constants[value.id]
     elif isinstance(value, ast.JoinedStr):
-        template = "".join(v.value if isinstance(v, ast.Constant) else "{}"
-                           for v in value.values)
+        template = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in value.values)
         assert template in TEMPLATES, f"a reason built from an unknown template {template!r}"
         yield from TEMPLATES[template]
 
@@ -101,9 +116,15 @@ def answered() -> dict[str, str]:
     helpers = _reason_first(trees)
     found: dict[str, str] = {}
     for path, tree in trees.items():
-        constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                     and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-                     for t in n.targets if isinstance(t, ast.Name)}
+        constants = {
+            t.id: n.value.value
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, str)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         for node in ast.walk(tree):
             for value in _values(node, helpers):
                 for reason in _strings(value, constants):
@@ -129,8 +150,16 @@ def test_every_registered_reason_is_answered_somewhere() -> None:
 
 def test_the_scan_sees_reasons_of_every_kind() -> None:
     found = answered()
-    for reason in ("invalid_channel", "internal_error", "bad_usage", "watch_limit", "added",
-                   "invalid_memory_repo", "missing_ref_id", "no_store"):
+    for reason in (
+        "invalid_channel",
+        "internal_error",
+        "bad_usage",
+        "watch_limit",
+        "added",
+        "invalid_memory_repo",
+        "missing_ref_id",
+        "no_store",
+    ):
         assert reason in found, reason
 
 

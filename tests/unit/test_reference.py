@@ -23,13 +23,15 @@ def cited_ids() -> dict[str, str]:
 
 
 def documented_ids() -> set[str]:
-    return {m for doc in (REPO / "docs" / "reference").glob("*.md")
-            for m in HEADING.findall(doc.read_text("utf-8"))}
+    return {
+        m
+        for doc in (REPO / "docs" / "reference").glob("*.md")
+        for m in HEADING.findall(doc.read_text("utf-8"))
+    }
 
 
 def test_every_cited_rule_id_has_an_entry() -> None:
-    missing = {rule: where for rule, where in cited_ids().items()
-               if rule not in documented_ids()}
+    missing = {rule: where for rule, where in cited_ids().items() if rule not in documented_ids()}
     assert not missing, f"rule ids cited without an entry in docs/reference/: {missing}"
 
 

@@ -47,10 +47,14 @@ def test_on_host_reads_only_its_hosts_keys(redis_client: Any) -> None:
     """Every key of host h2 and of its agents is made unreadable (WRONGTYPE): h1's read
     does not notice, so it touched none of them."""
     registry = AgentRegistry(redis_client)
-    registry.put_many([rec(f"a{n}", "h1") for n in range(3)] + [rec(f"b{n}", "h2")
-                                                                 for n in range(3)])
-    for key in [keys.host_agents("h2"), keys.host_agents_version("h2"),
-                *(keys.agent_record(f"b{n}") for n in range(3))]:
+    registry.put_many(
+        [rec(f"a{n}", "h1") for n in range(3)] + [rec(f"b{n}", "h2") for n in range(3)]
+    )
+    for key in [
+        keys.host_agents("h2"),
+        keys.host_agents_version("h2"),
+        *(keys.agent_record(f"b{n}") for n in range(3)),
+    ]:
         redis_client.delete(key)
         redis_client.rpush(key, "not a record")
     assert [r.agent_id for r in registry.on_host("h1")] == ["a0", "a1", "a2"]
@@ -115,13 +119,15 @@ def test_a_repair_drops_nothing_once_the_index_moved(redis_client: Any) -> None:
     registry.put(rec("a1", "h1"))
     version, _ = registry.index("h1")
     registry.put(rec("a9", "h1"))
-    assert registry_scripts.index_drop(Scripts(redis_client), "h1", ["a1"],
-                                       at_version=version) == -1
+    assert (
+        registry_scripts.index_drop(Scripts(redis_client), "h1", ["a1"], at_version=version) == -1
+    )
     assert "a1" in index_of(redis_client, "h1")
 
 
 def test_registering_again_lists_a_record_a_crash_left_unindexed(
-    redis_client: Any, tmp_path: Path,
+    redis_client: Any,
+    tmp_path: Path,
 ) -> None:
     with tidings.connect(client=redis_client) as hub:
         agent = hub.agent(tmp_path, agent_id="a1")
@@ -152,8 +158,11 @@ def test_upgrade_keeps_every_agent(redis_client: Any, tmp_path: Path) -> None:
     for workdir in workdirs:
         workdir.mkdir()
     host = tidings.Settings().host
-    records = [rec("old-1", host, str(workdirs[0])), rec("old-2", host, str(workdirs[1])),
-               rec("old-3", "elsewhere", str(workdirs[2]))]
+    records = [
+        rec("old-1", host, str(workdirs[0])),
+        rec("old-2", host, str(workdirs[1])),
+        rec("old-3", "elsewhere", str(workdirs[2])),
+    ]
     legacy(redis_client, records)
     with tidings.connect(client=redis_client) as hub:
         assert [a["agent_id"] for a in hub.agents()] == ["old-1", "old-2", "old-3"]
@@ -161,8 +170,7 @@ def test_upgrade_keeps_every_agent(redis_client: Any, tmp_path: Path) -> None:
         assert found is not None and found.agent_id == "old-2"
         assert found.publish_event("mcp.x", {"text": "after the upgrade"})["status"] == "ok"
         assert "mcp.x" in found.snapshot()
-        assert sorted(a["agent_id"] for a in hub.status()["agents"]) == [
-            "old-1", "old-2", "old-3"]
+        assert sorted(a["agent_id"] for a in hub.status()["agents"]) == ["old-1", "old-2", "old-3"]
     # the old hash stays for old processes of a rolling upgrade; the marker says it is copied
     assert redis_client.hlen(keys.LEGACY_AGENTS) == 3
     assert redis_client.get(keys.LEGACY_MIGRATED) == b"3"
@@ -183,8 +191,10 @@ def test_migration_is_idempotent_and_safe_to_run_at_once(redis_client: Any) -> N
     records = [rec(f"a{n:03d}", f"h{n % 3}") for n in range(250)]
     legacy(redis_client, records)
     copied: list[int] = []
-    threads = [threading.Thread(target=lambda: copied.append(migrate_legacy(redis_client)))
-               for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: copied.append(migrate_legacy(redis_client)))
+        for _ in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

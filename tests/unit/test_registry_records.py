@@ -40,7 +40,9 @@ def unreadable_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord
 
 @pytest.mark.parametrize("raw", MALFORMED)
 def test_status_skips_a_malformed_record_and_logs_one_line(
-    hub: tidings.Hub, raw: str, caplog: pytest.LogCaptureFixture,
+    hub: tidings.Hub,
+    raw: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     plant(hub, raw)
     with caplog.at_level(logging.WARNING, logger="tidings"):
@@ -59,13 +61,13 @@ def test_listings_skip_it_too(hub: tidings.Hub, caplog: pytest.LogCaptureFixture
         page = agents_page(hub.redis, hub.clock.now())
         assert [a["agent_id"] for a in page["agents"]] == ["b2", "c3"]
         assert AgentRegistry(hub.redis).get("a1") is None
-        assert [r is None for r in AgentRegistry(hub.redis).get_many(["a1", "b2"])] == [
-            True, False]
+        assert [r is None for r in AgentRegistry(hub.redis).get_many(["a1", "b2"])] == [True, False]
     assert len(unreadable_lines(caplog)) == 4
 
 
 def test_a_malformed_record_is_replaced_by_registering_again(
-    hub: tidings.Hub, tmp_path: Path,
+    hub: tidings.Hub,
+    tmp_path: Path,
 ) -> None:
     plant(hub, MALFORMED[0])
     (tmp_path / "a1").mkdir()

@@ -28,9 +28,13 @@ def no_cap_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def telegram(n: int = 25, chars: int = 3000) -> dict[str, Any]:
-    return {"header": "Telegram", "data": {
-        "message_ids": [f"m{i}" for i in range(n)],
-        "messages": [{"id": f"m{i}", "text": "t" * chars} for i in range(n)]}}
+    return {
+        "header": "Telegram",
+        "data": {
+            "message_ids": [f"m{i}" for i in range(n)],
+            "messages": [{"id": f"m{i}", "text": "t" * chars} for i in range(n)],
+        },
+    }
 
 
 def committed(rt: Runtime, agent: AgentRecord) -> Any:
@@ -67,8 +71,7 @@ class TestRenderAttention:
         publish(rt, agent, "mcp.telegram", telegram())
         publish(rt, agent, "soul", {"header": "Be kind"})
         monkeypatch.setattr(delay_state, "live_target", lambda rt, agent, allow: "mcp.telegram")
-        assert render_attention(rt, agent) == {"soul": {**observe(rt, agent)
-                                                        .payloads["soul"]}}
+        assert render_attention(rt, agent) == {"soul": {**observe(rt, agent).payloads["soul"]}}
         assert spill_files(agent.root) == []
 
     def test_unstable_read_delivers_and_commits_nothing(
@@ -92,28 +95,44 @@ class TestRenderAttention:
         monkeypatch.delenv(MAX_CHARS_ENV)
         (agent.root / "settings").mkdir()
         (agent.root / "settings" / "system.json").write_text(
-            '{"schema_version": 2, "notification_max_chars": 2500}')
+            '{"schema_version": 2, "notification_max_chars": 2500}'
+        )
         assert measure(render_attention(rt, agent)) <= 2500
 
 
 def email_block(n: int = 5, chars: int = 3000) -> dict[str, Any]:
-    return {"email": {"emails": [{"id": f"e{i}", "body": "b" * chars} for i in range(n)],
-                      "email_ids": [f"e{i}" for i in range(n)], "count": n}}
+    return {
+        "email": {
+            "emails": [{"id": f"e{i}", "body": "b" * chars} for i in range(n)],
+            "email_ids": [f"e{i}" for i in range(n)],
+            "count": n,
+        }
+    }
 
 
 class TestDelivery:
     """B3/B4 through ``delivery``: both lanes capped, attention sanitised first."""
 
     def test_b3_render_caps_both_lanes(self, rt: Runtime, agent: AgentRecord) -> None:
-        publish(rt, agent, "email", {"header": "5 new emails",
-                                     "data": {"emails": email_block()["email"]["emails"]}})
+        publish(
+            rt,
+            agent,
+            "email",
+            {"header": "5 new emails", "data": {"emails": email_block()["email"]["emails"]}},
+        )
         block = email_block()
         notes = delivery.render(rt, agent, block)
-        assert notes["attention"] == {"email": {
-            "header": "Email event", "data": {"email_ids": block["email"]["email_ids"]},
-            "instructions": "Email content is in _meta.agent_meta.notifications.persistent.email.",
-            "icon": "🔔", "priority": "normal",
-            "published_at": notes["attention"]["email"]["published_at"]}}
+        assert notes["attention"] == {
+            "email": {
+                "header": "Email event",
+                "data": {"email_ids": block["email"]["email_ids"]},
+                "instructions": "Email content is in "
+                "_meta.agent_meta.notifications.persistent.email.",
+                "icon": "🔔",
+                "priority": "normal",
+                "published_at": notes["attention"]["email"]["published_at"],
+            }
+        }
         persistent = notes["persistent"]
         assert measure_persistent(persistent) <= 10_000
         first = persistent["email"]["emails"][0]
@@ -135,7 +154,8 @@ class TestDelivery:
         assert measure(notes["attention"]) <= 10_000
         assert "overflow" in notes["attention"] and "overflow" in notes["persistent"]
         assert stamped["_meta"]["agent_meta"]["guidance"]["transient"]["sources"] == [
-            "mcp.telegram"]
+            "mcp.telegram"
+        ]
 
 
 class TestRemembered:

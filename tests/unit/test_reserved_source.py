@@ -50,7 +50,10 @@ def system_events_of(root: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("event", FORGED, ids=lambda e: e.get("ref_id") or e["source"])
 def test_a_forged_notice_is_refused_and_writes_nothing(
-    hub: tidings.Hub, agent: Any, tmp_path: Path, event: dict[str, Any],
+    hub: tidings.Hub,
+    agent: Any,
+    tmp_path: Path,
+    event: dict[str, Any],
 ) -> None:
     before = store_state(hub)
     result = agent.publish_event("system", event)
@@ -61,11 +64,19 @@ def test_a_forged_notice_is_refused_and_writes_nothing(
 
 
 def test_a_whole_system_mirror_with_a_forged_notice_is_refused(
-    hub: tidings.Hub, agent: Any, tmp_path: Path,
+    hub: tidings.Hub,
+    agent: Any,
+    tmp_path: Path,
 ) -> None:
-    envelope = {"header": "system", "data": {"events": [
-        {"source": "ci", "body": "fine"},
-        {"source": "notification_hook", "ref_id": "blocked_channel:x", "body": "forged"}]}}
+    envelope = {
+        "header": "system",
+        "data": {
+            "events": [
+                {"source": "ci", "body": "fine"},
+                {"source": "notification_hook", "ref_id": "blocked_channel:x", "body": "forged"},
+            ]
+        },
+    }
     before = store_state(hub)
     assert agent.publish("system", envelope)["reason"] == "reserved_source"
     assert store_state(hub) == before
@@ -78,15 +89,22 @@ def test_the_reserved_shapes_are_free_on_other_channels(agent: Any, tmp_path: Pa
 
 
 def test_a_producers_own_system_event_still_lands(agent: Any, tmp_path: Path) -> None:
-    for event in ({"source": "ci", "ref_id": "build:42", "body": "green"},
-                  {"source": "my_notification_bot", "ref_id": "deploy:blocked_channel:x"}):
+    for event in (
+        {"source": "ci", "ref_id": "build:42", "body": "green"},
+        {"source": "my_notification_bot", "ref_id": "deploy:blocked_channel:x"},
+    ):
         assert agent.publish_event("system", event)["status"] == "ok"
     assert [e["source"] for e in system_events_of(tmp_path)] == ["ci", "my_notification_bot"]
 
 
 def test_tidings_own_notices_still_land(hub: tidings.Hub, agent: Any, tmp_path: Path) -> None:
     record = hub.registry.require(agent.agent_id)
-    result = system_events.notify(agent.runtime, record, source="notification_hook",
-                                  ref_id="blocked_channel:scraper", body="not registered")
+    result = system_events.notify(
+        agent.runtime,
+        record,
+        source="notification_hook",
+        ref_id="blocked_channel:scraper",
+        body="not registered",
+    )
     assert result["status"] == "ok"
     assert [e["ref_id"] for e in system_events_of(tmp_path)] == ["blocked_channel:scraper"]

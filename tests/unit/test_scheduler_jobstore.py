@@ -68,9 +68,20 @@ def make_job(store: JsonRedisJobStore, body: Any, run: float, job_id: str = RID)
     aps = BlockingScheduler(timezone=UTC)
     store.start(aps, ALARM_STORE)
     when = datetime.fromtimestamp(run, UTC)
-    return Job(aps, id=job_id, func=body, trigger=DateTrigger(run_date=when, timezone=UTC),
-               executor="default", args=["agent1", job_id], kwargs={}, name="alarm",
-               misfire_grace_time=None, coalesce=True, max_instances=1, next_run_time=when)
+    return Job(
+        aps,
+        id=job_id,
+        func=body,
+        trigger=DateTrigger(run_date=when, timezone=UTC),
+        executor="default",
+        args=["agent1", job_id],
+        kwargs={},
+        name="alarm",
+        misfire_grace_time=None,
+        coalesce=True,
+        max_instances=1,
+        next_run_time=when,
+    )
 
 
 class Boom:
@@ -100,9 +111,17 @@ class TestEncoding:
         store.add_job(make_job(store, body, run))
         stored = json.loads(redis_client.hget(keys.scheduler_jobs(HOST), RID))
         assert stored == {
-            "version": 1, "id": RID, "func": ALARM_JOB_REF, "args": ["agent1", RID],
-            "kwargs": {}, "run_date": run, "executor": "default", "name": "alarm",
-            "misfire_grace_time": None, "coalesce": True, "max_instances": 1,
+            "version": 1,
+            "id": RID,
+            "func": ALARM_JOB_REF,
+            "args": ["agent1", RID],
+            "kwargs": {},
+            "run_date": run,
+            "executor": "default",
+            "name": "alarm",
+            "misfire_grace_time": None,
+            "coalesce": True,
+            "max_instances": 1,
             "next_run_time": run,
         }
         assert redis_client.zscore(keys.scheduler_run_times(HOST), RID) == run
@@ -140,7 +159,8 @@ class TestEncoding:
         assert [j.id for j in store.get_all_jobs()] == [RID]
         assert store.get_next_run_time() == datetime.fromtimestamp(1_790_000_000.0, UTC)
         assert [j.id for j in store.get_due_jobs(datetime.fromtimestamp(1_790_000_001, UTC))] == [
-            RID]
+            RID
+        ]
         assert store.get_due_jobs(datetime.fromtimestamp(1_789_999_999, UTC)) == []
         store.remove_job(RID)
         store.remove_job(RID)  # already gone (another scheduler fired it): not an error
@@ -153,7 +173,10 @@ class TestRejection:
     """D16, acceptance 7: bytes that are not our JSON are refused, reported, never run."""
 
     def test_d16_planted_pickle_is_never_unpickled(
-        self, store: JsonRedisJobStore, redis_client: Any, tmp_path: Path,
+        self,
+        store: JsonRedisJobStore,
+        redis_client: Any,
+        tmp_path: Path,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
@@ -164,7 +187,8 @@ class TestRejection:
         assert redis_client.hlen(keys.scheduler_jobs(HOST)) == 0
         assert redis_client.zcard(keys.scheduler_run_times(HOST)) == 0
         assert events(caplog, "scheduler_job_rejected") == [
-            {"host": HOST, "job_id": "evil", "reason": "not_a_json_job"}]
+            {"host": HOST, "job_id": "evil", "reason": "not_a_json_job"}
+        ]
 
     @pytest.mark.parametrize(
         ("change", "reason"),
@@ -181,8 +205,13 @@ class TestRejection:
         ],
     )
     def test_d16_wrong_json_is_rejected(
-        self, change: dict[str, Any], reason: str, store: JsonRedisJobStore, body: Recorder,
-        redis_client: Any, caplog: pytest.LogCaptureFixture,
+        self,
+        change: dict[str, Any],
+        reason: str,
+        store: JsonRedisJobStore,
+        body: Recorder,
+        redis_client: Any,
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
         store.add_job(make_job(store, body, time.time() - 1))
@@ -193,8 +222,9 @@ class TestRejection:
         assert body.calls == []
         assert [e["reason"] for e in events(caplog, "scheduler_job_rejected")] == [reason]
 
-    def test_d16_run_time_without_job_is_dropped(self, store: JsonRedisJobStore,
-                                                 redis_client: Any) -> None:
+    def test_d16_run_time_without_job_is_dropped(
+        self, store: JsonRedisJobStore, redis_client: Any
+    ) -> None:
         redis_client.zadd(keys.scheduler_run_times(HOST), {"ghost": time.time() - 1})
         assert store.get_due_jobs(datetime.now(UTC)) == []
         assert redis_client.zcard(keys.scheduler_run_times(HOST)) == 0
@@ -217,8 +247,9 @@ def running(store: JsonRedisJobStore) -> Iterator[BlockingScheduler]:
 class TestAlarmJobs:
     """D15: DateTrigger, id = request id, replace_existing, never skipped as late."""
 
-    def test_d15_job_options(self, running: BlockingScheduler, body: Recorder,
-                             redis_client: Any) -> None:
+    def test_d15_job_options(
+        self, running: BlockingScheduler, body: Recorder, redis_client: Any
+    ) -> None:
         deadline = time.time() + 3600
         alarm_job.schedule(running, body, "agent1", RID, deadline)
         alarm_job.schedule(running, body, "agent1", RID, deadline + 5)  # replace_existing
@@ -230,8 +261,9 @@ class TestAlarmJobs:
         assert alarm_job.unschedule(running, RID) is True
         assert alarm_job.unschedule(running, RID) is False, "an unknown id is a no-op"
 
-    def test_d15_job_fires_once_at_its_deadline(self, running: BlockingScheduler,
-                                                body: Recorder, redis_client: Any) -> None:
+    def test_d15_job_fires_once_at_its_deadline(
+        self, running: BlockingScheduler, body: Recorder, redis_client: Any
+    ) -> None:
         alarm_job.schedule(running, body, "agent1", RID, time.time() + 0.3)
         wait_until(lambda: body.calls, timeout=5, what="the alarm job")
         assert body.calls == [("agent1", RID)]
@@ -271,8 +303,9 @@ class SentMessages:
         return [(m.queue_name, m.actor_name, m.args) for m in self.sent]
 
 
-def test_d15_body_runs_d17_here_and_enqueues_nothing(rt: Runtime, agent: AgentRecord,
-                                                    clock: FakeClock) -> None:
+def test_d15_body_runs_d17_here_and_enqueues_nothing(
+    rt: Runtime, agent: AgentRecord, clock: FakeClock
+) -> None:
     """The alarm is published by the job itself (no queue hop), and the wake follows
     (D14); a second run of the body (a duplicate) is a no-op (D17)."""
     put_state(agent, active_state(clock.now(), seconds=10))
@@ -289,8 +322,13 @@ def test_d15_body_runs_d17_here_and_enqueues_nothing(rt: Runtime, agent: AgentRe
 
 
 def test_d15_body_falls_back_to_the_actor_when_it_cannot_run_here(
-        rt: Runtime, agent: AgentRecord, clock: FakeClock, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    rt: Runtime,
+    agent: AgentRecord,
+    clock: FakeClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """Another host, a workdir not on this one, or an expiry that failed with the alarm
     still owed: ``expire_delay`` goes to the host queue, nothing is published here."""
     broker = SentMessages()

@@ -57,7 +57,8 @@ def test_d18_hosts_are_independent(redis_client: Any) -> None:
 
 
 def test_d18_m52_a_dead_same_host_holder_is_taken_over_at_once(
-    redis_client: Any, monkeypatch: pytest.MonkeyPatch,
+    redis_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 30 acceptance 6: the lease of a holder process gone from this host (a
     SIGKILLed `tidings up`) is taken at once, not after its 10 s expiry; a live holder,
@@ -72,16 +73,20 @@ def test_d18_m52_a_dead_same_host_holder_is_taken_over_at_once(
     live.release()
 
     gone = LeaderLease(redis_client, "h1", "gone", slow)
-    for holder, taken in ((f"t otherhost/boot {dead.pid} {start}", False),
-                          (f"t {this_host()} {dead.pid} {start}", True)):
+    for holder, taken in (
+        (f"t otherhost/boot {dead.pid} {start}", False),
+        (f"t {this_host()} {dead.pid} {start}", True),
+    ):
         monkeypatch.setattr(gone, "_token", holder)
         redis_client.delete(gone.key)
         assert gone.try_acquire(NOW)
         successor = LeaderLease(redis_client, "h1", "successor", slow)
         assert successor.try_acquire(NOW) is taken
         assert gone.renew() is not taken, "the gone holder's value no longer holds it"
-    assert current_leader(redis_client, "h1") == {"leader": "successor",
-                                                  "since": "2026-09-21T14:13:20Z"}
+    assert current_leader(redis_client, "h1") == {
+        "leader": "successor",
+        "since": "2026-09-21T14:13:20Z",
+    }
 
 
 def test_d18_a_retried_set_whose_reply_was_lost_keeps_the_lease(redis_client: Any) -> None:

@@ -28,11 +28,21 @@ class StubScheduler:
     def __init__(self, stored: tuple[str, ...] = ()) -> None:
         self.jobs: dict[str, Any] = {i: SimpleNamespace(id=i, args=None) for i in stored}
 
-    def add_job(self, func: Any, *, trigger: Any, args: list[str], id: str, jobstore: str,
-                replace_existing: bool, **options: Any) -> None:
+    def add_job(
+        self,
+        func: Any,
+        *,
+        trigger: Any,
+        args: list[str],
+        id: str,
+        jobstore: str,
+        replace_existing: bool,
+        **options: Any,
+    ) -> None:
         assert replace_existing and options["misfire_grace_time"] is None
-        self.jobs[id] = SimpleNamespace(id=id, args=args, run_date=trigger.run_date,
-                                        options=options)
+        self.jobs[id] = SimpleNamespace(
+            id=id, args=args, run_date=trigger.run_date, options=options
+        )
 
     def get_job(self, job_id: str, jobstore: str) -> Any:
         return self.jobs.get(job_id)
@@ -66,11 +76,20 @@ class TestStartupReconcile:
         overdue = make_agent(rt, tmp_path / "overdue", "overdue")
         put_state(overdue, active_state(now - 100, request_id=rid(2)))
         expiring = make_agent(rt, tmp_path / "expiring", "expiring")
-        completion = {"request_id": rid(3), "target": "email", "requested_seconds": 60,
-                      "actual_seconds": 60.0, "expired_at": "2026-01-01T00:00:00Z",
-                      "changed": None, "initial": {}, "current": {}}
-        put_state(expiring, active_state(now - 100, request_id=rid(3), status="expiring",
-                                         completion=completion))
+        completion = {
+            "request_id": rid(3),
+            "target": "email",
+            "requested_seconds": 60,
+            "actual_seconds": 60.0,
+            "expired_at": "2026-01-01T00:00:00Z",
+            "changed": None,
+            "initial": {},
+            "current": {},
+        }
+        put_state(
+            expiring,
+            active_state(now - 100, request_id=rid(3), status="expiring", completion=completion),
+        )
         done = make_agent(rt, tmp_path / "done", "done")
         put_state(done, active_state(now - 100, request_id=rid(4), status="published"))
         corrupt = make_agent(rt, tmp_path / "corrupt", "corrupt")
@@ -93,8 +112,12 @@ class TestStartupReconcile:
         assert state_of(expiring)["status"] == "published"
 
     def test_d18_a_failed_agent_keeps_every_stored_job(
-        self, rt: Runtime, tmp_path: Path, clock: FakeClock,
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        self,
+        rt: Runtime,
+        tmp_path: Path,
+        clock: FakeClock,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         capture(caplog)
         make_agent(rt, tmp_path / "a", "a")
@@ -104,8 +127,7 @@ class TestStartupReconcile:
 
         monkeypatch.setattr("tidings.jobs.consumer.delay.read_state", flaky)
         aps = StubScheduler(stored=("stale",))
-        assert startup.reconcile_host(rt, aps, body) == {"added": 0, "expired": 0,
-                                                          "removed": 0}
+        assert startup.reconcile_host(rt, aps, body) == {"added": 0, "expired": 0, "removed": 0}
         assert list(aps.jobs) == ["stale"]
         assert events(caplog, "scheduler_startup_agent_failed")[0]["error"] == "OSError"
 
@@ -115,22 +137,27 @@ class TestRequests:
 
     def test_d15_add_and_remove(self) -> None:
         aps = StubScheduler()
-        add = {"op": "add", "agent_id": "a1", "request_id": REQUEST_ID,
-               "deadline_epoch": 1_790_000_060}
+        add = {
+            "op": "add",
+            "agent_id": "a1",
+            "request_id": REQUEST_ID,
+            "deadline_epoch": 1_790_000_060,
+        }
         assert requests.apply(aps, body, add) == "added"
         assert aps.jobs[REQUEST_ID].args == ["a1", REQUEST_ID]
         assert aps.jobs[REQUEST_ID].options["coalesce"] is True
         assert aps.jobs[REQUEST_ID].options["max_instances"] == 1
         assert requests.apply(aps, body, add) == "added"
-        assert requests.apply(aps, body, {"op": "remove", "request_id": REQUEST_ID}) == (
-            "removed")
-        assert requests.apply(aps, body, {"op": "remove", "request_id": REQUEST_ID}) == (
-            "unknown")
+        assert requests.apply(aps, body, {"op": "remove", "request_id": REQUEST_ID}) == ("removed")
+        assert requests.apply(aps, body, {"op": "remove", "request_id": REQUEST_ID}) == ("unknown")
 
     @pytest.mark.parametrize(
         "request_",
         [
-            None, [], {"op": "pause"}, {"op": "add", "agent_id": "a1"},
+            None,
+            [],
+            {"op": "pause"},
+            {"op": "add", "agent_id": "a1"},
             {"op": "add", "agent_id": "../x", "request_id": "r", "deadline_epoch": 1},
             {"op": "add", "agent_id": "a1", "request_id": "r", "deadline_epoch": "soon"},
             {"op": "remove", "request_id": ""},
@@ -169,4 +196,5 @@ def test_c27_tick_enqueues_one_sync_host_until_it_ran(redis_client: Any) -> None
     redis_client.delete(sync_running("h1"))  # what the sync_host actor does when done
     assert sync_tick.tick(redis_client, broker, "h1", 1.0) is True
     assert [(m.queue_name, m.actor_name, m.args) for m in sent] == [
-        ("tidings.host.h1", "sync_host", ("h1",))] * 2
+        ("tidings.host.h1", "sync_host", ("h1",))
+    ] * 2

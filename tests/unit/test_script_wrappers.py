@@ -39,16 +39,24 @@ def test_no_caller_runs_a_script_by_name() -> None:
             if WRAPPERS in path.parents:
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
-                if (isinstance(node, ast.Call) and node.args
-                        and isinstance(node.args[0], ast.Constant) and node.args[0].value in names):
+                if (
+                    isinstance(node, ast.Call)
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and node.args[0].value in names
+                ):
                     offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not offenders
 
 
 def test_no_copies_of_the_bytes_to_str_helper() -> None:
     pattern = re.compile(r"def _text\(\w+: (Any|bytes)|\.decode\([^)]*\) if isinstance\(")
-    copies = [str(p.relative_to(REPO)) for layer in LAYERS for p in (REPO / layer).rglob("*.py")
-              if pattern.search(p.read_text())]
+    copies = [
+        str(p.relative_to(REPO))
+        for layer in LAYERS
+        for p in (REPO / layer).rglob("*.py")
+        if pattern.search(p.read_text())
+    ]
     assert not copies
 
 
@@ -66,17 +74,27 @@ def test_m8_ignore_prunes_beyond_the_bound(redis_client: Redis) -> None:
     for n in range(3):
         event_id = f"{n:032x}"
         admitted = inbox_scripts.admit(
-            scripts, "agent", event_id=event_id, event_json="{}", created_ms=n, key_digest=None,
-            open_bound=10, wake_entry_json=None)
+            scripts,
+            "agent",
+            event_id=event_id,
+            event_json="{}",
+            created_ms=n,
+            key_digest=None,
+            open_bound=10,
+            wake_entry_json=None,
+        )
         assert admitted.outcome == "ok"
-        ignored = inbox_scripts.ignore(scripts, "agent", event_id=event_id, now_iso="t",
-                                       now_ms=n, terminal_kept=2)
+        ignored = inbox_scripts.ignore(
+            scripts, "agent", event_id=event_id, now_iso="t", now_ms=n, terminal_kept=2
+        )
         assert ignored == inbox_scripts.Ignored("ok", "pending")
-    gone = inbox_scripts.ignore(scripts, "agent", event_id=f"{0:032x}", now_iso="t", now_ms=9,
-                                terminal_kept=2)
+    gone = inbox_scripts.ignore(
+        scripts, "agent", event_id=f"{0:032x}", now_iso="t", now_ms=9, terminal_kept=2
+    )
     assert gone.outcome == "not_found"
-    kept = inbox_scripts.ignore(scripts, "agent", event_id=f"{2:032x}", now_iso="t", now_ms=9,
-                                terminal_kept=2)
+    kept = inbox_scripts.ignore(
+        scripts, "agent", event_id=f"{2:032x}", now_iso="t", now_ms=9, terminal_kept=2
+    )
     assert kept.outcome == "unchanged"
 
 
@@ -84,13 +102,21 @@ def test_unknown_reply_shape_raises() -> None:
     with pytest.raises(ScriptReplyError):
         parts("inbox_admit", 1)
     with pytest.raises(ScriptReplyError):
-        inbox_scripts.admit(lambda name, keys, args: [b"surprise"],  # type: ignore[arg-type]
-                            "agent", event_id="e", event_json="{}", created_ms=0,
-                            key_digest=None, open_bound=1, wake_entry_json=None)
+        inbox_scripts.admit(
+            lambda name, keys, args: [b"surprise"],  # type: ignore[arg-type]
+            "agent",
+            event_id="e",
+            event_json="{}",
+            created_ms=0,
+            key_digest=None,
+            open_bound=1,
+            wake_entry_json=None,
+        )
 
 
-@pytest.mark.parametrize(("raw", "text"), [(b"caf\xc3\xa9", "café"), ("x", "x"), (7, "7"),
-                                           (b"\xff", "\ufffd")])
+@pytest.mark.parametrize(
+    ("raw", "text"), [(b"caf\xc3\xa9", "café"), ("x", "x"), (7, "7"), (b"\xff", "\ufffd")]
+)
 def test_replies_text(raw: object, text: str) -> None:
     assert replies.text(raw) == text
     assert replies.text_or_none(None) is None

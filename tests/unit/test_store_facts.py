@@ -30,8 +30,7 @@ class Engine:
 
     def config_get(self, name: str) -> dict[str, str]:
         if self.config is None:
-            raise NoPermissionError("this user has no permissions to run the 'config|get' "
-                                    "command")
+            raise NoPermissionError("this user has no permissions to run the 'config|get' command")
         return self.config
 
 
@@ -66,12 +65,21 @@ def test_a_store_without_info_is_named_by_its_label() -> None:
 def test_the_served_label_comes_from_store_json_for_that_url_only(tmp_path: Path) -> None:
     assert served_label("embedded", tmp_path) == EMBEDDED_LABEL
     assert served_label("redis://x:1/0", tmp_path) is None
-    storefile.write(tmp_path / storefile.STORE_FILE, {
-        "url": "redis://:pw@127.0.0.1:6390/0", "pid": os.getpid(), "port": 6390,
-        "engine": "fakeredis (in memory, not durable)", "owner_pid": os.getpid(),
-        "socket": None})
-    assert served_label("redis://:pw@127.0.0.1:6390/0", tmp_path) == \
-        "fakeredis (in memory, not durable)"
+    storefile.write(
+        tmp_path / storefile.STORE_FILE,
+        {
+            "url": "redis://:pw@127.0.0.1:6390/0",
+            "pid": os.getpid(),
+            "port": 6390,
+            "engine": "fakeredis (in memory, not durable)",
+            "owner_pid": os.getpid(),
+            "socket": None,
+        },
+    )
+    assert (
+        served_label("redis://:pw@127.0.0.1:6390/0", tmp_path)
+        == "fakeredis (in memory, not durable)"
+    )
     assert served_label("redis://elsewhere:6379/0", tmp_path) is None
 
 

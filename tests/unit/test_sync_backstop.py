@@ -13,8 +13,9 @@ from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
 
-def test_c15_sync_step_restarts_a_stranded_flush(rt: Runtime, agent: AgentRecord,
-                                                 jobs_dispatch: InlineJobs) -> None:
+def test_c15_sync_step_restarts_a_stranded_flush(
+    rt: Runtime, agent: AgentRecord, jobs_dispatch: InlineJobs
+) -> None:
     jobs_dispatch.run_flushes = False
     assert append_event(rt, agent, "system", {"text": "stranded"})["status"] == "ok"
     rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("system"))  # its flush died

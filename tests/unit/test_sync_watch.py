@@ -48,8 +48,9 @@ class Harness:
     def __init__(self, rt: Runtime, clock: FakeClock, watcher: Watcher | None) -> None:
         self.rt, self.clock, self.watcher = rt, clock, watcher
         self.visits: list[list[str] | None] = []
-        self.ticker = SyncTicker(rt.redis, TEST_HOST, 1.0, FULL_SCAN, self._run, watcher,
-                                 clock.now, clock.monotonic)
+        self.ticker = SyncTicker(
+            rt.redis, TEST_HOST, 1.0, FULL_SCAN, self._run, watcher, clock.now, clock.monotonic
+        )
 
     def _run(self, agent_ids: Sequence[str] | None) -> None:
         self.visits.append(None if agent_ids is None else list(agent_ids))
@@ -61,8 +62,11 @@ class Harness:
 
     def tick_until_visited(self, agent_id: str) -> dict[str, Any]:
         """Tick until a changed tick names ``agent_id`` (events arrive asynchronously)."""
-        return wait_until(lambda: (r := self.tick())["changed"] and agent_id in r["changed"]
-                          and r, timeout=5, what=f"a tick visiting {agent_id}")
+        return wait_until(
+            lambda: (r := self.tick())["changed"] and agent_id in r["changed"] and r,
+            timeout=5,
+            what=f"a tick visiting {agent_id}",
+        )
 
 
 @pytest.fixture
@@ -92,8 +96,9 @@ def woke(rt: Runtime, agent: AgentRecord) -> bool:
     return found
 
 
-def started(frt: Runtime, clock: FakeClock, watcher: Watcher | None,
-            tmp_path: Path, n: int = 3) -> tuple[Harness, list[AgentRecord]]:
+def started(
+    frt: Runtime, clock: FakeClock, watcher: Watcher | None, tmp_path: Path, n: int = 3
+) -> tuple[Harness, list[AgentRecord]]:
     """``n`` agents, the first (full) scan done and every wake drained."""
     records = agents(frt, tmp_path, n)
     h = Harness(frt, clock, watcher)
@@ -144,7 +149,10 @@ def test_acceptance2_a_write_the_watcher_missed_is_found_by_the_backstop(
 
 
 def test_acceptance3_overflow_scans_everything_at_once_and_warns(
-    frt: Runtime, clock: FakeClock, watcher: Watcher, tmp_path: Path,
+    frt: Runtime,
+    clock: FakeClock,
+    watcher: Watcher,
+    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Issue 15 acceptance 3: a real IN_Q_OVERFLOW (the reader held up while more events
@@ -162,8 +170,9 @@ def test_acceptance3_overflow_scans_everything_at_once_and_warns(
         for n in range(2 * limit):
             os.utime(touched[n % 50])
         write_direct(a1.root, "mcp.during.json", {"header": "written during the overflow"})
-    result = wait_until(lambda: (r := h.ticker.tick())["full"] and r, timeout=10,
-                        what="a full scan")  # the clock stands: no interval scan is due
+    result = wait_until(
+        lambda: (r := h.ticker.tick())["full"] and r, timeout=10, what="a full scan"
+    )  # the clock stands: no interval scan is due
     assert result["full"] == "overflow"
     assert woke(frt, a1)
     assert any(getattr(r, "event", "") == "notification_watch_overflow" for r in caplog.records)
@@ -198,8 +207,7 @@ def test_acceptance3_watch_limit_scans_the_rest_every_tick_and_warns(
         h = Harness(frt, clock, watcher)
         first = h.tick()
         assert first["full"] == "watch_limit" and "a2" in first["changed"]
-        assert any(getattr(r, "event", "") == "notification_watch_limit"
-                   for r in caplog.records)
+        assert any(getattr(r, "event", "") == "notification_watch_limit" for r in caplog.records)
         assert unwatched_gauge() == 1
         for record in records:
             woke(frt, record)
@@ -271,13 +279,19 @@ def test_d9_a_due_delay_is_visited_without_any_event(
 
 
 def test_c27_an_unfinished_visit_is_repeated_next_tick(
-    frt: Runtime, clock: FakeClock, watcher: Watcher, tmp_path: Path,
+    frt: Runtime,
+    clock: FakeClock,
+    watcher: Watcher,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     h, (a0, _, _) = started(frt, clock, watcher, tmp_path)
     real = host_tick.sync_agent
-    monkeypatch.setattr(host_tick, "sync_agent", lambda rt, a, known: {
-        **real(rt, a, known), "stable": False, "retry": True})
+    monkeypatch.setattr(
+        host_tick,
+        "sync_agent",
+        lambda rt, a, known: {**real(rt, a, known), "stable": False, "retry": True},
+    )
     write_direct(a0.root, "mcp.x.json", {"header": "torn read"})
     h.tick_until_visited("a0")
     monkeypatch.setattr(host_tick, "sync_agent", real)
@@ -296,8 +310,11 @@ def test_c27_without_a_watcher_every_tick_is_a_full_scan(
 
 
 def test_a_tick_that_finds_redis_gone_is_one_log_line_and_the_next_catches_up(
-    frt: Runtime, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture
+    frt: Runtime,
+    clock: FakeClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A stop ends the failover retries at once, so the tick job meets the error: it logs
     a line (not APScheduler's traceback); any other error still propagates."""
@@ -307,6 +324,7 @@ def test_a_tick_that_finds_redis_gone_is_one_log_line_and_the_next_catches_up(
     def fails_with(error: Exception) -> Any:
         def pipeline(*_: Any, **__: Any) -> Any:
             raise error
+
         return pipeline
 
     with monkeypatch.context() as patch:
@@ -316,7 +334,8 @@ def test_a_tick_that_finds_redis_gone_is_one_log_line_and_the_next_catches_up(
         with pytest.raises(ValueError):
             run_tick(h.ticker)
     assert events(caplog, "notification_sync_failed") == [
-        {"host": TEST_HOST, "error": "ConnectionError", "detail": "gone"}]
+        {"host": TEST_HOST, "error": "ConnectionError", "detail": "gone"}
+    ]
     write_direct(a0.root, "mcp.x.json", {"header": "news"})
     clock.advance(1.0)
     run_tick(h.ticker)

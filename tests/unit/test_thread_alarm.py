@@ -20,8 +20,9 @@ from tidings.jobs import thread_alarm
 
 T = TypeVar("T")
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="POSIX timers aimed at one thread are Linux's")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="POSIX timers aimed at one thread are Linux's"
+)
 
 
 def _in_thread(work: Callable[[], T]) -> T:

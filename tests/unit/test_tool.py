@@ -20,8 +20,14 @@ from tidings.jobs import limits
 from tidings.jobs.channels import settings_view as channel_settings
 from tidings.jobs.consumer import check_placeholder
 
-MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
-            "how_to_modify": "m", "how_to_cancel": "c"}
+MANIFEST = {
+    "name": "h",
+    "channel": "deploys",
+    "source": "s",
+    "description": "d",
+    "how_to_modify": "m",
+    "how_to_cancel": "c",
+}
 INVALID = "INVALID_ARGUMENT"
 
 
@@ -70,14 +76,24 @@ class TestC44Root:
 
     def test_unknown_action_exact(self, agent: Agent) -> None:
         assert agent.call_tool({"action": "explode", "input": {}}) == {
-            "status": "error", "reason": "unknown_action",
-            "message": "Unknown notification action: explode"}
+            "status": "error",
+            "reason": "unknown_action",
+            "message": "Unknown notification action: explode",
+        }
 
     def test_accepted_root_forms(self, agent: Agent) -> None:
         placeholder = check_placeholder()
-        for arguments in ({"action": "check"}, {"action": "check", "input": None},
-                          {"action": "check", "input": {}, "reasoning": "r", "summarize": True,
-                           "_tc_id": "call_1"}):
+        for arguments in (
+            {"action": "check"},
+            {"action": "check", "input": None},
+            {
+                "action": "check",
+                "input": {},
+                "reasoning": "r",
+                "summarize": True,
+                "_tc_id": "call_1",
+            },
+        ):
             assert agent.call_tool(arguments) == placeholder
         assert agent.notification("check") == agent.notification("check", None) == placeholder
         assert agent.call_tool({"action": "list", "input": None})["hooks"] == []
@@ -85,22 +101,31 @@ class TestC44Root:
     def test_null_field_is_absent(self, agent: Agent) -> None:
         agent.publish("soul", {"header": "x"})
         agent.stamp({})
-        result = agent.notification("dismiss_channel",
-                                    {"channel": "soul", "force": None, "reason": None})
+        result = agent.notification(
+            "dismiss_channel", {"channel": "soul", "force": None, "reason": None}
+        )
         assert result == {"status": "ok", "channel": "soul", "cleared": True, "forced": False}
         assert agent.notification("dismiss_channel", {"channel": None})["reason"] == (
-            "missing_channel")
+            "missing_channel"
+        )
 
     def test_c44_null_event_target_on_dismiss_channel_is_absent(self, agent: Agent) -> None:
         agent.publish("soul", {"header": "x"})
         agent.stamp({})
-        result = agent.notification("dismiss_channel",
-                                    {"channel": "soul", "event_id": None, "ref_id": None})
+        result = agent.notification(
+            "dismiss_channel", {"channel": "soul", "event_id": None, "ref_id": None}
+        )
         assert result["status"] == "ok"
-        assert agent.notification("dismiss_channel", {"channel": "soul", "event_id": "e"})[
-            "error_code"] == "INVALID_ARGUMENT"
-        assert agent.call_tool({"action": "settings", "input": {"x": None}})[
-            "error_code"] == "INVALID_ARGUMENT"
+        assert (
+            agent.notification("dismiss_channel", {"channel": "soul", "event_id": "e"})[
+                "error_code"
+            ]
+            == "INVALID_ARGUMENT"
+        )
+        assert (
+            agent.call_tool({"action": "settings", "input": {"x": None}})["error_code"]
+            == "INVALID_ARGUMENT"
+        )
 
 
 class TestActionTable:
@@ -108,9 +133,9 @@ class TestActionTable:
         assert agent.notification("check") == {
             "_notification_placeholder": True,
             "message": "Voluntary notification(action=check) read. The live notification "
-                       "payload is delivered under _meta.agent_meta.notifications.attention and "
-                       "_meta.agent_meta.guidance.transient on this same result. If those keys "
-                       "are absent, no notifications are active.",
+            "payload is delivered under _meta.agent_meta.notifications.attention and "
+            "_meta.agent_meta.guidance.transient on this same result. If those keys "
+            "are absent, no notifications are active.",
         }
         assert not notification_dir(agent).exists()
 
@@ -120,19 +145,26 @@ class TestActionTable:
         agent.publish("soul", {"header": "s"})
         agent.stamp({})
         assert agent.notification("dismiss_event", {"event_id": "e1"})["removed"] == 1
-        assert agent.notification("dismiss_ref", {"ref_id": "r2", "channel": "system"})[
-            "removed"] == 1
+        assert (
+            agent.notification("dismiss_ref", {"ref_id": "r2", "channel": "system"})["removed"] == 1
+        )
         assert agent.notification("dismiss_channel", {"channel": "soul", "reason": "done"}) == {
-            "status": "ok", "channel": "soul", "cleared": True, "forced": False,
-            "reason": "done"}
+            "status": "ok",
+            "channel": "soul",
+            "cleared": True,
+            "forced": False,
+            "reason": "done",
+        }
         assert agent.notification("dismiss_event", {})["reason"] == "missing_event_id"
         assert agent.notification("dismiss_ref", {"ref_id": None})["reason"] == "missing_ref_id"
 
     def test_hook_actions(self, agent: Agent) -> None:
         assert agent.notification("add", MANIFEST)["reason"] == "added"
         assert agent.notification("list")["hooks"][0]["channel"] == "deploys"
-        assert agent.notification("edit", {"name": "h", "source": "x", "version": None})[
-            "reason"] == "edited"
+        assert (
+            agent.notification("edit", {"name": "h", "source": "x", "version": None})["reason"]
+            == "edited"
+        )
         assert agent.notification("edit", {"name": "h"})["reason"] == "no_change"
         assert agent.notification("drop", {"name": "h"})["reason"] == "dropped"
         assert agent.notification("drop", {})["reason"] == "invalid_manifest"
@@ -142,16 +174,24 @@ class TestActionTable:
 
         def fake(rt: Any, record: Any, channel: Any, seconds: Any) -> dict[str, Any]:
             calls.append((channel, seconds))
-            return {"status": "error", "reason": "invalid_delay", "channel": channel,
-                    "message": "seconds must be an integer"}
+            return {
+                "status": "error",
+                "reason": "invalid_delay",
+                "channel": channel,
+                "message": "seconds must be an integer",
+            }
 
         monkeypatch.setattr(notification_tool, "request_delay", fake)
         for seconds in ("10", 1.5, True, None):
-            assert agent.notification("delay", {"channel": "email", "seconds": seconds})[
-                "reason"] == "invalid_delay"
+            assert (
+                agent.notification("delay", {"channel": "email", "seconds": seconds})["reason"]
+                == "invalid_delay"
+            )
         assert calls == [("email", "10"), ("email", 1.5), ("email", True), ("email", None)]
-        assert agent.notification("delay", {"channel": "email", "seconds": 5, "x": 1})[
-            "error_code"] == INVALID
+        assert (
+            agent.notification("delay", {"channel": "email", "seconds": 5, "x": 1})["error_code"]
+            == INVALID
+        )
 
     def test_every_action_is_routed(self, agent: Agent) -> None:
         for action in ACTIONS:
@@ -165,20 +205,30 @@ class TestC42Settings:
     def test_rows_exact_and_live(self, agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("LINGTAI_NOTIFICATION_MAX_CHARS", "4000")
         monkeypatch.setenv("LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS", "90")
-        assert agent.notification("settings") == {"settings": [
-            {"key": "notification.max_chars", "current": 4000, "default": 10000,
-             "configurable": True,
-             "comment": "notification-manual#block-size-cap-persistent-and-attention-lanes"},
-            {"key": "notification.delay_max_seconds", "current": 90, "default": 600,
-             "configurable": True,
-             "comment": "notification-manual#consumer-delay-and-expiry-alarm"},
-        ]}
+        assert agent.notification("settings") == {
+            "settings": [
+                {
+                    "key": "notification.max_chars",
+                    "current": 4000,
+                    "default": 10000,
+                    "configurable": True,
+                    "comment": "notification-manual#block-size-cap-persistent-and-attention-lanes",
+                },
+                {
+                    "key": "notification.delay_max_seconds",
+                    "current": 90,
+                    "default": 600,
+                    "configurable": True,
+                    "comment": "notification-manual#consumer-delay-and-expiry-alarm",
+                },
+            ]
+        }
         monkeypatch.setenv("LINGTAI_NOTIFICATION_MAX_CHARS", "99999")
         assert agent.notification("settings")["settings"][0]["current"] == 10000
 
-    def test_invalid_env_never_logs_or_writes(self, agent: Agent,
-                                              monkeypatch: pytest.MonkeyPatch,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+    def test_invalid_env_never_logs_or_writes(
+        self, agent: Agent, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
         monkeypatch.setenv("LINGTAI_NOTIFICATION_MAX_CHARS", "abc-show")
         monkeypatch.setenv("LINGTAI_NOTIFICATION_DELAY_MAX_SECONDS", "1.5")
         with caplog.at_level(logging.DEBUG, logger="tidings"):
@@ -187,15 +237,23 @@ class TestC42Settings:
         assert caplog.records == []
         assert sorted(p.name for p in Path(agent.workdir).iterdir()) == []
 
-    def test_failure_is_one_exact_answer(self, agent: Agent,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_failure_is_one_exact_answer(
+        self, agent: Agent, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         def broken(*a: Any, **k: Any) -> int:
             raise RuntimeError("x")
 
         monkeypatch.setattr(limits, "delay_cap", broken)
-        assert agent.notification("settings") == channel_settings.UNAVAILABLE == {
-            "status": "failed", "error_code": "SETTINGS_UNAVAILABLE",
-            "reason": "settings_unavailable", "message": "settings inventory is unavailable"}
+        assert (
+            agent.notification("settings")
+            == channel_settings.UNAVAILABLE
+            == {
+                "status": "failed",
+                "error_code": "SETTINGS_UNAVAILABLE",
+                "reason": "settings_unavailable",
+                "message": "settings inventory is unavailable",
+            }
+        )
 
 
 def _anchor(heading: str) -> str:
@@ -206,12 +264,18 @@ def _anchor(heading: str) -> str:
 class TestC43Manual:
     def test_manual_text_and_anchors(self, agent: Agent) -> None:
         result = agent.notification("manual")
-        assert result["status"] == "ok" and set(result) == {"status", "notification_manual",
-                                                            "manual_path"}
+        assert result["status"] == "ok" and set(result) == {
+            "status",
+            "notification_manual",
+            "manual_path",
+        }
         path = Path(result["manual_path"])
         assert path.is_absolute() and path.read_text() == result["notification_manual"]
-        anchors = {_anchor(line.lstrip("#")) for line in result["notification_manual"]
-                   .splitlines() if line.startswith("#")}
+        anchors = {
+            _anchor(line.lstrip("#"))
+            for line in result["notification_manual"].splitlines()
+            if line.startswith("#")
+        }
         for row in agent.notification("settings")["settings"]:
             assert row["comment"].split("#", 1)[1] in anchors
         assert "An `overflow` marker alone is no reason" in result["notification_manual"]
@@ -220,8 +284,11 @@ class TestC43Manual:
     def test_missing_manual_is_degraded(self, tmp_path: Path) -> None:
         missing = tmp_path / "nowhere.md"
         assert _manual.manual(missing) == {
-            "status": "degraded", "notification_manual": "", "manual_path": str(missing),
-            "error": "notification manual missing — package data not installed correctly"}
+            "status": "degraded",
+            "notification_manual": "",
+            "manual_path": str(missing),
+            "error": "notification manual missing — package data not installed correctly",
+        }
 
 
 def test_schema_matches_the_action_table() -> None:

@@ -20,8 +20,12 @@ CONDITIONALS = ("oneOf", "allOf", "anyOf", "not", "if", "then", "else")
 
 def arguments_schema(dialect: str) -> dict[str, Any]:
     schema = tidings.notification_tool_schema(dialect)
-    return {"json-schema": lambda: schema, "anthropic": lambda: schema["input_schema"],
-            "openai": lambda: schema["parameters"], "mcp": lambda: schema["inputSchema"]}[dialect]()
+    return {
+        "json-schema": lambda: schema,
+        "anthropic": lambda: schema["input_schema"],
+        "openai": lambda: schema["parameters"],
+        "mcp": lambda: schema["inputSchema"],
+    }[dialect]()
 
 
 def strict_problems(schema: Any, path: str = "$") -> list[str]:
@@ -29,8 +33,9 @@ def strict_problems(schema: Any, path: str = "$") -> list[str]:
     problems: list[str] = []
     if not isinstance(schema, dict):
         return [f"{path}: not a schema object"]
-    problems += [f"{path}: uses {word}" for word in ("allOf", "if", "then", "else", "not")
-                 if word in schema]
+    problems += [
+        f"{path}: uses {word}" for word in ("allOf", "if", "then", "else", "not") if word in schema
+    ]
     for branch in schema.get("anyOf", []):
         if branch.get("type") == "object":
             problems.append(f"{path}: anyOf of objects")
@@ -55,8 +60,9 @@ def test_acceptance1_every_dialect_is_valid_draft_2020_12(dialect: str) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     call = {"action": "delay", "input": {"channel": "email", "seconds": 5}}
-    assert validator.is_valid(strict_call("delay", channel="email", seconds=5)
-                              if dialect == "openai" else call)
+    assert validator.is_valid(
+        strict_call("delay", channel="email", seconds=5) if dialect == "openai" else call
+    )
     assert not validator.is_valid({"action": "explode"})
 
 
@@ -139,8 +145,10 @@ def test_acceptance2_strict_calls_equal_minimal_forms(
     hub: Hub, tmp_path: Path, action: str, fields: dict[str, Any]
 ) -> None:
     results = []
-    for name, arguments in (("minimal", {"action": action, "input": fields}),
-                            ("strict", strict_call(action, **fields))):
+    for name, arguments in (
+        ("minimal", {"action": action, "input": fields}),
+        ("strict", strict_call(action, **fields)),
+    ):
         (tmp_path / name).mkdir()
         agent = hub.agent(tmp_path / name, inline=True)
         agent.publish("soul", {"header": "s"})
@@ -156,9 +164,22 @@ def test_acceptance2_strict_calls_equal_minimal_forms(
 def test_c44_nulls_and_tc_id(hub: Hub, tmp_path: Path) -> None:
     agent = hub.agent(tmp_path, inline=True)
     placeholder = agent.notification("check")
-    assert agent.call_tool({"action": "check", "input": {"_tc_id": "x"}, "_tc_id": None,
-                            "reasoning": None, "summarize": None}) == placeholder
+    assert (
+        agent.call_tool(
+            {
+                "action": "check",
+                "input": {"_tc_id": "x"},
+                "_tc_id": None,
+                "reasoning": None,
+                "summarize": None,
+            }
+        )
+        == placeholder
+    )
     assert agent.call_tool({"action": "settings", "input": {"channel": None}}) == (
-        agent.notification("settings"))
-    assert agent.call_tool({"action": "check", "reasoning": None, "summarize": 1})[
-        "error_code"] == "INVALID_ARGUMENT"
+        agent.notification("settings")
+    )
+    assert (
+        agent.call_tool({"action": "check", "reasoning": None, "summarize": 1})["error_code"]
+        == "INVALID_ARGUMENT"
+    )

@@ -46,8 +46,16 @@ class TestPrepare:
     def test_m43_turn_fields_and_empty_inbox(self, rt: Runtime, agent: AgentRecord) -> None:
         """M43: a Turn's fields; nothing claimed → inbox_text "" (M45)."""
         turn = prepare(rt, agent)
-        assert set(turn) == {"status", "turn_id", "kind", "inbox", "inbox_text", "attention",
-                             "memory", "lease_expires_at"}
+        assert set(turn) == {
+            "status",
+            "turn_id",
+            "kind",
+            "inbox",
+            "inbox_text",
+            "attention",
+            "memory",
+            "lease_expires_at",
+        }
         assert turn["inbox"] == [] and turn["inbox_text"] == ""
         assert turn["memory"]["status"] == "unavailable"  # no memory_repo: the turn proceeds
         assert turn["lease_expires_at"].endswith("Z")
@@ -133,23 +141,26 @@ class TestClaim:
 
 
 class TestFinish:
-    def test_m46_marks_handled_and_releases_the_slot(
-        self, rt: Runtime, agent: AgentRecord
-    ) -> None:
+    def test_m46_marks_handled_and_releases_the_slot(self, rt: Runtime, agent: AgentRecord) -> None:
         """M46: ok → handled; the slot is released; result lists."""
         a, b = admit(rt, agent), admit(rt, agent)
         turn = prepare(rt, agent)
         done = finish(rt, agent, turn, ignored=[b, "0" * 32])
-        assert done == {"status": "ok", "turn_id": turn["turn_id"], "memory": done["memory"],
-                        "handled": [a], "ignored": [b], "retryable": [], "needs_repair": [],
-                        "not_claimed": ["0" * 32]}
+        assert done == {
+            "status": "ok",
+            "turn_id": turn["turn_id"],
+            "memory": done["memory"],
+            "handled": [a],
+            "ignored": [b],
+            "retryable": [],
+            "needs_repair": [],
+            "not_claimed": ["0" * 32],
+        }
         assert done["memory"]["status"] == "skipped"
         assert states(rt, agent) == {a: "handled", b: "ignored"}
         prepare(rt, agent)
 
-    def test_m46_failed_turn_defers_or_needs_repair(
-        self, rt: Runtime, agent: AgentRecord
-    ) -> None:
+    def test_m46_failed_turn_defers_or_needs_repair(self, rt: Runtime, agent: AgentRecord) -> None:
         """M46 step 3: not ok → retryable (deferred) unless side effects → needs-repair;
         both lose claimed_at and turn_id."""
         a = admit(rt, agent)
@@ -235,12 +246,10 @@ class TestSideEffects:
         assert mark_side_effect(rt, agent, "e" * 32)["reason"] == "unknown_turn"
         turn = prepare(rt, agent)
         finish(rt, agent, turn)
-        assert mark_side_effect(rt, agent, turn["turn_id"])["reason"] == (
-            "turn_finished")
+        assert mark_side_effect(rt, agent, turn["turn_id"])["reason"] == ("turn_finished")
         turn = prepare(rt, agent)
         clock.advance(rt.settings.turn_lease_seconds + 1)
-        assert mark_side_effect(rt, agent, turn["turn_id"])["reason"] == (
-            "turn_expired")
+        assert mark_side_effect(rt, agent, turn["turn_id"])["reason"] == ("turn_expired")
 
 
 class TestRecovery:

@@ -34,8 +34,14 @@ from tidings.store.errors import TidingsError
 from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 
-MANIFEST = {"name": "h", "channel": "deploys", "source": "s", "description": "d",
-            "how_to_modify": "m", "how_to_cancel": "c"}
+MANIFEST = {
+    "name": "h",
+    "channel": "deploys",
+    "source": "s",
+    "description": "d",
+    "how_to_modify": "m",
+    "how_to_cancel": "c",
+}
 
 
 def write_direct(agent: AgentRecord, name: str, content: str | bytes) -> None:
@@ -72,8 +78,9 @@ class TestC23C24Delivery:
         meta = stamped["_meta"]["agent_meta"]
         assert meta["notifications"]["attention"]["soul"]["header"] == "s"
         assert "notification_guidance" not in meta["notifications"]["attention"]["soul"]
-        assert meta["guidance"] == {"transient": {"ref": "meta_guidance.notification_handling",
-                                                  "sources": ["soul"]}}
+        assert meta["guidance"] == {
+            "transient": {"ref": "meta_guidance.notification_handling", "sources": ["soul"]}
+        }
         assert meta["instruction"] == delivery.STAMP_INSTRUCTION
         seen = committed.read(rt, agent)
         obs = observe(rt, agent)
@@ -86,16 +93,25 @@ class TestC23C24Delivery:
         assert delivery.stamp(rt, agent, {"status": "ok"}) == {"status": "ok"}
         assert delivery.render(rt, agent) == {}
 
-    def test_unstable_read_commits_nothing(self, rt: Runtime, agent: AgentRecord,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_unstable_read_commits_nothing(
+        self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         publishing.publish(rt, agent, "soul", {"header": "s"})
-        monkeypatch.setattr(delivery, "observe",
-                            lambda *a: Observation(False, [], [], {"soul": {}}))
+        monkeypatch.setattr(
+            delivery, "observe", lambda *a: Observation(False, [], [], {"soul": {}})
+        )
         stamped = delivery.stamp(rt, agent, delivery.check_placeholder())
         # C24: never "nothing is active" on an unstable read
-        assert stamped["_meta"] == {"agent_meta": {"notifications_unavailable": {
-            "reason": "unstable", "message": delivery.UNAVAILABLE_MESSAGE.format(
-                why=delivery.UNAVAILABLE_WHY["unstable"])}}}
+        assert stamped["_meta"] == {
+            "agent_meta": {
+                "notifications_unavailable": {
+                    "reason": "unstable",
+                    "message": delivery.UNAVAILABLE_MESSAGE.format(
+                        why=delivery.UNAVAILABLE_WHY["unstable"]
+                    ),
+                }
+            }
+        }
         assert delivery.stamp(rt, agent, {"status": "ok"}) == {"status": "ok"}
         assert committed.read(rt, agent).delivered_text == ""
 
@@ -110,14 +126,21 @@ class TestC25Mask:
         raw = [["daemon.json", 10, "x"], ["soul.json", 2, "b"]]
         assert wake_mask.masked_fingerprint(root, raw, None) == raw  # no threshold, no token
         assert wake_mask.masked_fingerprint(root, raw, "daemon") == [
-            ["daemon.json", 0, "daemon:delayed=1"], ["soul.json", 2, "b"]]
+            ["daemon.json", 0, "daemon:delayed=1"],
+            ["soul.json", 2, "b"],
+        ]
         (root / "notification.json").write_text('{"channels":{"daemon":{"alarm_threshold":1}}}')
         assert wake_mask.masked_fingerprint(root, [["soul.json", 2, "b"]], None) == [
-            ["daemon.json", 0, "daemon:alarm=0"], ["soul.json", 2, "b"]]  # inserted if absent
+            ["daemon.json", 0, "daemon:alarm=0"],
+            ["soul.json", 2, "b"],
+        ]  # inserted if absent
         publish_daemon_event(rt, agent, "r", {"n": 1})
         publish_daemon_event(rt, agent, "r", {"n": 2})
         assert wake_mask.masked_fingerprint(root, raw, None)[0] == [
-            "daemon.json", 0, "daemon:alarm=1"]
+            "daemon.json",
+            0,
+            "daemon:alarm=1",
+        ]
         assert wake_mask.masked_fingerprint(root, raw, "daemon")[0][2] == "daemon:delayed=1"
         assert wake_mask.baseline(root, None) == [["daemon.json", 0, "daemon:alarm=0"]]
 
@@ -170,8 +193,10 @@ class TestC26WakeStream:
         assert signal is not None
         assert set(signal) == {"kind", "agent_id", "at", "call", "result", "wake_id"}
         assert signal["kind"] == "notification" and signal["agent_id"] == agent.agent_id
-        assert signal["call"] == {"name": "notification", "arguments": {
-            "action": "check", "input": {}, "reasoning": "notification sync"}}
+        assert signal["call"] == {
+            "name": "notification",
+            "arguments": {"action": "check", "input": {}, "reasoning": "notification sync"},
+        }
         assert signal["result"]["_notification_placeholder"] is True
         assert "soul" in signal["result"]["_meta"]["agent_meta"]["notifications"]["attention"]
 
@@ -206,37 +231,45 @@ class TestC27SyncTick:
         assert visit._signal(rt, agent, seen, obs, "") is None
         assert stream_len(rt, agent) == 0
 
-    def test_unstable_read_signals_nothing(self, rt: Runtime, agent: AgentRecord,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_unstable_read_signals_nothing(
+        self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         write_direct(agent, "mcp.x.json", "{}")
         monkeypatch.setattr(visit, "bare_read", lambda *a: Observation(False, [], [], {}))
         assert visit.sync_agent(rt, agent)["stable"] is False
         assert stream_len(rt, agent) == 0
 
-    def test_stranded_flush_and_delay_backstop(self, rt: Runtime, agent: AgentRecord,
-                                               jobs_dispatch: Any,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_stranded_flush_and_delay_backstop(
+        self, rt: Runtime, agent: AgentRecord, jobs_dispatch: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """C15 via C27: a buffer whose flag lapsed gets a new flush; D9 backstop runs."""
         jobs_dispatch.run_flushes = False
         publishing.append_event(rt, agent, "mcp.x", {"n": 1})
         rt.redis.delete(AgentKeys(agent.agent_id).flush_flag("mcp.x"))  # the flag expired
         jobs_dispatch.run_flushes = True
         reconciled: list[str] = []
-        monkeypatch.setattr(delay_alarm, "reconcile",
-                            lambda rt_, a, expected=None: reconciled.append(a.agent_id) or False)
+        monkeypatch.setattr(
+            delay_alarm,
+            "reconcile",
+            lambda rt_, a, expected=None: reconciled.append(a.agent_id) or False,
+        )
         result = visit.sync_agent(rt, agent)
         assert result["flushes"] == ["mcp.x"] and reconciled
         assert (agent.root / ".notification" / "mcp.x.json").exists()
 
-    def test_d9_the_reconcile_runs_once_per_visit(self, rt: Runtime, agent: AgentRecord,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_d9_the_reconcile_runs_once_per_visit(
+        self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Issue 31: a visit that reads the files reconciles the delay (D9) once, not
         once itself and again inside the coherent read."""
         write_direct(agent, "mcp.x.json", '{"header": "new"}')  # changed: a full read
         reconciled: list[str] = []
         real = delay_alarm.reconcile
-        monkeypatch.setattr(delay_alarm, "reconcile", lambda rt_, a, expected=None: (
-            reconciled.append(a.agent_id) or real(rt_, a, expected)))
+        monkeypatch.setattr(
+            delay_alarm,
+            "reconcile",
+            lambda rt_, a, expected=None: reconciled.append(a.agent_id) or real(rt_, a, expected),
+        )
         assert visit.sync_agent(rt, agent)["woke"] is True
         assert reconciled == [agent.agent_id]
 
@@ -244,7 +277,8 @@ class TestC27SyncTick:
         self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         (agent.root / "notification.json").write_text(
-            '{"channels":{"daemon":{"alarm_threshold":2}}}')
+            '{"channels":{"daemon":{"alarm_threshold":2}}}'
+        )
         settle(rt, agent)
         for n in range(2):
             publish_daemon_event(rt, agent, "r", {"n": n})
@@ -258,8 +292,9 @@ class TestC27SyncTick:
         publish_daemon_event(rt, agent, "r", {"n": 5})
         assert visit.sync_agent(rt, agent)["woke"] is False
 
-    def test_sync_host_survives_a_failing_agent(self, rt: Runtime, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_sync_host_survives_a_failing_agent(
+        self, rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         good = make_agent(rt, tmp_path / "good", "good")
         make_agent(rt, tmp_path / "bad", "bad")
         write_direct(good, "mcp.x.json", "{}")
@@ -273,14 +308,20 @@ class TestC27SyncTick:
         monkeypatch.setattr(visit, "enqueue_stranded", flaky)
         rt.redis.set(keys.sync_running(rt.settings.host), "1")
         result = tick.sync_host(rt, rt.settings.host)
-        assert result == {"status": "ok", "host": rt.settings.host, "agents": 2, "woke": 1,
-                          "failed": ["bad"]}
+        assert result == {
+            "status": "ok",
+            "host": rt.settings.host,
+            "agents": 2,
+            "woke": 1,
+            "failed": ["bad"],
+        }
         assert rt.redis.get(keys.sync_running(rt.settings.host)) is None
 
 
 class TestC28C29Warnings:
-    def test_blocked_file_warned_once_never_delivered(self, rt: Runtime,
-                                                      agent: AgentRecord) -> None:
+    def test_blocked_file_warned_once_never_delivered(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
         settle(rt, agent)
         fp_before = observe(rt, agent).raw_fp
         write_direct(agent, "deploys.json", '{"header": "sneaky"}')
@@ -291,9 +332,14 @@ class TestC28C29Warnings:
         event = events["data"]["events"][0]
         assert event["source"] == "notification_hook"
         assert event["ref_id"] == "blocked_channel:deploys"
-        assert event["body"] == blocked_warnings.blocked_body("deploys") == (
-            "Channel 'deploys' is not registered; its notifications do not pass through. "
-            "See notification(action='list') and notification(action='add', ...).")
+        assert (
+            event["body"]
+            == blocked_warnings.blocked_body("deploys")
+            == (
+                "Channel 'deploys' is not registered; its notifications do not pass through. "
+                "See notification(action='list') and notification(action='add', ...)."
+            )
+        )
         assert {"event_id", "at"} <= set(event)  # C29
         assert visit.sync_agent(rt, agent)["woke"] is True  # the warning itself is news
         for _ in range(3):
@@ -302,8 +348,9 @@ class TestC28C29Warnings:
         assert system_refs(agent) == ["blocked_channel:deploys"]
         assert "deploys" not in observe(rt, agent).payloads
 
-    def test_registration_clears_and_drop_warns_again(self, rt: Runtime,
-                                                      agent: AgentRecord) -> None:
+    def test_registration_clears_and_drop_warns_again(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
         write_direct(agent, "deploys.json", "{}")
         visit.sync_agent(rt, agent)
         blocked = AgentKeys(agent.agent_id).blocked
@@ -342,8 +389,9 @@ class TestC28C29Warnings:
         assert visit.sync_agent(rt, agent)["blocked"] == []
         assert system_refs(agent) == []
 
-    def test_no_blocked_scan_while_registry_cannot_load(self, rt: Runtime,
-                                                        agent: AgentRecord) -> None:
+    def test_no_blocked_scan_while_registry_cannot_load(
+        self, rt: Runtime, agent: AgentRecord
+    ) -> None:
         """Acceptance 5: corrupt hooks.json: no crash, no blocked warnings."""
         write_direct(agent, "hooks.json", "[{broken")
         write_direct(agent, "deploys.json", "{}")
@@ -382,8 +430,13 @@ class TestC28C29Warnings:
         os.symlink(outside, d / "stranger.json")
         (d / "x.json").mkdir()
         (d / "mcp.dir.json").mkdir()
-        for name in ("large_result_acks.json", "daemon.json", ".dot.json", "a..b.json",
-                     "notes.txt"):
+        for name in (
+            "large_result_acks.json",
+            "daemon.json",
+            ".dot.json",
+            "a..b.json",
+            "notes.txt",
+        ):
             (d / name).write_text("{}")
         result = visit.sync_agent(rt, agent)
         assert result["status"] == "ok" and result["blocked"] == [] and result["oversized"] == []

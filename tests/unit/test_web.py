@@ -66,15 +66,24 @@ def test_read_only_pages_write_nothing(hub: Hub, agent: Any) -> None:
     write_channel(agent.record, "mcp.big", {"header": "big", "data": {"events": big}})
     write_channel(agent.record, "email", {"header": "mail", "data": {}})
     (agent.record.root / ".notification" / "hooks.json").write_text(
-        json.dumps([{"name": "ci", "channel": "ci-builds", "command": "x"}]))
+        json.dumps([{"name": "ci", "channel": "ci-builds", "command": "x"}])
+    )
     hub.redis.set(keys.AgentKeys("a1").hook_channels, "[]")
     now = hub.clock.now()
     put_state(agent.record, active_state(now - 120, target="email", seconds=60))
     agent.admit("ticket", "an item")
     before_redis, before_files = redis_state(hub), tree(agent.record.root)
     with client(hub) as web:
-        for path in ("/", "/agents", "/agents?q=a&page=2", "/agents/a1", "/agents/a1?part=live",
-                     "/dead", "/api/status", "/agents/nobody"):
+        for path in (
+            "/",
+            "/agents",
+            "/agents?q=a&page=2",
+            "/agents/a1",
+            "/agents/a1?part=live",
+            "/dead",
+            "/api/status",
+            "/agents/nobody",
+        ):
             answer = web.get(path)
             assert answer.status_code in (200, 404), path
         page = web.get("/agents/a1").text
@@ -134,7 +143,8 @@ def test_fifty_pages_share_one_status_read_per_second(hub: Hub) -> None:
 
 
 def test_actions_need_allow_actions_a_form_key_and_are_logged(
-        hub: Hub, agent: Any, caplog: pytest.LogCaptureFixture) -> None:
+    hub: Hub, agent: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     event_id = agent.admit("ticket", "to ignore")["event_id"]
     path = f"/agents/a1/inbox/{event_id}/ignore"
     with client(hub) as web:
@@ -157,9 +167,17 @@ def test_actions_need_allow_actions_a_form_key_and_are_logged(
 def _dead_letter(hub: Hub, queue: str, died_ms: int = 1_790_000_000_000) -> str:
     """A dead letter on ``queue`` (a real broker purges one older than its TTL: give
     ``died_ms`` there)."""
-    message = Message(queue_name=queue, actor_name="flush_channel", args=("a1", "system"),
-                      kwargs={}, options={"redis_message_id": "m-1", "retries": 20,
-                                          "traceback": "Traceback...\nRuntimeError: boom"})
+    message = Message(
+        queue_name=queue,
+        actor_name="flush_channel",
+        args=("a1", "system"),
+        kwargs={},
+        options={
+            "redis_message_id": "m-1",
+            "retries": 20,
+            "traceback": "Traceback...\nRuntimeError: boom",
+        },
+    )
     hub.registry.add_host(queue.rpartition(".")[2])  # queues are known by their host (issue 25)
     hub.redis.zadd(f"tidings:{queue}.XQ", {"m-1": died_ms})
     hub.redis.hset(f"tidings:{queue}.XQ.msgs", "m-1", message.encode())
@@ -173,8 +191,9 @@ def test_dead_letters_listed_and_requeued(hub: Hub) -> None:
     with TestClient(app, base_url=LOCAL) as web:
         page = web.get("/dead").text
         assert "flush_channel" in page and "RuntimeError: boom" in page
-        done = web.post(f"/dead/{message_id}/requeue",
-                        data={"form_key": app.state.console.form_key})
+        done = web.post(
+            f"/dead/{message_id}/requeue", data={"form_key": app.state.console.form_key}
+        )
     assert done.status_code == 200
     assert hub.redis.zcard(f"tidings:{queue}.XQ") == 0
     assert hub.redis.llen(f"tidings:{queue}") == 1
@@ -185,14 +204,13 @@ def test_dead_letters_listed_and_requeued(hub: Hub) -> None:
 
 def test_token_gate(hub: Hub) -> None:
     """Acceptance 3 (in process): with a token, a request without it gets 401."""
-    with TestClient(build_app(hub, token="s3cret", loopback=False),
-                    base_url="https://10.0.0.5") as web:  # the cookie is Secure here
+    with TestClient(
+        build_app(hub, token="s3cret", loopback=False), base_url="https://10.0.0.5"
+    ) as web:  # the cookie is Secure here
         assert web.get("/api/status").status_code == 401
         assert web.get("/", headers={"Accept": "text/html"}).status_code == 401
-        assert web.get("/api/status", headers={"Authorization": "Bearer nope"}).status_code \
-            == 401
-        assert web.get("/api/status",
-                       headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert web.get("/api/status", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert web.get("/api/status", headers={"Authorization": "Bearer s3cret"}).status_code == 200
         assert web.post("/login", data={"token": "nope"}).status_code == 401
         web.post("/login", data={"token": "s3cret"}, follow_redirects=False)
         assert web.get("/api/status").status_code == 200  # the login cookie
@@ -239,8 +257,9 @@ def test_rates_are_ten_second_buckets(hub: Hub) -> None:
     assert sum(series["events"][:-2]) == 0
 
 
-def test_cli_lists_and_requeues_dead_letters(hub: Hub, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_lists_and_requeues_dead_letters(
+    hub: Hub, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The console's re-enqueue is the CLI's ``tidings dead requeue`` (same public call)."""
     from tidings.cli import main
 

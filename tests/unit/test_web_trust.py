@@ -49,8 +49,10 @@ def signed_in(web: TestClient) -> None:
 
 # -- acceptance 2: spills -------------------------------------------------------------------
 
+
 def test_spill_route_serves_a_plain_spill_and_nothing_through_a_link(
-        hub: Hub, workdir: Path, tmp_path: Path) -> None:
+    hub: Hub, workdir: Path, tmp_path: Path
+) -> None:
     """Acceptance 2: 200 for a plain spill; 404 for a spill name that is a symlink and for
     ``logs/`` symlinked out of the workdir (the file there is never served)."""
     logs = workdir / "logs"
@@ -80,7 +82,8 @@ def test_spill_route_serves_a_plain_spill_and_nothing_through_a_link(
 
 
 def test_a_spill_flipping_between_file_and_link_never_serves_the_link(
-        hub: Hub, workdir: Path, tmp_path: Path) -> None:
+    hub: Hub, workdir: Path, tmp_path: Path
+) -> None:
     """The race the issue won 8 times in 400 (check, then open by path): the open itself
     refuses the link, so no answer ever carries the link's target."""
     import threading
@@ -111,9 +114,11 @@ def test_a_spill_flipping_between_file_and_link_never_serves_the_link(
     assert {a.status_code for a in answers} <= {200, 404}
 
 
-def test_spill_past_the_cap_is_404(hub: Hub, workdir: Path,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spill_past_the_cap_is_404(
+    hub: Hub, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tidings.web import pages
+
     monkeypatch.setattr(pages, "MAX_SPILL_BYTES", 8)
     (workdir / "logs").mkdir()
     (workdir / "logs" / SPILL).write_text("0123456789")
@@ -122,6 +127,7 @@ def test_spill_past_the_cap_is_404(hub: Hub, workdir: Path,
 
 
 # -- the token, sessions and logout -----------------------------------------------------------
+
 
 def test_actions_on_loopback_get_a_generated_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TIDINGS_WEB_TOKEN", raising=False)
@@ -134,8 +140,14 @@ def test_actions_on_loopback_get_a_generated_token(monkeypatch: pytest.MonkeyPat
 
 def test_with_a_token_every_route_but_login_and_static_needs_it(hub: Hub, workdir: Path) -> None:
     with TestClient(build_app(hub, allow_actions=True, token=TOKEN), base_url=LOCAL) as web:
-        for path in ("/", "/agents", "/agents/a1", "/dead", "/api/status",
-                     f"/agents/a1/spill/{SPILL}"):
+        for path in (
+            "/",
+            "/agents",
+            "/agents/a1",
+            "/dead",
+            "/api/status",
+            f"/agents/a1/spill/{SPILL}",
+        ):
             assert web.get(path).status_code == 401, path
         assert web.get("/login").status_code == 200
         assert web.get("/static/console.css").status_code == 200
@@ -151,8 +163,9 @@ def test_session_cookie_flags_and_secure_only_off_loopback(hub: Hub) -> None:
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
     assert "secure" not in cookie.lower()
     assert TOKEN not in cookie  # a session id, never the token
-    with TestClient(build_app(hub, token=TOKEN, loopback=False),
-                    base_url="https://10.0.0.5") as web:
+    with TestClient(
+        build_app(hub, token=TOKEN, loopback=False), base_url="https://10.0.0.5"
+    ) as web:
         cookie = web.get(f"/login?token={TOKEN}", follow_redirects=False).headers["set-cookie"]
     assert "; secure" in cookie.lower()
 
@@ -188,8 +201,7 @@ def test_login_slows_down_after_ten_failures_a_minute(hub: Hub) -> None:
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
         assert web.get("/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 429
         now[0] += sessions.FAILURE_WINDOW_SECONDS + 1
-        assert web.post("/login", data={"token": TOKEN},
-                        follow_redirects=False).status_code == 303
+        assert web.post("/login", data={"token": TOKEN}, follow_redirects=False).status_code == 303
 
 
 def test_wrong_bearer_tokens_count_as_failures(hub: Hub) -> None:
@@ -201,6 +213,7 @@ def test_wrong_bearer_tokens_count_as_failures(hub: Hub) -> None:
 
 # -- the Origin check -------------------------------------------------------------------------
 
+
 def test_action_posts_check_origin_as_well_as_the_form_key(hub: Hub, workdir: Path) -> None:
     agent = hub.agent(workdir, agent_id="a1", inline=True)
     event_id = agent.admit("ticket", "to ignore")["event_id"]
@@ -209,19 +222,23 @@ def test_action_posts_check_origin_as_well_as_the_form_key(hub: Hub, workdir: Pa
     form = {"form_key": app.state.console.form_key}
     with TestClient(app, base_url=LOCAL) as web:
         signed_in(web)
-        for foreign in ({"Origin": "http://evil.example"}, {"Origin": "null"},
-                        {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
-                        {"Sec-Fetch-Site": "cross-site", "Origin": LOCAL}):
+        for foreign in (
+            {"Origin": "http://evil.example"},
+            {"Origin": "null"},
+            {"Sec-Fetch-Site": "cross-site"},
+            {"Sec-Fetch-Site": "same-site"},
+            {"Sec-Fetch-Site": "cross-site", "Origin": LOCAL},
+        ):
             assert web.post(path, data=form, headers=foreign).status_code == 403, foreign
             assert agent.inbox()[0]["state"] == "pending"
         assert web.post("/logout", headers={"Origin": "http://evil.example"}).status_code == 403
-        done = web.post(path, data=form, headers={"Origin": LOCAL, "Sec-Fetch-Site":
-                                                  "same-origin"})
+        done = web.post(path, data=form, headers={"Origin": LOCAL, "Sec-Fetch-Site": "same-origin"})
     assert done.status_code == 200
     assert agent.inbox()[0]["state"] == "ignored"
 
 
 # -- bounded bodies ---------------------------------------------------------------------------
+
 
 def _chunks(total: int, size: int = 16384) -> Iterator[bytes]:
     for _ in range(total // size):
@@ -261,10 +278,20 @@ def test_the_stream_is_not_read_past_the_limit(hub: Hub) -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/login", "raw_path": b"/login",
-             "query_string": b"", "headers": [(b"host", b"127.0.0.1")], "scheme": "http",
-             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000), "root_path": "",
-             "http_version": "1.1", "app": app}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/login",
+        "raw_path": b"/login",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1")],
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+        "root_path": "",
+        "http_version": "1.1",
+        "app": app,
+    }
     anyio.run(app, scope, receive, send)
     assert sent[0]["status"] == 413
     assert receive.pulled <= MAX_BODY_BYTES + 16384
@@ -278,11 +305,20 @@ def test_an_event_stream_ends_with_its_session(hub: Hub) -> None:
     app = build_app(hub, token=TOKEN)
     guard = app.state.console.guard
     session = guard.sessions.start()
-    scope = {"type": "http", "method": "GET", "path": "/events", "raw_path": b"/events",
-             "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 80),
-             "client": ("127.0.0.1", 5000), "root_path": "", "http_version": "1.1",
-             "headers": [(b"host", b"127.0.0.1"), (b"cookie", f"{COOKIE}={session}".encode())],
-             "app": app}
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/events",
+        "raw_path": b"/events",
+        "query_string": b"",
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+        "root_path": "",
+        "http_version": "1.1",
+        "headers": [(b"host", b"127.0.0.1"), (b"cookie", f"{COOKIE}={session}".encode())],
+        "app": app,
+    }
     chunks: list[bytes] = []
     requests = [{"type": "http.request", "body": b"", "more_body": False}]
 

@@ -53,9 +53,7 @@ class Waits(Protocol):
     aredis: AsyncRedis
     scripts: AsyncScripts
 
-    async def pre_turn(
-        self, record: AgentRecord, observe: bool
-    ) -> tuple[TurnMemory, Lane]: ...
+    async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[TurnMemory, Lane]: ...
 
 
 class AsyncAgent:
@@ -100,8 +98,7 @@ class AsyncAgent:
 
         result, seq = await asyncio.to_thread(pushed)
         if seq and result["status"] == "ok":
-            result["flushed"] = await wait_applied(self.hub.aredis, self.agent_id,
-                                                           channel, seq)
+            result["flushed"] = await wait_applied(self.hub.aredis, self.agent_id, channel, seq)
         return result
 
     @answering("publish")
@@ -112,27 +109,41 @@ class AsyncAgent:
 
     @answering("publish_event")
     async def publish_event(
-        self, channel: str, event: Mapping[str, object], priority: str | None = None,
-        idempotency_key: str | None = None, wait: bool = False,
+        self,
+        channel: str,
+        event: Mapping[str, object],
+        priority: str | None = None,
+        idempotency_key: str | None = None,
+        wait: bool = False,
     ) -> Pushed:
-        return await self._settled(channel, lambda: self.sync.publish_event(
-            channel, event, priority=priority, idempotency_key=idempotency_key), wait)
+        return await self._settled(
+            channel,
+            lambda: self.sync.publish_event(
+                channel, event, priority=priority, idempotency_key=idempotency_key
+            ),
+            wait,
+        )
 
     async def publish_daemon_event(
-        self, daemon_id: str, event: Mapping[str, object], priority: str | None = None,
+        self,
+        daemon_id: str,
+        event: Mapping[str, object],
+        priority: str | None = None,
         wait: bool = False,
     ) -> Pushed:
         # Runs in the caller under the daemon locks: final whatever ``wait`` says (C30).
-        return await asyncio.to_thread(self.sync.publish_daemon_event, daemon_id, event,
-                                       priority, wait)
+        return await asyncio.to_thread(
+            self.sync.publish_daemon_event, daemon_id, event, priority, wait
+        )
 
     # -- consumer reads and the tool ---------------------------------------------------
 
     async def snapshot(self) -> dict[str, dict[str, object]]:
         return await asyncio.to_thread(self.sync.snapshot)
 
-    async def stamp(self, result: dict[str, object],
-                    persistent: Mapping[str, object] | None = None) -> ToolResult | ErrorAnswer:
+    async def stamp(
+        self, result: dict[str, object], persistent: Mapping[str, object] | None = None
+    ) -> ToolResult | ErrorAnswer:
         return await asyncio.to_thread(self.sync.stamp, result, persistent)
 
     async def render(
@@ -163,12 +174,12 @@ class AsyncAgent:
         if not isinstance(begun, Begun):
             return begun
         if self.inline:
-            memory, attention = await asyncio.to_thread(inline_pre_turn, rt, record,
-                                                        begun.observing)
+            memory, attention = await asyncio.to_thread(
+                inline_pre_turn, rt, record, begun.observing
+            )
         else:
             memory, attention = await self.hub.pre_turn(record, begun.observing)
-        result = await asyncio.to_thread(claim_turn, rt, record, begun, memory,
-                                         attention)
+        result = await asyncio.to_thread(claim_turn, rt, record, begun, memory, attention)
         return Turn.from_result(result) if result["status"] == "ok" else result
 
     async def mark_side_effect(
@@ -177,22 +188,32 @@ class AsyncAgent:
         return await asyncio.to_thread(self.sync.mark_side_effect, turn)
 
     async def finish_turn(
-        self, turn: Turn | str, ok: bool = True, side_effects: bool = False,
-        ignored: Iterable[str] = (), owned: Mapping[str, object] | None = None,
+        self,
+        turn: Turn | str,
+        ok: bool = True,
+        side_effects: bool = False,
+        ignored: Iterable[str] = (),
+        owned: Mapping[str, object] | None = None,
     ) -> TurnError | dict[str, object] | ErrorAnswer:
-        return await asyncio.to_thread(self.sync.finish_turn, turn, ok, side_effects,
-                                       tuple(ignored), owned)
+        return await asyncio.to_thread(
+            self.sync.finish_turn, turn, ok, side_effects, tuple(ignored), owned
+        )
 
-    async def inbox(self, limit: int = 30, state: str | None = None,
-                    before: str | None = None) -> list[PublicItem]:
+    async def inbox(
+        self, limit: int = 30, state: str | None = None, before: str | None = None
+    ) -> list[PublicItem]:
         return await asyncio.to_thread(self.sync.inbox, limit, state, before)
 
     async def ignore(self, event_id: str) -> Ignored | InboxError | ErrorAnswer:
         return await asyncio.to_thread(self.sync.ignore, event_id)
 
     async def admit(
-        self, source_kind: str, summary: str, payload: Mapping[str, object] | None = None,
-        wake: bool = False, key: str | None = None,
+        self,
+        source_kind: str,
+        summary: str,
+        payload: Mapping[str, object] | None = None,
+        wake: bool = False,
+        key: str | None = None,
     ) -> Admitted | InboxError | ErrorAnswer:
         return await asyncio.to_thread(self.sync.admit, source_kind, summary, payload, wake, key)
 
@@ -204,8 +225,7 @@ class AsyncAgent:
     @raising("wait_for_wake")
     async def wait_for_wake(self, timeout: float) -> Entry | None:
         """Await up to ``timeout`` seconds for the oldest unconsumed wake signal (C26)."""
-        return await wait_for_wake_async(self.hub.aredis, self.hub.scripts, self.agent_id,
-                                           timeout)
+        return await wait_for_wake_async(self.hub.aredis, self.hub.scripts, self.agent_id, timeout)
 
 
 share_docs(AsyncAgent, Agent)

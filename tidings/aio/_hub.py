@@ -46,8 +46,9 @@ class AsyncHub:
         self.aredis = aredis
         self.acontrol = acontrol if acontrol is not None else aredis
         self.scripts = AsyncScripts(aredis)
-        self._pre_turn = AsyncGroupPreTurn(hub.broker, self.acontrol,
-                                           hub.settings.turn_wait_seconds)
+        self._pre_turn = AsyncGroupPreTurn(
+            hub.broker, self.acontrol, hub.settings.turn_wait_seconds
+        )
 
     async def pre_turn(self, record: AgentRecord, observe: bool) -> tuple[TurnMemory, Lane]:
         """``prepare_turn``'s worker group, awaited (observation, attention)."""
@@ -62,15 +63,17 @@ class AsyncHub:
         max_events: Mapping[str, int] | None = None,
         inline: bool = False,
     ) -> AsyncAgent:
-        agent = await asyncio.to_thread(self.sync.agent, workdir, memory_repo, agent_id, host,
-                                        max_events, inline)
+        agent = await asyncio.to_thread(
+            self.sync.agent, workdir, memory_repo, agent_id, host, max_events, inline
+        )
         return AsyncAgent(self, agent)
 
     async def declare_actors(self) -> None:
         await asyncio.to_thread(self.sync.declare_actors)
 
-    async def find_agent(self, workdir: str | os.PathLike[str],
-                         inline: bool = False) -> AsyncAgent | None:
+    async def find_agent(
+        self, workdir: str | os.PathLike[str], inline: bool = False
+    ) -> AsyncAgent | None:
         agent = await asyncio.to_thread(self.sync.find_agent, workdir, inline)
         return None if agent is None else AsyncAgent(self, agent)
 
@@ -124,12 +127,25 @@ class AsyncHub:
 share_docs(AsyncHub, Hub)
 
 
-async def _open(redis_url: str | None, broker_url: str | None, background: bool,
-                client: Redis | None, broker_client: Redis | None, settings: Settings | None,
-                clock: Clock | None) -> AsyncHub:
-    hub = await asyncio.to_thread(connect_sync, redis_url, broker_url=broker_url,
-                                  background=background, client=client,
-                                  broker_client=broker_client, settings=settings, clock=clock)
+async def _open(
+    redis_url: str | None,
+    broker_url: str | None,
+    background: bool,
+    client: Redis | None,
+    broker_client: Redis | None,
+    settings: Settings | None,
+    clock: Clock | None,
+) -> AsyncHub:
+    hub = await asyncio.to_thread(
+        connect_sync,
+        redis_url,
+        broker_url=broker_url,
+        background=background,
+        client=client,
+        broker_client=broker_client,
+        settings=settings,
+        clock=clock,
+    )
     stores = hub.stores
     if stores is None:  # given clients, or the embedded store
         state = async_client_like(hub.redis)
@@ -174,5 +190,6 @@ def connect(
     """:func:`tidings.connect` for asyncio: ``hub = await connect(...)`` or
     ``async with connect(...) as hub``. Same arguments; ``client`` may be a redis-py or
     fakeredis client, whose store the asyncio client then shares."""
-    return Connecting(_open(redis_url, broker_url, background, client, broker_client, settings,
-                            clock))
+    return Connecting(
+        _open(redis_url, broker_url, background, client, broker_client, settings, clock)
+    )

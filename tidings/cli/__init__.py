@@ -48,21 +48,28 @@ from tidings.cli._common import (
 from tidings.store.errors import NoStoreError, TidingsError
 
 #: Reasons of tidings errors that are bad usage or set-up (exit 2), not a result (exit 1).
-USAGE_REASONS = frozenset({"metrics_address_unavailable", "broker_url_required",
-                           "broker_on_cluster", "invalid_broker_url", "auth_failed",
-                           "weak_token"})
+USAGE_REASONS = frozenset(
+    {
+        "metrics_address_unavailable",
+        "broker_url_required",
+        "broker_on_cluster",
+        "invalid_broker_url",
+        "auth_failed",
+        "weak_token",
+    }
+)
 
 #: Subcommand modules, in the order ``tidings --help`` lists them; each has
 #: ``register(subparsers)``.
-COMMANDS = (processes, stop, agents, producers, tool, hooks, memory, status, dead, web, demo,
-            mcp)
+COMMANDS = (processes, stop, agents, producers, tool, hooks, memory, status, dead, web, demo, mcp)
 
 
 class _Version(argparse.Action):
     """``--version``: looks the installed version up only when asked."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any
+    ) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
@@ -74,18 +81,21 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
-        prog="tidings", parents=[common_options()], formatter_class=HelpFormatter,
+        prog="tidings",
+        parents=[common_options()],
+        formatter_class=HelpFormatter,
         description="Keep long-running LLM agents informed.",
         epilog="Shared options go before or after COMMAND, where COMMAND takes them; "
-               "`tidings COMMAND --help` lists what each takes. Exit codes: 0 success; 1 an "
-               "answer with an error reason (no_permission included); 2 bad usage, bad JSON "
-               "text, no reachable store, auth_failed. Every error: its JSON on stdout and "
-               "one 'tidings: <reason>: <message>' line on stderr. TIDINGS_LOG_LEVEL=DEBUG "
-               "shows a short command's log lines.",
+        "`tidings COMMAND --help` lists what each takes. Exit codes: 0 success; 1 an "
+        "answer with an error reason (no_permission included); 2 bad usage, bad JSON "
+        "text, no reachable store, auth_failed. Every error: its JSON on stdout and "
+        "one 'tidings: <reason>: <message>' line on stderr. TIDINGS_LOG_LEVEL=DEBUG "
+        "shows a short command's log lines.",
     )
     parser.add_argument("--version", action=_Version, help="print the version and exit")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
-                                       title="commands")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, title="commands"
+    )
     for module in COMMANDS:
         module.register(subparsers)
     return parser
@@ -106,8 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     refused = refused_options(args)
     if refused:
-        usage = f"{refused[0]} means nothing to `{args.command_name}`; see " \
-                f"`{args.command_name} --help`"
+        usage = (
+            f"{refused[0]} means nothing to `{args.command_name}`; see `{args.command_name} --help`"
+        )
         parser.error(usage)
     quiet_logs()
     try:
@@ -139,12 +150,15 @@ def _store_failure(args: argparse.Namespace, exc: Exception) -> int:
 
     if not isinstance(exc, RedisError):
         raise exc
-    refusal = (refusals.refusal(exc, getattr(args, "store_client", None))
-               or refusals.store_fault(exc))
+    refusal = refusals.refusal(exc, getattr(args, "store_client", None)) or refusals.store_fault(
+        exc
+    )
     if refusal is None:
-        emit_error(args, refusals.STORE_ERROR,
-                   f"the store failed underneath the command ({type(exc).__name__}: "
-                   f"{str(exc)[:200]})")
+        emit_error(
+            args,
+            refusals.STORE_ERROR,
+            f"the store failed underneath the command ({type(exc).__name__}: {str(exc)[:200]})",
+        )
         return EXIT_ERROR
     emit_error(args, refusal.reason, refusal.message)
     return EXIT_USAGE if refusal.reason in USAGE_REASONS else EXIT_ERROR

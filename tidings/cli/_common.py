@@ -50,24 +50,55 @@ GROUPS = (STORE, WORKDIR, JSON, INLINE)
 #: Each group's options: (flags, add_argument keywords).
 GROUP_OPTIONS: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]] = {
     STORE: [
-        (("--redis-url",), {"metavar": "URL", "help": "Redis URL (default: TIDINGS_REDIS_URL, "
-                            "else the default store that `tidings up` serves from "
-                            "TIDINGS_STATE_DIR)"}),
-        (("--broker-url",), {"metavar": "URL", "help": "control Redis: broker, results, "
-                             "presence (default: TIDINGS_BROKER_URL, else the --redis-url "
-                             "store; required with a Redis Cluster)"}),
+        (
+            ("--redis-url",),
+            {
+                "metavar": "URL",
+                "help": "Redis URL (default: TIDINGS_REDIS_URL, "
+                "else the default store that `tidings up` serves from "
+                "TIDINGS_STATE_DIR)",
+            },
+        ),
+        (
+            ("--broker-url",),
+            {
+                "metavar": "URL",
+                "help": "control Redis: broker, results, "
+                "presence (default: TIDINGS_BROKER_URL, else the --redis-url "
+                "store; required with a Redis Cluster)",
+            },
+        ),
     ],
-    WORKDIR: [(("--workdir",), {"metavar": "DIR",
-                                "help": "the agent's workdir (default: current directory)"})],
-    JSON: [(("--json",), {"action": "store_true",
-                          "help": "print JSON (default when stdout is not a terminal)"})],
-    INLINE: [(("--inline",), {"action": "store_true",
-                              "help": "run the agent's flushes (of what this command "
-                                      "publishes) in this process: no worker needed"})],
+    WORKDIR: [
+        (
+            ("--workdir",),
+            {"metavar": "DIR", "help": "the agent's workdir (default: current directory)"},
+        )
+    ],
+    JSON: [
+        (
+            ("--json",),
+            {"action": "store_true", "help": "print JSON (default when stdout is not a terminal)"},
+        )
+    ],
+    INLINE: [
+        (
+            ("--inline",),
+            {
+                "action": "store_true",
+                "help": "run the agent's flushes (of what this command "
+                "publishes) in this process: no worker needed",
+            },
+        )
+    ],
 }
 #: The destinations each group's options fill, and the flag of each.
-GROUP_DESTS = {STORE: ("redis_url", "broker_url"), WORKDIR: ("workdir",), JSON: ("json",),
-               INLINE: ("inline",)}
+GROUP_DESTS = {
+    STORE: ("redis_url", "broker_url"),
+    WORKDIR: ("workdir",),
+    JSON: ("json",),
+    INLINE: ("inline",),
+}
 FLAGS = {dest: f"--{dest.replace('_', '-')}" for dests in GROUP_DESTS.values() for dest in dests}
 
 #: What a JSON option's help says about ``-`` and ``@PATH`` (interfaces.md, More CLI rules).
@@ -113,8 +144,12 @@ class CommandParser(argparse.ArgumentParser):
         """A usage error is an error like any other (interfaces.md, Never silent): its
         JSON on stdout, one ``tidings: bad_usage: ...`` line on stderr, exit 2."""
         text = f"{self.prog}: {message} (see `{self.prog} --help`)"
-        sys.stdout.write(json.dumps({"status": "error", "reason": "bad_usage",
-                                     "message": text}, ensure_ascii=False) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {"status": "error", "reason": "bad_usage", "message": text}, ensure_ascii=False
+            )
+            + "\n"
+        )
         sys.stdout.flush()
         say_error("bad_usage", text)
         sys.exit(EXIT_USAGE)
@@ -142,25 +177,41 @@ def common_options(*groups: str) -> argparse.ArgumentParser:
     return common
 
 
-def command(subparsers: Subparsers, name: str, summary: str, *groups: str,
-            epilog: str | None = None, aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
+def command(
+    subparsers: Subparsers,
+    name: str,
+    summary: str,
+    *groups: str,
+    epilog: str | None = None,
+    aliases: Sequence[str] = (),
+) -> argparse.ArgumentParser:
     """A subcommand: ``summary`` is the one line that starts its ``--help`` and lists it in
     its parent's; ``groups`` are the shared options that mean something to it (the only
     ones it takes, before or after its name)."""
     parser = subparsers.add_parser(
-        name, help=summary, description=summary, epilog=epilog, aliases=list(aliases),
-        parents=[common_options(*groups)] if groups else [], formatter_class=HelpFormatter,
+        name,
+        help=summary,
+        description=summary,
+        epilog=epilog,
+        aliases=list(aliases),
+        parents=[common_options(*groups)] if groups else [],
+        formatter_class=HelpFormatter,
     )
-    parser.set_defaults(accepts=frozenset(d for g in groups for d in GROUP_DESTS[g]),
-                        command_name=parser.prog)
+    parser.set_defaults(
+        accepts=frozenset(d for g in groups for d in GROUP_DESTS[g]), command_name=parser.prog
+    )
     return parser
 
 
 def refused_options(args: argparse.Namespace) -> list[str]:
     """Shared options given (before the subcommand) that the subcommand does not take."""
     accepts: frozenset[str] = getattr(args, "accepts", frozenset())
-    return [FLAGS[dest] for group in GROUPS for dest in GROUP_DESTS[group]
-            if hasattr(args, dest) and dest not in accepts]
+    return [
+        FLAGS[dest]
+        for group in GROUPS
+        for dest in GROUP_DESTS[group]
+        if hasattr(args, dest) and dest not in accepts
+    ]
 
 
 def option(args: argparse.Namespace, name: str) -> Any:
@@ -212,8 +263,10 @@ def settings(args: argparse.Namespace) -> Settings:
         error = exc.errors()[0]
         name = "TIDINGS_" + "_".join(str(p) for p in error["loc"]).upper()
         raise UsageError(f"bad {name}: {error['msg']}", reason="invalid_setting") from None
-    for name, flag, variable in (("redis_url", "--redis-url", "TIDINGS_REDIS_URL"),
-                                 ("broker_url", "--broker-url", "TIDINGS_BROKER_URL")):
+    for name, flag, variable in (
+        ("redis_url", "--redis-url", "TIDINGS_REDIS_URL"),
+        ("broker_url", "--broker-url", "TIDINGS_BROKER_URL"),
+    ):
         url = option(args, name)
         if url:
             check_redis_url(url, flag)
@@ -250,8 +303,9 @@ def open_agent(args: argparse.Namespace, hub: Hub) -> Agent:
     return agent
 
 
-def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json",
-               null: bool = False) -> Any:
+def parse_json(
+    text: str, what: str, *, too_deep_reason: str = "invalid_json", null: bool = False
+) -> Any:
     """A JSON option's value through the bounded reader (C47); ``-`` reads standard
     input, ``@PATH`` the file PATH. It must be an object (``null`` too when ``null``):
     other JSON is bad input text like JSON that does not parse (``invalid_json``, exit
@@ -262,16 +316,19 @@ def parse_json(text: str, what: str, *, too_deep_reason: str = "invalid_json",
         try:
             text = Path(text[1:]).read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{what}: cannot read {text[1:]!r}: {exc}",
-                             reason="unreadable_file") from None
+            raise UsageError(
+                f"{what}: cannot read {text[1:]!r}: {exc}", reason="unreadable_file"
+            ) from None
     parsed = jsonread.parse(text)
     if isinstance(parsed, jsonread.Malformed):
         if parsed.reason == "too_deep":
             raise UsageError(f"{what}: {parsed.message}", reason=too_deep_reason)
         raise UsageError(f"{what} is not valid JSON: {parsed.message}", reason="invalid_json")
     if not isinstance(parsed.value, dict) and not (null and parsed.value is None):
-        raise UsageError(f"{what} must be a JSON object, not {type(parsed.value).__name__}",
-                         reason="invalid_json")
+        raise UsageError(
+            f"{what} must be a JSON object, not {type(parsed.value).__name__}",
+            reason="invalid_json",
+        )
     return parsed.value
 
 

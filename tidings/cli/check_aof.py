@@ -45,12 +45,16 @@ def check_aof(args: argparse.Namespace) -> int:
     paths = StatePaths(s.state_dir)
     manifest = paths.data_dir / MANIFEST
     if not manifest.is_file():
-        raise UsageError(f"no append-only file to check: {manifest} does not exist",
-                         reason="store_data_missing")
+        raise UsageError(
+            f"no append-only file to check: {manifest} does not exist", reason="store_data_missing"
+        )
     owner = FileLock(paths.owner_lock)
     if not owner.acquire():
-        raise UsageError(f"a `tidings up` (pid {owner.holder()}) serves {paths.root}: stop it "
-                         "before checking its append-only file", reason="store_busy")
+        raise UsageError(
+            f"a `tidings up` (pid {owner.holder()}) serves {paths.root}: stop it "
+            "before checking its append-only file",
+            reason="store_busy",
+        )
     try:
         try:
             engine = find_engine(s.store_server)
@@ -59,8 +63,9 @@ def check_aof(args: argparse.Namespace) -> int:
         worst = 0
         for path in command_files(manifest):
             command = [f"{engine.name}-check-aof", *(["--fix"] if args.fix else []), str(path)]
-            worst = max(worst, subprocess.run(command, executable=engine.path,
-                                              check=False).returncode)
+            worst = max(
+                worst, subprocess.run(command, executable=engine.path, check=False).returncode
+            )
         return worst
     finally:
         owner.release()

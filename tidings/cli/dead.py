@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Subparsers) -> None:
-    d = command(subparsers, "dead", "list dead letters; `dead requeue ID` enqueues one again",
-                STORE, JSON)
+    d = command(
+        subparsers, "dead", "list dead letters; `dead requeue ID` enqueues one again", STORE, JSON
+    )
     sub = d.add_subparsers(dest="dead_command", metavar="ACTION", title="actions")
     d.set_defaults(handler=list_dead)
     r = command(sub, "requeue", "enqueue a dead letter again", STORE, JSON)

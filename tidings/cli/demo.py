@@ -12,8 +12,12 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Subparsers) -> None:
-    d = command(subparsers, "demo", "a narrated tour of every capability, on an in-memory store",
-                epilog="It touches neither your state directory nor any Redis.")
+    d = command(
+        subparsers,
+        "demo",
+        "a narrated tour of every capability, on an in-memory store",
+        epilog="It touches neither your state directory nor any Redis.",
+    )
     d.set_defaults(handler=demo)
 
 

@@ -31,18 +31,17 @@ def register(subparsers: Subparsers) -> None:
     # A tool action's read may publish an overdue delay's alarm (D9): --inline flushes it.
     agent = (STORE, WORKDIR, JSON, INLINE)
     h = command(subparsers, "hooks", "list, add, edit or drop the agent's hook channels")
-    sub = h.add_subparsers(dest="hooks_command", metavar="ACTION", required=True,
-                           title="actions")
+    sub = h.add_subparsers(dest="hooks_command", metavar="ACTION", required=True, title="actions")
     ls = command(sub, "list", "list the agent's hooks", *agent)
     ls.set_defaults(handler=_action("list"))
     add = command(sub, "add", "register a hook from its manifest", *agent)
-    add.add_argument("--input", required=True,
-                     help=f"the manifest, a JSON object ({JSON_SOURCES})")
+    add.add_argument("--input", required=True, help=f"the manifest, a JSON object ({JSON_SOURCES})")
     add.set_defaults(handler=_action("add"))
     edit = command(sub, "edit", "change fields of a hook", *agent)
     edit.add_argument("name", help="the hook's name")
-    edit.add_argument("--input", required=True,
-                      help=f"fields to change, a JSON object ({JSON_SOURCES})")
+    edit.add_argument(
+        "--input", required=True, help=f"fields to change, a JSON object ({JSON_SOURCES})"
+    )
     edit.set_defaults(handler=_action("edit"))
     drop = command(sub, "drop", "revoke a hook's channel", *agent)
     drop.add_argument("name", help="the hook's name")
@@ -51,8 +50,13 @@ def register(subparsers: Subparsers) -> None:
     s = command(subparsers, "settings", "show the agent's notification settings", *agent)
     s.set_defaults(handler=_action("settings"))
 
-    d = command(subparsers, "delay", "hold one channel's notifications back for SECONDS",
-                *agent, epilog="0 cancels the live delay (delay.md).")
+    d = command(
+        subparsers,
+        "delay",
+        "hold one channel's notifications back for SECONDS",
+        *agent,
+        epilog="0 cancels the live delay (delay.md).",
+    )
     d.add_argument("channel", help="the channel to delay")
     d.add_argument("seconds", help="whole seconds; 0 cancels the live delay")
     d.set_defaults(handler=_action("delay"))

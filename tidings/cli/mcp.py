@@ -36,15 +36,25 @@ DEFAULT_HTTP_PORT = 8765
 
 
 def register(subparsers: Subparsers) -> None:
-    m = command(subparsers, "mcp", "serve one registered agent over MCP", STORE, WORKDIR, INLINE,
-                epilog="Needs the extra tidings[mcp]. Stdout carries the protocol; every "
-                       "message of this command goes to stderr.")
+    m = command(
+        subparsers,
+        "mcp",
+        "serve one registered agent over MCP",
+        STORE,
+        WORKDIR,
+        INLINE,
+        epilog="Needs the extra tidings[mcp]. Stdout carries the protocol; every "
+        "message of this command goes to stderr.",
+    )
     m.add_argument("--agent-id", help="the agent to serve (default: the --workdir's agent)")
-    m.add_argument("--transport", choices=("stdio", "http"), default="stdio",
-                   help="stdio, or streamable HTTP on loopback (bearer token: "
-                        "TIDINGS_MCP_TOKEN, else one kept in the state directory's mcp-token)")
-    m.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT,
-                   help="port of --transport http")
+    m.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio, or streamable HTTP on loopback (bearer token: "
+        "TIDINGS_MCP_TOKEN, else one kept in the state directory's mcp-token)",
+    )
+    m.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help="port of --transport http")
     m.set_defaults(handler=run)
 
 
@@ -55,14 +65,18 @@ def registered(hub: Hub, agent_id: str | None, workdir: str) -> AgentRecord:
     if agent_id:
         record = hub.registry.get(agent_id)
         if record is None:
-            raise UnknownAgentError(f"no agent registered as {agent_id!r}; register it with "
-                                    "`tidings agents add --workdir W --agent-id ID`")
+            raise UnknownAgentError(
+                f"no agent registered as {agent_id!r}; register it with "
+                "`tidings agents add --workdir W --agent-id ID`"
+            )
         return record
     found = hub.find_agent(workdir)
     if found is None:
         real = os.path.realpath(workdir)
-        raise UnknownAgentError(f"no agent registered for workdir {real}; register it with "
-                                f"`tidings agents add --workdir {real}`")
+        raise UnknownAgentError(
+            f"no agent registered for workdir {real}; register it with "
+            f"`tidings agents add --workdir {real}`"
+        )
     return found.record
 
 
@@ -74,11 +88,16 @@ def announced_token(state_dir: Path) -> str:
     try:
         token, source = http_token(state_dir)
     except OSError as exc:
-        raise UsageError(f"cannot keep the MCP token in {where} ({exc.strerror}); set "
-                         f"{TOKEN_ENV} or TIDINGS_STATE_DIR") from None
+        raise UsageError(
+            f"cannot keep the MCP token in {where} ({exc.strerror}); set "
+            f"{TOKEN_ENV} or TIDINGS_STATE_DIR"
+        ) from None
     if source == "generated":
-        print(f"tidings mcp: clients send 'Authorization: Bearer {token}' (kept 0600 in "
-              f"{where}; set {TOKEN_ENV} to choose one)", file=sys.stderr)
+        print(
+            f"tidings mcp: clients send 'Authorization: Bearer {token}' (kept 0600 in "
+            f"{where}; set {TOKEN_ENV} to choose one)",
+            file=sys.stderr,
+        )
     elif source == "kept":
         print(f"tidings mcp: clients send the bearer token kept in {where}", file=sys.stderr)
     sys.stderr.flush()

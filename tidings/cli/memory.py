@@ -22,15 +22,17 @@ def register(subparsers: Subparsers) -> None:
     o.add_argument("--reason", default="manual", help="the observation's trigger name")
     o.set_defaults(handler=observe)
 
-    i = command(subparsers, "inbox", "list the agent's inbox items; `inbox ignore ID` ignores one",
-                *agent)
+    i = command(
+        subparsers, "inbox", "list the agent's inbox items; `inbox ignore ID` ignores one", *agent
+    )
     i.add_argument("--state", choices=STATES, help="only items in this state")
     i.add_argument("--limit", type=int, default=DEFAULT_PAGE, metavar="N", help="items per page")
     i.add_argument("--before", metavar="EVENT_ID", help="start after this event id")
     i.set_defaults(handler=list_inbox)
     actions = i.add_subparsers(dest="inbox_command", metavar="ACTION", title="actions")
-    ignore = command(actions, "ignore", "ignore one inbox item: the agent will not see it again",
-                     *agent)
+    ignore = command(
+        actions, "ignore", "ignore one inbox item: the agent will not see it again", *agent
+    )
     ignore.add_argument("event_id", help="the item's event id")
     ignore.set_defaults(handler=ignore_item)
 
@@ -42,8 +44,7 @@ def observe(args: argparse.Namespace) -> int:
 
 def list_inbox(args: argparse.Namespace) -> int:
     with open_hub(args) as hub:
-        items = open_agent(args, hub).inbox(limit=args.limit, state=args.state,
-                                            before=args.before)
+        items = open_agent(args, hub).inbox(limit=args.limit, state=args.state, before=args.before)
         return emit(args, {"status": "ok", "items": items})
 
 

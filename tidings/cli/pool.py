@@ -73,8 +73,16 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
     With a metrics port the children record into one multiprocess directory and
     this process serves their sum with its own process metrics and the status gauges.
     """
-    command = [sys.executable, "-m", "tidings", "worker", "--processes", "1",
-               "--threads", str(args.threads)]
+    command = [
+        sys.executable,
+        "-m",
+        "tidings",
+        "worker",
+        "--processes",
+        "1",
+        "--threads",
+        str(args.threads),
+    ]
     # The URL goes in the environment, where a password is not on every `ps` listing.
     hidden = {"TIDINGS_METRICS_PORT", *NOTIFY_VARIABLES}
     env = {k: v for k, v in os.environ.items() if k not in hidden}
@@ -96,13 +104,25 @@ def run_pool(args: argparse.Namespace, s: Settings) -> int:
             exporter = serve_pool_metrics(s, Path(directory), stores.state, stores.control)
         children = [subprocess.Popen(command, env=env) for _ in range(args.processes)]
         try:
-            ready({"status": "ready", "role": "workers", "pids": [c.pid for c in children],
-                   "metrics_port": exporter.port if exporter else None})
+            ready(
+                {
+                    "status": "ready",
+                    "role": "workers",
+                    "pids": [c.pid for c in children],
+                    "metrics_port": exporter.port if exporter else None,
+                }
+            )
             failure = run_until_stopped(stop, lambda: _first_death(children))
             if failure is not None:
                 log.event("worker_process_died", logging.ERROR, detail=failure)
-                say({"status": "failed", "role": "workers", "reason": "worker_process_died",
-                     "message": failure})
+                say(
+                    {
+                        "status": "failed",
+                        "role": "workers",
+                        "reason": "worker_process_died",
+                        "message": failure,
+                    }
+                )
         finally:
             _stop(children)
             if exporter is not None:

@@ -41,16 +41,17 @@ def _store(ready: UpReady) -> str:
         return f"store {ready['url']}"
     if ready["embedded"]:
         return f"store in memory (NOT durable) at {where}"
-    return (f"store {ready['engine']} (AOF, fsync {ready['fsync']}) at {where}, "
-            f"data in {ready['state_dir']}")
+    return (
+        f"store {ready['engine']} (AOF, fsync {ready['fsync']}) at {where}, "
+        f"data in {ready['state_dir']}"
+    )
 
 
 def _agents(agents: Sequence[Mapping[str, object]]) -> str:
     """The agents by workdir name."""
     if not agents:
         return "no agents yet (tidings agents add --workdir DIR)"
-    names = [os.path.basename(str(a.get("workdir", ""))) or str(a.get("agent_id"))
-             for a in agents]
+    names = [os.path.basename(str(a.get("workdir", ""))) or str(a.get("agent_id")) for a in agents]
     shown = ", ".join(names[:NAMED_AGENTS])
     more = f" and {len(names) - NAMED_AGENTS} more" if len(names) > NAMED_AGENTS else ""
     return f"{len(names)} agent{'' if len(names) == 1 else 's'}: {shown}{more}"
@@ -59,8 +60,10 @@ def _agents(agents: Sequence[Mapping[str, object]]) -> str:
 def up_line(ready: UpReady) -> str:
     """One line: the store, the agents, the console's URL, how to stop."""
     console = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/"
-    return (f"tidings up: ready; {_store(ready)}; {_agents(ready['agents'])}; "
-            f"console: run `tidings web`, then open {console}; Ctrl-C to stop")
+    return (
+        f"tidings up: ready; {_store(ready)}; {_agents(ready['agents'])}; "
+        f"console: run `tidings web`, then open {console}; Ctrl-C to stop"
+    )
 
 
 def scheduler_changes() -> Callable[[Mapping[str, object]], None]:

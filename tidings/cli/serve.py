@@ -35,8 +35,7 @@ FAILED_STOP_SECONDS = 3.0
 def _serve_store(s: Settings, args: argparse.Namespace) -> DefaultStore | EphemeralStore:
     """The default store (or, with ``--ephemeral``, the in-memory one), serving."""
     port = s.store_port if args.port is None else args.port
-    store = (EphemeralStore(s, port) if args.ephemeral
-             else DefaultStore(s, port, fresh=args.fresh))
+    store = EphemeralStore(s, port) if args.ephemeral else DefaultStore(s, port, fresh=args.fresh)
     try:
         store.start()
         try:
@@ -56,9 +55,11 @@ def _up_workdirs(args: argparse.Namespace) -> list[str]:
     if isinstance(option(args, "workdir"), str):
         workdirs.append(option(args, "workdir"))
     if args.memory_repo is not None and len(workdirs) != 1:
-        raise UsageError(f"--memory-repo goes with exactly one --workdir (got {len(workdirs)}); "
-                         "register other agents with `tidings agents add --workdir W "
-                         "--memory-repo R`")
+        raise UsageError(
+            f"--memory-repo goes with exactly one --workdir (got {len(workdirs)}); "
+            "register other agents with `tidings agents add --workdir W "
+            "--memory-repo R`"
+        )
     return workdirs
 
 
@@ -75,8 +76,9 @@ def up(args: argparse.Namespace) -> int:
         if args.ephemeral:
             print(f"tidings: {NOT_DURABLE_WARNING}", file=sys.stderr, flush=True)
     elif args.ephemeral:
-        raise UsageError("--ephemeral serves its own store; it takes no Redis URL",
-                         reason="bad_usage")
+        raise UsageError(
+            "--ephemeral serves its own store; it takes no Redis URL", reason="bad_usage"
+        )
     exporter, failure, watch = None, None, None
     try:
         hub = connect(s.redis_url, settings=s)
@@ -95,13 +97,18 @@ def up(args: argparse.Namespace) -> int:
         exporter = serve_metrics(s, hub.redis, hub.control)
         served = isinstance(store, DefaultStore)
         payload: UpReady = {
-            "status": "ready", "role": "up", "url": redact(s.redis_url or ""),
+            "status": "ready",
+            "role": "up",
+            "url": redact(s.redis_url or ""),
             "embedded": isinstance(store, EphemeralStore),
-            "durable": not isinstance(store, EphemeralStore), "host": s.host,
+            "durable": not isinstance(store, EphemeralStore),
+            "host": s.host,
             "state_dir": str(store.paths.root) if store is not None else None,
             "engine": store.record()["engine"] if store is not None else None,
             "fsync": s.store_fsync if served else None,
-            "agents": agents, "metrics_port": exporter.port if exporter else None}
+            "agents": agents,
+            "metrics_port": exporter.port if exporter else None,
+        }
         # A person at a terminal gets one line; pipes and --json the JSON (interfaces.md CLI).
         as_json = wants_json(args)
         ready(payload, text=None if as_json else up_line(payload))
@@ -138,8 +145,9 @@ def _close_hub(hub: Hub, store_failed: bool) -> bool:
     if not store_failed:
         hub.close()
         return True
-    closer = threading.Thread(target=_close_quietly, args=(hub,), name="tidings-up-stop",
-                              daemon=True)
+    closer = threading.Thread(
+        target=_close_quietly, args=(hub,), name="tidings-up-stop", daemon=True
+    )
     closer.start()
     closer.join(FAILED_STOP_SECONDS)
     return not closer.is_alive()
@@ -187,8 +195,15 @@ def worker(args: argparse.Namespace) -> int:
     exporter = serve_metrics(s, stores.state, stores.control)
     host_worker = HostWorker(stores.state, s, threads=args.threads, control=stores.control)
     host_worker.start()
-    ready({"status": "ready", "role": "worker", "host": s.host, "pid": os.getpid(),
-           "metrics_port": exporter.port if exporter else None})
+    ready(
+        {
+            "status": "ready",
+            "role": "worker",
+            "host": s.host,
+            "pid": os.getpid(),
+            "metrics_port": exporter.port if exporter else None,
+        }
+    )
     try:
         failure = run_until_stopped(stop, host_worker.problem)
         if failure is not None:
@@ -210,8 +225,16 @@ def scheduler(args: argparse.Namespace) -> int:
     service = SchedulerService(stores.state, s, on_event=say, control=stores.control)
     exporter = serve_metrics(s, stores.state, stores.control)
     service.start()
-    ready({"status": "ready", "role": "scheduler", "host": s.host, "pid": os.getpid(),
-           "holder": service.holder, "metrics_port": exporter.port if exporter else None})
+    ready(
+        {
+            "status": "ready",
+            "role": "scheduler",
+            "host": s.host,
+            "pid": os.getpid(),
+            "holder": service.holder,
+            "metrics_port": exporter.port if exporter else None,
+        }
+    )
     try:
         run_until_stopped(stop)
     finally:

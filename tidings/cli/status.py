@@ -11,7 +11,11 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Subparsers) -> None:
-    s = command(subparsers, "status",
-                "queues, scheduler leaders, agents' pending inbox items and live delays",
-                STORE, JSON)
+    s = command(
+        subparsers,
+        "status",
+        "queues, scheduler leaders, agents' pending inbox items and live delays",
+        STORE,
+        JSON,
+    )
     s.set_defaults(handler=lazy("tidings.cli.status_view:show_status"))

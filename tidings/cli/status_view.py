@@ -34,22 +34,31 @@ def print_tables(console: Console, figures: Status) -> None:
     queues = Table("queue", "waiting", "in flight", "delayed", "dead", title="Queues")
     for q in figures["queues"]:
         dead = f"[red]{q['dead']}[/]" if q["dead"] else "0"
-        queues.add_row(str(q["name"]), str(q["depth"]), str(q["in_flight"]), str(q["delayed"]),
-                       dead)
+        queues.add_row(
+            str(q["name"]), str(q["depth"]), str(q["in_flight"]), str(q["delayed"]), dead
+        )
     leaders = Table("host", "leader", "since", title="Schedulers")
     for host, leader in figures["schedulers"].items():
         leaders.add_row(host, str(leader["leader"] or "[red]none[/]"), str(leader["since"] or "-"))
     agents = Table("agent", "host", "pending", "processing", "live delay", title="Agents")
     for a in figures["agents"]:
-        agents.add_row(a["agent_id"], a["host"], str(a["pending"]), str(a["processing"]),
-                       _delay_text(a["live_delay"], a["alarm_overdue"]))
+        agents.add_row(
+            a["agent_id"],
+            a["host"],
+            str(a["pending"]),
+            str(a["processing"]),
+            _delay_text(a["live_delay"], a["alarm_overdue"]),
+        )
     tables = [queues, leaders, agents]
     if figures["needs_attention"]:
-        attention = Table("agent or queue", "host", "why", title="Needs attention",
-                          title_style="bold red")
+        attention = Table(
+            "agent or queue", "host", "why", title="Needs attention", title_style="bold red"
+        )
         for row in figures["needs_attention"]:
-            why = [MEANING[word] + (f" ({row['count']})" if row["count"] else "")
-                   for word in row["attention"]]
+            why = [
+                MEANING[word] + (f" ({row['count']})" if row["count"] else "")
+                for word in row["attention"]
+            ]
             attention.add_row(row["name"], row["host"] or "-", "\n".join(why))
         tables.insert(0, attention)
     for table in tables:

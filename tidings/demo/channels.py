@@ -54,18 +54,23 @@ def _system_refs(tour: Tour) -> list[object]:
 
 def hooks(tour: Tour) -> None:
     tour.chapter("Hook channels are registered per agent")
-    tour.say("A channel of your own needs a hook: a manifest that says who writes it and how "
-             "to stop them. Until then it is refused:")
+    tour.say(
+        "A channel of your own needs a hook: a manifest that says who writes it and how "
+        "to stop them. Until then it is refused:"
+    )
     refused = tour.agent.publish_event("deploys", {"text": "v1.4 is live"})
     tour.expect(refused.get("reason") == "invalid_channel", "an unregistered channel is refused")
     tour.show("publish_event('deploys', ...) before registration", refused)
-    tour.does(cli="tidings hooks add --input @deploy-watcher.json --workdir W",
-              python='agent.notification("add", manifest)')
+    tour.does(
+        cli="tidings hooks add --input @deploy-watcher.json --workdir W",
+        python='agent.notification("add", manifest)',
+    )
     added = tour.agent.notification("add", HOOK)
     tour.expect(added == {"status": "ok", "reason": "added", "name": "deploy-watcher"}, "added")
     tour.show("notification(action='add', input=<manifest>)", added)
-    tour.introduce("deploys", "this hook's, one event per production deploy, written by a "
-                   "cron job.")
+    tour.introduce(
+        "deploys", "this hook's, one event per production deploy, written by a cron job."
+    )
     tour.agent.publish_event("deploys", {"text": "v1.4 is live"}, wait=True)
     tour.expect("deploys" in tour.agent.snapshot(), "the hook channel is delivered")
     tour.say("The channel now passes, for this agent only; [bold]list[/] shows the registry:")
@@ -75,10 +80,14 @@ def hooks(tour: Tour) -> None:
 
 def blocked(tour: Tour) -> None:
     tour.chapter("A channel nobody registered is blocked, and said so once")
-    tour.say("A stray process writes [bold].notification/scraper.json[/] directly, as any "
-             "producer may (a temp file, then a rename):")
-    tour.does(cli="""echo '{"header": "scraped"}' > W/.notification/.scraper.tmp && """
-                  "mv W/.notification/.scraper.tmp W/.notification/scraper.json")
+    tour.say(
+        "A stray process writes [bold].notification/scraper.json[/] directly, as any "
+        "producer may (a temp file, then a rename):"
+    )
+    tour.does(
+        cli="""echo '{"header": "scraped"}' > W/.notification/.scraper.tmp && """
+        "mv W/.notification/.scraper.tmp W/.notification/scraper.json"
+    )
     tour.introduce("system", "tidings' own notices to the agent, such as this warning.")
     _write_directly(tour, "scraper.json", {"header": "scraped", "data": {"n": 1}})
     tour.wait_for(lambda: "blocked_channel:scraper" in _system_refs(tour), "the warning")
@@ -92,27 +101,37 @@ def blocked(tour: Tour) -> None:
 def dismissal(tour: Tour) -> None:
     tour.chapter("Dismissal clears what the agent has seen, and nothing newer")
     tour.say("The agent, having read the warning, dismisses it by its reference:")
-    tour.does(cli="""tidings notification dismiss_ref --input '{"ref_id": """
-                  """"blocked_channel:scraper"}' --workdir W""",
-              python='agent.notification("dismiss_ref", {"ref_id": "blocked_channel:scraper"})')
+    tour.does(
+        cli="""tidings notification dismiss_ref --input '{"ref_id": """
+        """"blocked_channel:scraper"}' --workdir W""",
+        python='agent.notification("dismiss_ref", {"ref_id": "blocked_channel:scraper"})',
+    )
     tour.agent.stamp({"status": "ok"})  # the agent is shown the current channels
     gone = tour.agent.notification("dismiss_ref", {"ref_id": "blocked_channel:scraper"})
     tour.expect(gone.get("removed") == 1, "the warning was removed")
     tour.show("dismiss_ref {'ref_id': 'blocked_channel:scraper'}", gone)
-    tour.introduce("soul", "a built-in channel for prompts that ask the agent to reflect; "
-                   "its producer rewrites the whole envelope each time, with [bold]publish[/].")
-    tour.does(cli="""tidings publish soul --envelope '{"header": "reflect", "data": """
-                  """{"prompt": "v1"}}' --wait --workdir W""",
-              python='agent.publish("soul", {"header": "reflect", "data": {"prompt": "v1"}}, '
-                     'wait=True)')
+    tour.introduce(
+        "soul",
+        "a built-in channel for prompts that ask the agent to reflect; "
+        "its producer rewrites the whole envelope each time, with [bold]publish[/].",
+    )
+    tour.does(
+        cli="""tidings publish soul --envelope '{"header": "reflect", "data": """
+        """{"prompt": "v1"}}' --wait --workdir W""",
+        python='agent.publish("soul", {"header": "reflect", "data": {"prompt": "v1"}}, wait=True)',
+    )
     tour.agent.publish("soul", {"header": "reflect", "data": {"prompt": "v1"}}, wait=True)
     tour.agent.stamp({"status": "ok"})  # the agent is shown v1
     # A wake would show the agent v2 at once (a prompt visit); put off for a minute (a
     # delay, chapter 7), soul is not shown again until the agent reads it.
-    tour.say("The agent has seen it, and puts [bold]soul[/] off for a minute; meanwhile the "
-             "producer rewrites it, so what the agent saw is no longer what is there:")
-    tour.does(cli="tidings delay soul 60 --workdir W",
-              python='agent.notification("delay", {"channel": "soul", "seconds": 60})')
+    tour.say(
+        "The agent has seen it, and puts [bold]soul[/] off for a minute; meanwhile the "
+        "producer rewrites it, so what the agent saw is no longer what is there:"
+    )
+    tour.does(
+        cli="tidings delay soul 60 --workdir W",
+        python='agent.notification("delay", {"channel": "soul", "seconds": 60})',
+    )
     put_off = tour.agent.notification("delay", {"channel": "soul", "seconds": 60})
     tour.expect(put_off["status"] == "ok", "soul is put off")
     tour.agent.publish("soul", {"header": "reflect", "data": {"prompt": "v2"}}, wait=True)
@@ -120,9 +139,11 @@ def dismissal(tour: Tour) -> None:
     tour.expect(stale.get("reason") == "stale_channel_version", "a stale dismissal is refused")
     tour.show("dismiss_channel {'channel': 'soul'}", stale)
     tour.say("The agent reads it again, or insists:")
-    tour.does(cli="""tidings notification dismiss_channel --input '{"channel": "soul", """
-                  """"force": true}' --workdir W""",
-              python='agent.notification("dismiss_channel", {"channel": "soul", "force": True})')
+    tour.does(
+        cli="""tidings notification dismiss_channel --input '{"channel": "soul", """
+        """"force": true}' --workdir W""",
+        python='agent.notification("dismiss_channel", {"channel": "soul", "force": True})',
+    )
     forced = tour.agent.notification("dismiss_channel", {"channel": "soul", "force": True})
     tour.expect(forced.get("cleared") is True, "force clears it")
     tour.show("dismiss_channel {'channel': 'soul', 'force': true}", forced)
@@ -136,10 +157,12 @@ def wake(tour: Tour) -> None:
     tour.agent.stamp({"status": "ok"})
     _drain_wakes(tour)  # start from a quiet stream
     tour.introduce("mcp.watch", "an issue tracker's MCP watcher, which writes its file itself.")
-    tour.say("It writes [bold].notification/mcp.watch.json[/]; tidings notices the new "
-             "fingerprint (a filesystem watcher starts a visit of this agent at once; the sync "
-             "tick, every second, is the backstop) and appends a wake signal, which the "
-             "orchestrator, waiting, gets:")
+    tour.say(
+        "It writes [bold].notification/mcp.watch.json[/]; tidings notices the new "
+        "fingerprint (a filesystem watcher starts a visit of this agent at once; the sync "
+        "tick, every second, is the backstop) and appends a wake signal, which the "
+        "orchestrator, waiting, gets:"
+    )
     tour.does(python="agent.wait_for_wake(5)      # asyncio: await agent.wait_for_wake(5)")
     _write_directly(tour, "mcp.watch.json", {"header": "1 new issue", "data": {"id": 42}})
     signal = tour.agent.wait_for_wake(5)
@@ -149,10 +172,15 @@ def wake(tour: Tour) -> None:
     if not isinstance(attention, dict):  # the lane: channel -> payload
         raise AssertionError("the wake signal carries the stamped attention lane")
     tour.expect("mcp.watch" in attention, "the stamped check carries the new channel")
-    tour.show("agent.wait_for_wake(5)", {
-        "kind": signal["kind"], "wake_id": signal["wake_id"], "call": signal["call"],
-        "channels in the stamped result": sorted(attention),
-    })
+    tour.show(
+        "agent.wait_for_wake(5)",
+        {
+            "kind": signal["kind"],
+            "wake_id": signal["wake_id"],
+            "call": signal["call"],
+            "channels in the stamped result": sorted(attention),
+        },
+    )
     tour.expect(tour.agent.wait_for_wake(QUIET_SECONDS) is None, "nothing new: no second wake")
     tour.say("The agent's own dismissals and already-delivered state never wake it.")
 

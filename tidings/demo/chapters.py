@@ -30,14 +30,21 @@ from tidings.demo.web import web_console
 
 def burst(tour: Tour) -> None:
     tour.chapter("A burst of events lands in one channel file")
-    tour.introduce("mcp.build", "a CI watcher's build results (any name that starts with "
-                   "[bold]mcp.[/] is a channel, one per MCP watcher).")
+    tour.introduce(
+        "mcp.build",
+        "a CI watcher's build results (any name that starts with "
+        "[bold]mcp.[/] is a channel, one per MCP watcher).",
+    )
     tour.say("It fires 200 events at it as fast as it can, each one call:")
-    tour.does(cli="""tidings publish mcp.build --event '{"text": "step 0 passed", "step": 0}' """
-                  "--workdir W",
-              python='agent.publish_event("mcp.build", {"text": "step 0 passed", "step": 0})')
-    tour.say("Each call pushes a record onto a Redis buffer; one flush drains many records "
-             "into a single atomic file write.")
+    tour.does(
+        cli="""tidings publish mcp.build --event '{"text": "step 0 passed", "step": 0}' """
+        "--workdir W",
+        python='agent.publish_event("mcp.build", {"text": "step 0 passed", "step": 0})',
+    )
+    tour.say(
+        "Each call pushes a record onto a Redis buffer; one flush drains many records "
+        "into a single atomic file write."
+    )
     started = time.perf_counter()
     for n in range(200):
         tour.agent.publish_event("mcp.build", {"text": f"step {n} passed", "step": n})
@@ -52,15 +59,21 @@ def burst(tour: Tour) -> None:
     tour.wait_for(landed, "the burst to reach mcp.build.json")
     envelope = json.loads(mirror.read_text())
     events = envelope["data"]["events"]
-    tour.expect([e["step"] for e in events] == list(range(180, 200)),
-                "the newest 20 events, in order")
-    tour.say(f"All 200 records were applied in {time.perf_counter() - started:.2f}s; the mirror "
-             f"keeps the newest {len(events)} (the default retention), oldest first.")
-    tour.show(".notification/mcp.build.json (header and the last event)",
-              {"header": envelope["header"], "priority": envelope["priority"],
-               "last event": events[-1]})
-    tour.say("The agent reads a coherent snapshot of every visible channel (its tool's "
-             "[bold]check[/], stamped, shows the same):")
+    tour.expect(
+        [e["step"] for e in events] == list(range(180, 200)), "the newest 20 events, in order"
+    )
+    tour.say(
+        f"All 200 records were applied in {time.perf_counter() - started:.2f}s; the mirror "
+        f"keeps the newest {len(events)} (the default retention), oldest first."
+    )
+    tour.show(
+        ".notification/mcp.build.json (header and the last event)",
+        {"header": envelope["header"], "priority": envelope["priority"], "last event": events[-1]},
+    )
+    tour.say(
+        "The agent reads a coherent snapshot of every visible channel (its tool's "
+        "[bold]check[/], stamped, shows the same):"
+    )
     tour.does(cli="tidings check --workdir W", python="agent.snapshot()")
     headers = {k: json_at(v, "header") for k, v in tour.agent.snapshot().items()}
     tour.show("agent.snapshot()", headers)
@@ -68,8 +81,10 @@ def burst(tour: Tour) -> None:
 
 def bad_input(tour: Tour) -> None:
     tour.chapter("Bad input answers with a reason and changes nothing")
-    tour.does(cli="""tidings publish foo --event '{"text": "nope"}' --workdir W   # exit 1""",
-              python='agent.publish_event("foo", {"text": "nope"})')
+    tour.does(
+        cli="""tidings publish foo --event '{"text": "nope"}' --workdir W   # exit 1""",
+        python='agent.publish_event("foo", {"text": "nope"})',
+    )
     for channel in ("../x", "foo"):
         result = tour.agent.publish_event(channel, {"text": "nope"})
         tour.expect(result["status"] == "error", f"{channel} refused")
@@ -79,24 +94,44 @@ def bad_input(tour: Tour) -> None:
 #: The chapters, in order; later capabilities add theirs before ``status`` and the web
 #: console, which end the tour (issues 7 and 16).
 CHAPTERS: list[Callable[[Tour], None]] = [
-    burst, bad_input, *channels.CHAPTERS, delay_alarm, memory_inbox, host_restart,
-    oversized_lane, status, web_console,
+    burst,
+    bad_input,
+    *channels.CHAPTERS,
+    delay_alarm,
+    memory_inbox,
+    host_restart,
+    oversized_lane,
+    status,
+    web_console,
 ]
 
 
 def run() -> int:
     console = Console()
-    console.print(Panel.fit("[bold]tidings[/] — a tour on the in-memory store (not durable); "
-                            "one chapter runs `tidings up` on the default store (durable)",
-                            border_style="cyan"))
-    console.print("Each chapter shows the command line ([dim]$[/]) and the Python call "
-                  "([dim]>>>[/]) that do what it narrates: W is the agent's workdir, "
-                  "[bold]agent[/] is [bold]hub.agent(W)[/] on [bold]hub = tidings.connect()[/].")
-    with (tempfile.TemporaryDirectory(prefix="tidings-demo-") as tmp,
-          connect("embedded", background=True) as hub):
+    console.print(
+        Panel.fit(
+            "[bold]tidings[/] — a tour on the in-memory store (not durable); "
+            "one chapter runs `tidings up` on the default store (durable)",
+            border_style="cyan",
+        )
+    )
+    console.print(
+        "Each chapter shows the command line ([dim]$[/]) and the Python call "
+        "([dim]>>>[/]) that do what it narrates: W is the agent's workdir, "
+        "[bold]agent[/] is [bold]hub.agent(W)[/] on [bold]hub = tidings.connect()[/]."
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="tidings-demo-") as tmp,
+        connect("embedded", background=True) as hub,
+    ):
         workdir = Path(tmp)
-        tour = Tour(hub, hub.agent(workdir), workdir, console,
-                    interactive=sys.stdin.isatty() and console.is_terminal)
+        tour = Tour(
+            hub,
+            hub.agent(workdir),
+            workdir,
+            console,
+            interactive=sys.stdin.isatty() and console.is_terminal,
+        )
         try:
             for chapter in CHAPTERS:
                 chapter(tour)

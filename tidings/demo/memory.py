@@ -23,8 +23,9 @@ def _memory_repo(path: Path) -> None:
     (path / "notes" / "plan.md").write_text("1. finish the report\n")
     repo.index.add_all()
     repo.index.write()
-    repo.create_commit("HEAD", _SIGNATURE, _SIGNATURE, "initial memory",
-                       repo.index.write_tree(), [])
+    repo.create_commit(
+        "HEAD", _SIGNATURE, _SIGNATURE, "initial memory", repo.index.write_tree(), []
+    )
 
 
 def _last_id(tour: Tour, stream: str) -> bytes:
@@ -43,10 +44,14 @@ def memory_inbox(tour: Tour) -> None:
     tour.chapter("Memory changes arrive in the inbox at the next turn")
     repo = tour.workdir / "memory"
     _memory_repo(repo)
-    tour.say("The agent's memory is a Git work tree (here W/memory, with MEMORY.md and "
-             "notes/plan.md). The agent is registered with it, and its orchestrator starts:")
-    tour.does(cli="tidings agents add --workdir W --memory-repo W/memory",
-              python='agent = hub.agent(W, memory_repo=W / "memory")')
+    tour.say(
+        "The agent's memory is a Git work tree (here W/memory, with MEMORY.md and "
+        "notes/plan.md). The agent is registered with it, and its orchestrator starts:"
+    )
+    tour.does(
+        cli="tidings agents add --workdir W --memory-repo W/memory",
+        python='agent = hub.agent(W, memory_repo=W / "memory")',
+    )
     tour.does(python="agent.startup()")
     agent = tour.hub.agent(tour.workdir, memory_repo=repo)
     started = agent.startup()
@@ -58,13 +63,16 @@ def memory_inbox(tour: Tour) -> None:
     wake_stream = InboxKeys(agent.agent_id).wake_stream
     last_wake = _last_id(tour, wake_stream)
     (repo / "MEMORY.md").write_text("# What I remember\n- the user prefers detailed answers\n")
-    tour.say("While no turn runs, someone edits [bold]MEMORY.md[/] by hand. Nothing watches "
-             "the files and nothing wakes the agent.")
+    tour.say(
+        "While no turn runs, someone edits [bold]MEMORY.md[/] by hand. Nothing watches "
+        "the files and nothing wakes the agent."
+    )
 
-    tour.say("Then the host restarts: a new hub on the same store, whose orchestrator calls "
-             "[bold]startup()[/] before its first turn, then runs the turn:")
-    tour.does(python="agent.startup(); turn = agent.prepare_turn(); ...; "
-                     "agent.finish_turn(turn)")
+    tour.say(
+        "Then the host restarts: a new hub on the same store, whose orchestrator calls "
+        "[bold]startup()[/] before its first turn, then runs the turn:"
+    )
+    tour.does(python="agent.startup(); turn = agent.prepare_turn(); ...; agent.finish_turn(turn)")
     restarted = Hub(tour.hub.redis, tour.hub.settings)
     try:
         restarted.start_worker()
@@ -75,8 +83,9 @@ def memory_inbox(tour: Tour) -> None:
             raise AssertionError("start-up answers ok")
         tour.show("startup() after the restart", recovered)
         tour.expect(recovered["memory"]["status"] == "changed", "the edit becomes one event")
-        tour.expect(not _inbox_wakes_after(tour, wake_stream, last_wake),
-                    "memory events never wake")
+        tour.expect(
+            not _inbox_wakes_after(tour, wake_stream, last_wake), "memory events never wake"
+        )
         turn = again.prepare_turn()
         if not isinstance(turn, Turn):
             raise AssertionError("the turn is prepared")
@@ -86,13 +95,16 @@ def memory_inbox(tour: Tour) -> None:
         if not isinstance(changes, dict):
             raise AssertionError("a memory event carries its changes")
         [entry] = changes["worktree"]
-        tour.show(f"the orchestrator reads {entry['path']} from disk",
-                  (repo / entry["path"]).read_text())
+        tour.show(
+            f"the orchestrator reads {entry['path']} from disk", (repo / entry["path"]).read_text()
+        )
         done = again.finish_turn(turn)
         tour.expect(done.get("handled") == [recovered["memory"]["event_id"]], "handled")
         tour.say("finish_turn() reconciles the checkpoint and settles the item:")
         tour.does(cli="tidings inbox --workdir W", python="agent.inbox()")
-        tour.show("agent.inbox()", [{k: i[k] for k in ("event_id", "source_kind", "state")}
-                                    for i in again.inbox()])
+        tour.show(
+            "agent.inbox()",
+            [{k: i[k] for k in ("event_id", "source_kind", "state")} for i in again.inbox()],
+        )
     finally:
         restarted.close()

@@ -31,9 +31,12 @@ HOST_SECONDS = 60.0
 def _host(env: dict[str, str], workdir: Path) -> Iterator[dict[str, object]]:
     """``tidings up --port 0 --workdir W`` until the block ends, then SIGTERM."""
 
-    up = subprocess.Popen([sys.executable, "-m", "tidings", "up", "--port", "0",
-                           "--workdir", str(workdir)], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL)
+    up = subprocess.Popen(
+        [sys.executable, "-m", "tidings", "up", "--port", "0", "--workdir", str(workdir)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     guard = threading.Timer(HOST_SECONDS, up.kill)  # a host that never answers ends the demo
     guard.start()
     try:
@@ -65,12 +68,16 @@ def host_restart(tour: Tour) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "LINGTAI_"))}
     env.update(TIDINGS_STATE_DIR=str(state), TIDINGS_HOST=host)
     settings = Settings(host=host, state_dir=state)
-    tour.say("So far the tour ran on the [bold]in-memory[/] store (connect(\"embedded\")): "
-             "nothing in it survives the process. Here a real [bold]tidings up[/] runs with "
-             "no Redis URL, so it serves the [bold]default store[/]: a Valkey with an "
-             "append-only file, in a temporary state directory (never yours).")
-    tour.does(cli="tidings up --workdir W      # Ctrl-C stops it",
-              python="hub = tidings.connect()   # no URL: finds it through its store.json")
+    tour.say(
+        'So far the tour ran on the [bold]in-memory[/] store (connect("embedded")): '
+        "nothing in it survives the process. Here a real [bold]tidings up[/] runs with "
+        "no Redis URL, so it serves the [bold]default store[/]: a Valkey with an "
+        "append-only file, in a temporary state directory (never yours)."
+    )
+    tour.does(
+        cli="tidings up --workdir W      # Ctrl-C stops it",
+        python="hub = tidings.connect()   # no URL: finds it through its store.json",
+    )
     with _host(env, workdir) as ready:
         tour.show("tidings up's ready line", {k: ready[k] for k in ("engine", "durable")})
         with connect(settings=settings) as hub:  # no URL: found through store.json
@@ -83,13 +90,17 @@ def host_restart(tour: Tour) -> None:
             if not isinstance(turn, Turn):
                 raise AssertionError("a first turn")
             agent.finish_turn(turn)
-    tour.say("startup() recorded a baseline of the memory repository and a turn ran; then "
-             "the host stopped (as Ctrl-C does: worker and scheduler, then the engine's "
-             "SHUTDOWN):")
+    tour.say(
+        "startup() recorded a baseline of the memory repository and a turn ran; then "
+        "the host stopped (as Ctrl-C does: worker and scheduler, then the engine's "
+        "SHUTDOWN):"
+    )
     tour.does(cli="tidings stop")
     (memory / "notes" / "plan.md").write_text("1. finish the report\n2. call the client\n")
-    tour.say("While no host runs, someone edits [bold]notes/plan.md[/]; then "
-             "[bold]tidings up[/] starts again and the orchestrator calls [bold]startup()[/]:")
+    tour.say(
+        "While no host runs, someone edits [bold]notes/plan.md[/]; then "
+        "[bold]tidings up[/] starts again and the orchestrator calls [bold]startup()[/]:"
+    )
     with _host(env, workdir), connect(settings=settings) as hub:
         agent = hub.agent(workdir, memory_repo=memory)
         started = agent.startup()
@@ -103,6 +114,8 @@ def host_restart(tour: Tour) -> None:
         tour.expect("notes/plan.md" in turn.inbox_text, "the event names the edited file")
         tour.show("the next ordinary turn's inbox_text", turn.inbox_text)
         agent.finish_turn(turn)
-    tour.say("The checkpoint was in the store's append-only file, so the restart compared "
-             "against it. On the in-memory store ([bold]tidings up --ephemeral[/]) the "
-             "restart would have answered 'baseline' again and the edit would be lost.")
+    tour.say(
+        "The checkpoint was in the store's append-only file, so the restart compared "
+        "against it. On the in-memory store ([bold]tidings up --ephemeral[/]) the "
+        "restart would have answered 'baseline' again and the edit would be lost."
+    )

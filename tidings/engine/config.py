@@ -17,8 +17,9 @@ BIND = "127.0.0.1"
 def password(paths: StatePaths) -> str:
     """The store's password: generated once, kept in ``store/password`` (0600)."""
     try:
-        fd = os.open(paths.password, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                     SECRET_MODE)
+        fd = os.open(
+            paths.password, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, SECRET_MODE
+        )
     except FileExistsError:
         fd = os.open(paths.password, os.O_RDONLY | os.O_NOFOLLOW)
         try:

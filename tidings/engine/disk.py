@@ -42,10 +42,14 @@ def detail(exc: OSError) -> str:
 def describe(fault: str, root: Path, detail: str) -> str:
     """One line: what is wrong with ``root`` (``fault``: its reason) and what to do."""
     if fault == FULL_REASON:
-        return (f"the state directory {root} is on a full file system ({detail}): free "
-                "space there, or point TIDINGS_STATE_DIR at another file system")
-    return (f"the state directory {root} cannot be written ({detail}): make it writable "
-            "(a read-only mount? its owner?), or point TIDINGS_STATE_DIR elsewhere")
+        return (
+            f"the state directory {root} is on a full file system ({detail}): free "
+            "space there, or point TIDINGS_STATE_DIR at another file system"
+        )
+    return (
+        f"the state directory {root} cannot be written ({detail}): make it writable "
+        "(a read-only mount? its owner?), or point TIDINGS_STATE_DIR elsewhere"
+    )
 
 
 def probe(folder: Path) -> tuple[str, str] | None:

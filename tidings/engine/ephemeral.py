@@ -42,8 +42,9 @@ class EphemeralStore:
         with state_dir_faults(self.paths.root):
             self._locks = claim(self.paths)
         try:
-            self.server = EmbeddedServer(secrets.token_hex(PASSWORD_BYTES), BIND,
-                                         self._port).start()
+            self.server = EmbeddedServer(
+                secrets.token_hex(PASSWORD_BYTES), BIND, self._port
+            ).start()
         except OSError as exc:
             self.close()
             if exc.errno != errno.EADDRINUSE:
@@ -58,8 +59,14 @@ class EphemeralStore:
 
     def record(self) -> storefile.StoreRecord:
         server = self._running()
-        return {"url": server.url, "pid": os.getpid(), "engine": ENGINE_LABEL,
-                "port": server.port, "owner_pid": os.getpid(), "socket": None}
+        return {
+            "url": server.url,
+            "pid": os.getpid(),
+            "engine": ENGINE_LABEL,
+            "port": server.port,
+            "owner_pid": os.getpid(),
+            "socket": None,
+        }
 
     def problem(self) -> str | None:
         return None

@@ -98,18 +98,36 @@ def stop(paths: StatePaths, timeout: float = STOP_SECONDS) -> Stopped | NotStopp
     pid = holder(paths)
     if pid is None:
         orphan = paths.server_lock.is_file() and _held(paths.server_lock)
-        left = (" (an engine an earlier `tidings up` left still holds its lock; the next "
-                "`tidings up` there stops it)") if orphan else ""
-        return {"status": "error", "reason": "not_running", "state_dir": root,
-                "message": f"no `tidings up` serves {root}{left}"}
+        left = (
+            (
+                " (an engine an earlier `tidings up` left still holds its lock; the next "
+                "`tidings up` there stops it)"
+            )
+            if orphan
+            else ""
+        )
+        return {
+            "status": "error",
+            "reason": "not_running",
+            "state_dir": root,
+            "message": f"no `tidings up` serves {root}{left}",
+        }
     started = time.monotonic()
     with contextlib.suppress(ProcessLookupError):  # it stopped between look and signal
         os.kill(pid, signal.SIGTERM)
     while not _let_go(pid, paths):
         if time.monotonic() - started > timeout:
-            return {"status": "error", "reason": "stop_timeout", "state_dir": root,
-                    "message": f"`tidings up` (pid {pid}) serving {root} got SIGTERM and "
-                               f"still runs after {timeout:g} s; see its log, or wait"}
+            return {
+                "status": "error",
+                "reason": "stop_timeout",
+                "state_dir": root,
+                "message": f"`tidings up` (pid {pid}) serving {root} got SIGTERM and "
+                f"still runs after {timeout:g} s; see its log, or wait",
+            }
         time.sleep(POLL)
-    return {"status": "ok", "stopped": pid, "state_dir": root,
-            "seconds": round(time.monotonic() - started, 2)}
+    return {
+        "status": "ok",
+        "stopped": pid,
+        "state_dir": root,
+        "seconds": round(time.monotonic() - started, 2),
+    }

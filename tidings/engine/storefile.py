@@ -96,8 +96,9 @@ def read(path: Path) -> dict[str, object] | None:
         if info.st_uid != os.geteuid():
             raise StoreFileError(f"{path} belongs to another user")
         if info.st_mode & 0o077:
-            raise StoreFileError(f"{path} is readable by others (mode "
-                                 f"{stat.S_IMODE(info.st_mode):o}, expected 600)")
+            raise StoreFileError(
+                f"{path} is readable by others (mode {stat.S_IMODE(info.st_mode):o}, expected 600)"
+            )
         raw = os.read(fd, MAX_BYTES + 1)
     finally:
         os.close(fd)

@@ -55,13 +55,16 @@ def state_dir_faults(root: Path) -> Iterator[None]:
         reason = disk.reason_of(exc)
         if reason is None:
             raise
-        raise StoreUnavailable(disk.describe(reason, root, disk.detail(exc)),
-                               reason=reason) from None
+        raise StoreUnavailable(
+            disk.describe(reason, root, disk.detail(exc)), reason=reason
+        ) from None
 
 
 def port_busy(port: int) -> StoreUnavailable:
-    return StoreUnavailable(f"port {port} is already in use (another `tidings up`?); choose "
-                            "another with --port", reason="port_in_use")
+    return StoreUnavailable(
+        f"port {port} is already in use (another `tidings up`?); choose another with --port",
+        reason="port_in_use",
+    )
 
 
 def free_port(requested: int) -> int:
@@ -84,13 +87,18 @@ def claim(paths: StatePaths) -> tuple[FileLock, FileLock]:
     if not owner.acquire():
         raise StoreUnavailable(
             f"another `tidings up` (pid {owner.holder()}) already serves {paths.root}; stop "
-            "it first, or give this one its own TIDINGS_STATE_DIR", reason="store_busy")
+            "it first, or give this one its own TIDINGS_STATE_DIR",
+            reason="store_busy",
+        )
     owner.note_pid()
     server = FileLock(paths.server_lock)
     if not server.acquire() and not stop_orphan(paths, server):
         owner.release()
-        raise StoreUnavailable(f"an engine left by an earlier `tidings up` still holds "
-                               f"{paths.server_lock} and does not stop", reason="store_busy")
+        raise StoreUnavailable(
+            f"an engine left by an earlier `tidings up` still holds "
+            f"{paths.server_lock} and does not stop",
+            reason="store_busy",
+        )
     clear_stale(paths)
     return owner, server
 
@@ -136,8 +144,9 @@ class DefaultStore:
         with state_dir_faults(self.paths.root):
             port = free_port(self._port)
             secret = config.password(self.paths)
-            config.write(self.paths, config.render(self.paths, port, secret,
-                                                   self._settings.store_fsync))
+            config.write(
+                self.paths, config.render(self.paths, port, secret, self._settings.store_fsync)
+            )
             self.engine = EngineProcess(engine, self.paths, port, secret)
             server_fd = self._locks[1].fd if self._locks is not None else None
             if server_fd is None:
@@ -155,8 +164,9 @@ class DefaultStore:
                 # with MISCONF): say what is wrong with the directory, if that is it.
                 fault = disk.probe(self.paths.data_dir)
                 if fault is not None:
-                    raise StoreUnavailable(f"{fault[1]}; the store engine said: {exc}",
-                                           reason=fault[0]) from None
+                    raise StoreUnavailable(
+                        f"{fault[1]}; the store engine said: {exc}", reason=fault[0]
+                    ) from None
                 raise StoreUnavailable(self._advice(str(exc)), reason="engine_failed") from None
             with state_dir_faults(self.paths.root):
                 self._check_marker()
@@ -172,9 +182,11 @@ class DefaultStore:
         said, found, _ = failure.partition(": make a backup of your AOF file")
         if not found:
             return failure
-        return (f"{said}. Keep a copy of {self.paths.data_dir}, then repair it with "
-                "`tidings check-aof --fix` (the engine's own checker: it cuts the file at "
-                "its first damaged command) and start again")
+        return (
+            f"{said}. Keep a copy of {self.paths.data_dir}, then repair it with "
+            "`tidings check-aof --fix` (the engine's own checker: it cuts the file at "
+            "its first damaged command) and start again"
+        )
 
     def _check_marker(self) -> None:
         """Refuse an engine that came up without the data the state directory had."""
@@ -190,7 +202,9 @@ class DefaultStore:
                     f"the data of {self.paths.root} is missing: the store engine loaded no "
                     f"data from {self.paths.data_dir} (its append-only files were deleted or "
                     "replaced). Restore them from a backup, or start empty on purpose with "
-                    "`tidings up --fresh`", reason="store_data_missing")
+                    "`tidings up --fresh`",
+                    reason="store_data_missing",
+                )
             if held is None:
                 held = secrets.token_hex(16)
                 c.set(MARKER_KEY, held)
@@ -206,9 +220,14 @@ class DefaultStore:
     def record(self) -> storefile.StoreRecord:
         """What ``store.json`` says."""
         engine = self._started()
-        return {"url": engine.url, "pid": engine.pid, "engine": engine.engine.label,
-                "port": engine.port, "owner_pid": os.getpid(),
-                "socket": str(self.paths.socket) if self.paths.socket else None}
+        return {
+            "url": engine.url,
+            "pid": engine.pid,
+            "engine": engine.engine.label,
+            "port": engine.port,
+            "owner_pid": os.getpid(),
+            "socket": str(self.paths.socket) if self.paths.socket else None,
+        }
 
     def problem(self) -> str | None:
         return self.engine.problem() if self.engine is not None else None
@@ -233,8 +252,11 @@ class DefaultStore:
             storefile.remove(self.paths.store_file)
         except OSError as exc:
             reason = disk.reason_of(exc) or "store_error"
-            problem = (reason, disk.describe(reason, self.paths.root, disk.detail(exc))
-                       + "; its store.json stays behind, and no client believes it")
+            problem = (
+                reason,
+                disk.describe(reason, self.paths.root, disk.detail(exc))
+                + "; its store.json stays behind, and no client believes it",
+            )
         if self._locks is not None:
             for lock in reversed(self._locks):
                 lock.release()

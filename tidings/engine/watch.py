@@ -51,10 +51,15 @@ class EngineWatch:
         if engine is None:
             raise RuntimeError("the default store is not started")
         self._engine = engine
-        self._probe = redis.Redis(host=BIND, port=engine.port, password=engine.secret,
-                                  protocol=2, retry=Retry(NoBackoff(), 0),
-                                  socket_timeout=min(PING_SECONDS, hang_seconds),
-                                  socket_connect_timeout=min(PING_SECONDS, hang_seconds))
+        self._probe = redis.Redis(
+            host=BIND,
+            port=engine.port,
+            password=engine.secret,
+            protocol=2,
+            retry=Retry(NoBackoff(), 0),
+            socket_timeout=min(PING_SECONDS, hang_seconds),
+            socket_connect_timeout=min(PING_SECONDS, hang_seconds),
+        )
         self._answered = time.monotonic()
         self._refusing = False
         self._data_missing = False
@@ -84,17 +89,23 @@ class EngineWatch:
                 self._refusing = True
                 fault = disk.probe(self.store.paths.data_dir)
                 cause = f"{fault[0]}: {fault[1]}" if fault else str(exc)[:160]
-                line("store_refuses_writes", "the store engine refuses writes (MISCONF): it "
-                     "cannot write its append-only file; every write answers "
-                     f"store_refuses_writes until it can ({cause})", "store_refuses_writes")
+                line(
+                    "store_refuses_writes",
+                    "the store engine refuses writes (MISCONF): it "
+                    "cannot write its append-only file; every write answers "
+                    f"store_refuses_writes until it can ({cause})",
+                    "store_refuses_writes",
+                )
             return None
         except (redis.TimeoutError, redis.ConnectionError):
             silent = time.monotonic() - self._answered
             if silent < self.hang_seconds:
                 return None
-            return (f"the store engine (pid {self._engine.pid}) has answered no PING for "
-                    f"{silent:.0f}s (TIDINGS_STORE_HANG_SECONDS={self.hang_seconds:g}): it hung; "
-                    "`tidings up` stops for its service manager to restart it")
+            return (
+                f"the store engine (pid {self._engine.pid}) has answered no PING for "
+                f"{silent:.0f}s (TIDINGS_STORE_HANG_SECONDS={self.hang_seconds:g}): it hung; "
+                "`tidings up` stops for its service manager to restart it"
+            )
         self._answered = time.monotonic()
         if self._refusing:
             self._refusing = False
@@ -124,11 +135,14 @@ class EngineWatch:
         if self._data_missing or paths.marker.exists():
             return
         self._data_missing = True
-        line("store_data_missing",
-             f"the data of {paths.root} vanished under this `tidings up` (its store folder "
-             "was deleted): the engine serves on from memory until it stops, what it "
-             "writes from now on is lost then, and the next `tidings up` refuses to start "
-             "empty unless --fresh", "store_data_missing")
+        line(
+            "store_data_missing",
+            f"the data of {paths.root} vanished under this `tidings up` (its store folder "
+            "was deleted): the engine serves on from memory until it stops, what it "
+            "writes from now on is lost then, and the next `tidings up` refuses to start "
+            "empty unless --fresh",
+            "store_data_missing",
+        )
         try:
             paths.create()
             self.store.write_marker()

@@ -116,9 +116,16 @@ def channel_rows(payloads: Mapping[str, object], delayed: str | None) -> list[Ch
     for name, payload in payloads.items():
         envelope: Mapping[object, object] = payload if isinstance(payload, dict) else {}
         updated = envelope.get("published_at") or envelope.get("updated_at")
-        rows.append({"name": name, "header": envelope.get("header"),
-                     "priority": envelope.get("priority"), "updated": updated,
-                     "delayed": name == delayed, "payload": payload})
+        rows.append(
+            {
+                "name": name,
+                "header": envelope.get("header"),
+                "priority": envelope.get("priority"),
+                "updated": updated,
+                "delayed": name == delayed,
+                "payload": payload,
+            }
+        )
     return rows
 
 
@@ -146,9 +153,15 @@ def wake_rows(reply: StreamEntries | None) -> list[WakeRow]:
         decoded = {replies.text(k): replies.text(v) for k, v in fields.items()}
         entry = _loads(decoded.get("entry"))
         text = replies.text(wake_id)
-        rows.append({"id": text, "at": stream_time(text), "kind": decoded.get("kind", "?"),
-                     "about": wake_about(entry),
-                     "entry": entry if entry is not None else decoded})
+        rows.append(
+            {
+                "id": text,
+                "at": stream_time(text),
+                "kind": decoded.get("kind", "?"),
+                "about": wake_about(entry),
+                "entry": entry if entry is not None else decoded,
+            }
+        )
     return rows
 
 
@@ -157,12 +170,18 @@ def checkpoint_view(values: Sequence[object]) -> CheckpointView | None:
     if fields["version"] is None:
         return None
     head: Mapping[object, object] = fields["head"] if isinstance(fields["head"], dict) else {}
-    identity: Mapping[object, object] = (fields["identity"] if isinstance(fields["identity"], dict)
-                                         else {})
-    return {"version": fields["version"], "observed_at": fields["observed_at"],
-            "head": head.get("head"), "branch": head.get("branch"),
-            "detached": head.get("detached"), "unborn": head.get("unborn"),
-            "root": identity.get("root")}
+    identity: Mapping[object, object] = (
+        fields["identity"] if isinstance(fields["identity"], dict) else {}
+    )
+    return {
+        "version": fields["version"],
+        "observed_at": fields["observed_at"],
+        "head": head.get("head"),
+        "branch": head.get("branch"),
+        "detached": head.get("detached"),
+        "unborn": head.get("unborn"),
+        "root": identity.get("root"),
+    }
 
 
 def agent_page(rt: Runtime, agent: AgentRecord) -> AgentPage:
@@ -172,8 +191,7 @@ def agent_page(rt: Runtime, agent: AgentRecord) -> AgentPage:
     state = peek_registry_state(rt, agent)
     allow = Allowlist(state.hook_channels)
     obs = bare_read(rt, agent, allow)
-    lane = attention_preview(agent, obs, partial(planned_attention, root)) if obs.stable \
-        else None
+    lane = attention_preview(agent, obs, partial(planned_attention, root)) if obs.stable else None
     every = snapshot(root, allow) if root.is_dir() else {}
     k, ik = AgentKeys(agent.agent_id), InboxKeys(agent.agent_id)
     with rt.redis.pipeline(transaction=False) as pipe:
@@ -187,18 +205,26 @@ def agent_page(rt: Runtime, agent: AgentRecord) -> AgentPage:
     hooks = load_registry(root)
     overflow = lane.get("overflow") if isinstance(lane, dict) else None
     return {
-        "agent": agent.public, "now": now, "now_at": utc_stamp(now),
-        "files_here": root.is_dir(), "stable": obs.stable, "read_error": obs.error,
+        "agent": agent.public,
+        "now": now,
+        "now_at": utc_stamp(now),
+        "files_here": root.is_dir(),
+        "stable": obs.stable,
+        "read_error": obs.error,
         "channels": channel_rows(every, obs.delayed),
-        "lane": lane, "overflow": overflow if isinstance(overflow, dict) else None,
+        "lane": lane,
+        "overflow": overflow if isinstance(overflow, dict) else None,
         "delay_state": read_state(root).document if root.is_dir() else None,
-        "live_delay": live, "alarm_overdue": overdue,
+        "live_delay": live,
+        "alarm_overdue": overdue,
         "alarm": every.get(DELAY_ALARM),
         "inbox": projection(rt, agent.agent_id, INBOX_ITEMS),
         "checkpoint": checkpoint_view(checkpoint),
-        "hooks": [m.document() for m in hooks.manifests], "hooks_error": hooks.error,
+        "hooks": [m.document() for m in hooks.manifests],
+        "hooks_error": hooks.error,
         "hooks_loaded": state.loaded,
         "blocked": sorted(map(replies.text, blocked)),
         "oversized": sorted(map(replies.text, oversized)),
-        "wakes": wake_rows(wakes), "wake_cursor": replies.text(cursor) if cursor else None,
+        "wakes": wake_rows(wakes),
+        "wake_cursor": replies.text(cursor) if cursor else None,
     }

@@ -56,13 +56,23 @@ class AgentFigure(TypedDict):
     attention: list[str]
 
 
-def delay_figure(request_id: str, deadline_epoch: float, now: float, *,
-                 target: str | None, source: Literal["state_file", "scheduler"]) -> LiveDelay:
+def delay_figure(
+    request_id: str,
+    deadline_epoch: float,
+    now: float,
+    *,
+    target: str | None,
+    source: Literal["state_file", "scheduler"],
+) -> LiveDelay:
     """The ``live_delay`` object: what is delayed, until when, and who said so."""
-    return {"target": target, "request_id": request_id, "deadline_epoch": deadline_epoch,
-            "deadline_at": utc_stamp(deadline_epoch),
-            "remaining_seconds": round(max(deadline_epoch - now, 0.0), REMAINING_DIGITS),
-            "source": source}
+    return {
+        "target": target,
+        "request_id": request_id,
+        "deadline_epoch": deadline_epoch,
+        "deadline_at": utc_stamp(deadline_epoch),
+        "remaining_seconds": round(max(deadline_epoch - now, 0.0), REMAINING_DIGITS),
+        "source": source,
+    }
 
 
 def delay_from_state(root: Path, now: float) -> tuple[LiveDelay | None, bool]:
@@ -70,11 +80,15 @@ def delay_from_state(root: Path, now: float) -> tuple[LiveDelay | None, bool]:
     state = read_state(root).state
     if state is None:
         return None, False
-    if (structural_problem(state, now) is not None or state.deadline <= now
-            or state.request_id is None):
+    if (
+        structural_problem(state, now) is not None
+        or state.deadline <= now
+        or state.request_id is None
+    ):
         return None, owes_alarm(state, now)
-    live = delay_figure(state.request_id, state.deadline, now,
-                        target=state.target, source="state_file")
+    live = delay_figure(
+        state.request_id, state.deadline, now, target=state.target, source="state_file"
+    )
     return live, False
 
 
@@ -88,8 +102,10 @@ def inbox_counts(redis: Redis, agent_ids: Sequence[str]) -> list[InboxCounts]:
             pipe.zcard(k.running)
             pipe.zcard(k.open)
         replies = [int(v) for v in pipe.execute()]
-    return [{"pending": replies[i], "processing": replies[i + 1], "open": replies[i + 2]}
-            for i in range(0, len(replies), 3)]
+    return [
+        {"pending": replies[i], "processing": replies[i + 1], "open": replies[i + 2]}
+        for i in range(0, len(replies), 3)
+    ]
 
 
 def agent_figures(redis: Redis, agents: Sequence[AgentRecord], now: float) -> list[AgentFigure]:
@@ -101,9 +117,18 @@ def agent_figures(redis: Redis, agents: Sequence[AgentRecord], now: float) -> li
     for agent, inbox in zip(agents, counts, strict=True):
         here = agent.root.is_dir()
         live, overdue = delay_from_state(agent.root, now) if here else (None, False)
-        figures.append({"agent_id": agent.agent_id, "host": agent.host,
-                        "workdir": agent.workdir, "pending": inbox["pending"],
-                        "processing": inbox["processing"], "open": inbox["open"],
-                        "live_delay": live, "alarm_overdue": overdue, "files_here": here,
-                        "attention": ["overdue_delay"] if overdue else []})
+        figures.append(
+            {
+                "agent_id": agent.agent_id,
+                "host": agent.host,
+                "workdir": agent.workdir,
+                "pending": inbox["pending"],
+                "processing": inbox["processing"],
+                "open": inbox["open"],
+                "live_delay": live,
+                "alarm_overdue": overdue,
+                "files_here": here,
+                "attention": ["overdue_delay"] if overdue else [],
+            }
+        )
     return figures

@@ -80,11 +80,14 @@ def matching_ids(redis: Redis, needle: str, control: Redis | None = None) -> lis
     listed = AgentRegistry(redis, control).indexes()
     if needle.startswith(HOST_PREFIX):
         host = needle.removeprefix(HOST_PREFIX)
-        found = {i for name, entries in listed.items() if name.casefold() == host
-                 for i in entries}
+        found = {i for name, entries in listed.items() if name.casefold() == host for i in entries}
     else:
-        found = {i for entries in listed.values() for i, workdir in entries.items()
-                 if needle in i.casefold() or needle in workdir.casefold()}
+        found = {
+            i
+            for entries in listed.values()
+            for i, workdir in entries.items()
+            if needle in i.casefold() or needle in workdir.casefold()
+        }
     return sorted(found)
 
 
@@ -116,26 +119,41 @@ def page_figures(redis: Redis, ids: list[str], now: float) -> list[AgentRow]:
         answers = pipe.execute()
     out: list[AgentRow] = []
     for i, agent_id in enumerate(ids):
-        raw, pending, wake, blocked = answers[4 * i: 4 * i + 4]
+        raw, pending, wake, blocked = answers[4 * i : 4 * i + 4]
         record = parse_record(raw, agent_id)  # logs an unreadable one
         if record is None:  # removed since the id listing, or unreadable
             continue
         row = Listed(record.agent_id, record.host, record.workdir)
         root = Path(row.workdir)
         live, overdue = delay_from_state(root, now) if root.is_dir() else (None, False)
-        out.append({"agent_id": row.agent_id, "host": row.host, "workdir": row.workdir,
-                    "pending": int(pending), "live_delay": live, "alarm_overdue": overdue,
-                    "last_wake": last_wake(wake), "blocked": sorted(map(replies.text, blocked))})
+        out.append(
+            {
+                "agent_id": row.agent_id,
+                "host": row.host,
+                "workdir": row.workdir,
+                "pending": int(pending),
+                "live_delay": live,
+                "alarm_overdue": overdue,
+                "last_wake": last_wake(wake),
+                "blocked": sorted(map(replies.text, blocked)),
+            }
+        )
     return out
 
 
-def agents_page(redis: Redis, now: float, query: str = "", page: int = 1,
-                control: Redis | None = None) -> AgentsPage:
+def agents_page(
+    redis: Redis, now: float, query: str = "", page: int = 1, control: Redis | None = None
+) -> AgentsPage:
     """One page of the agents list, filtered by ``query`` (see the module docstring)."""
     needle = query.strip()[:MAX_QUERY].casefold()
     ids = matching_ids(redis, needle, control)
     pages = max(1, math.ceil(len(ids) / PAGE_SIZE))
     page = min(max(page, 1), pages)
-    shown = ids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
-    return {"agents": page_figures(redis, shown, now), "total": len(ids), "page": page,
-            "pages": pages, "q": query.strip()[:MAX_QUERY]}
+    shown = ids[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    return {
+        "agents": page_figures(redis, shown, now),
+        "total": len(ids),
+        "page": page,
+        "pages": pages,
+        "q": query.strip()[:MAX_QUERY],
+    }

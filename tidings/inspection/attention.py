@@ -32,9 +32,9 @@ DEAD_LETTERS = "dead_letters"
 #: What each word means to an operator (the console and ``tidings status`` print it).
 MEANING = {
     MEMORY_UNAVAILABLE: "memory repository unavailable: turns run without the memory "
-                        "inbox (fix the path, or `tidings agents add --memory-repo \"\"`)",
+    'inbox (fix the path, or `tidings agents add --memory-repo ""`)',
     UNFINISHED_TURN: "an unfinished turn holds the turn slot: finish_turn(<id>), or "
-                     "startup() after an orchestrator crash",
+    "startup() after an orchestrator crash",
     OVERDUE_DELAY: "a live delay is past its deadline and its alarm is not published yet",
     DEAD_LETTERS: "messages ran out of retries: `tidings dead`",
 }
@@ -71,8 +71,9 @@ def mark(redis: Redis, records: Sequence[AgentRecord], figures: Sequence[AgentFi
         found = []
         memory_flag = bool(next(flags)) if record.memory_repo else False
         turn_flag = bool(next(flags))
-        memory_gone = bool(record.memory_repo and figure["files_here"]
-                           and _repository_gone(record.memory_repo))
+        memory_gone = bool(
+            record.memory_repo and figure["files_here"] and _repository_gone(record.memory_repo)
+        )
         if memory_flag or memory_gone:
             found.append(MEMORY_UNAVAILABLE)
         if turn_flag:
@@ -82,17 +83,33 @@ def mark(redis: Redis, records: Sequence[AgentRecord], figures: Sequence[AgentFi
         figure["attention"] = found
 
 
-def rows(agents: Sequence[AgentFigure],
-         queues: Sequence[Mapping[str, object]]) -> list[AttentionRow]:
+def rows(
+    agents: Sequence[AgentFigure], queues: Sequence[Mapping[str, object]]
+) -> list[AttentionRow]:
     """The list: agents with a reason, then queues with dead letters."""
     found: list[AttentionRow] = [
-        {"kind": "agent", "name": a["agent_id"], "workdir": a["workdir"], "host": a["host"],
-         "attention": list(a["attention"]), "count": None}
-        for a in agents if a["attention"]]
+        {
+            "kind": "agent",
+            "name": a["agent_id"],
+            "workdir": a["workdir"],
+            "host": a["host"],
+            "attention": list(a["attention"]),
+            "count": None,
+        }
+        for a in agents
+        if a["attention"]
+    ]
     for queue in queues:
         dead = queue.get("dead")
         if isinstance(dead, int) and dead > 0:
-            found.append({"kind": "queue", "name": str(queue["name"]), "workdir": None,
-                          "host": None,
-                          "attention": [DEAD_LETTERS], "count": dead})
+            found.append(
+                {
+                    "kind": "queue",
+                    "name": str(queue["name"]),
+                    "workdir": None,
+                    "host": None,
+                    "attention": [DEAD_LETTERS],
+                    "count": dead,
+                }
+            )
     return found

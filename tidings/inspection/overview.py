@@ -81,18 +81,26 @@ class Summary:
             for host in hosts:
                 pipe.hlen(keys.host_agents(host))
             rest = pipe.execute()
-        counts = rest[2 * len(hosts):]
+        counts = rest[2 * len(hosts) :]
         host_rows: list[HostRow] = []
         for i, host in enumerate(hosts):
             leader, last = _json(rest[2 * i]), _json(rest[2 * i + 1])
-            host_rows.append({
-                "host": host, "workers": workers.get(host, 0),
-                "leader": leader.get("holder") if leader else None,
-                "since": leader.get("since") if leader else None,
-                "last_tick": last,
-            })
+            host_rows.append(
+                {
+                    "host": host,
+                    "workers": workers.get(host, 0),
+                    "leader": leader.get("holder") if leader else None,
+                    "since": leader.get("since") if leader else None,
+                    "last_tick": last,
+                }
+            )
         series = rates.series(self.control, now)
-        return {"at": utc_stamp(now), "hosts": host_rows, "queues": figures,
-                "agents": sum(int(n) for n in counts), "rates": series,
-                "dead": sum(q["dead"] for q in figures),
-                "store": read_facts(self.redis, self.store_label)}
+        return {
+            "at": utc_stamp(now),
+            "hosts": host_rows,
+            "queues": figures,
+            "agents": sum(int(n) for n in counts),
+            "rates": series,
+            "dead": sum(q["dead"] for q in figures),
+            "store": read_facts(self.redis, self.store_label),
+        }

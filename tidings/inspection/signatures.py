@@ -49,12 +49,14 @@ def signatures(rt: Runtime, shallow: Iterable[str], deep: Iterable[str]) -> dict
     registry = AgentRegistry(rt.redis, rt.control)
     out: dict[str, Signature] = {}
     for i, agent_id in enumerate(ids):
-        redis_part = tuple(repr(v) for v in replies[6 * i: 6 * i + 6])
+        redis_part = tuple(repr(v) for v in replies[6 * i : 6 * i + 6])
         record = registry.get(agent_id) if agent_id in deep_ids else None
         files: tuple[str, tuple[int, ...] | None] | None = None
         if record is not None and record.root.is_dir():
             allow = Allowlist(peek_registry_state(rt, record).hook_channels)
-            files = (repr(fingerprint(record.root, allow)),
-                     _file_key(os.path.join(record.workdir, STATE_FILE)))
+            files = (
+                repr(fingerprint(record.root, allow)),
+                _file_key(os.path.join(record.workdir, STATE_FILE)),
+            )
         out[agent_id] = (redis_part, files)
     return out

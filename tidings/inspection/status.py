@@ -54,8 +54,9 @@ def _scheduled_delays(redis: Redis, figures: list[AgentFigure], now: float) -> N
             by_host[host] = stored_alarms(redis, host)
         job = by_host[host].get(figure["agent_id"])
         if job is not None and job[1] > now:
-            figure["live_delay"] = delay_figure(job[0], job[1], now, target=None,
-                                                source="scheduler")
+            figure["live_delay"] = delay_figure(
+                job[0], job[1], now, target=None, source="scheduler"
+            )
         elif job is not None:  # its alarm job is stored past the deadline: still owed
             figure["alarm_overdue"] = True
 
@@ -70,8 +71,10 @@ def status(redis: Redis, clock: Clock, control: Redis | None = None) -> Status:
     known = registry.hosts()
     records = registry.all(known)
     leader = leaders(redis, known)
-    hosts = sorted({record.host for record in records}
-                   | {host for host, held in leader.items() if held is not None})
+    hosts = sorted(
+        {record.host for record in records}
+        | {host for host, held in leader.items() if held is not None}
+    )
     agents = agent_figures(redis, records, now)
     _scheduled_delays(redis, agents, now)
     attention.mark(redis, records, agents)
@@ -87,12 +90,17 @@ def status(redis: Redis, clock: Clock, control: Redis | None = None) -> Status:
 
 def _queues(redis: Redis, known: list[str], listed: set[str]) -> Sequence[Mapping[str, object]]:
     """The queues of ``listed`` hosts, and of other known hosts where they hold messages."""
-    owner = {q: host for host in sorted(set(known) | listed)
-             for q in (host_queue(host), scheduler_queue(host))}
+    owner = {
+        q: host
+        for host in sorted(set(known) | listed)
+        for q in (host_queue(host), scheduler_queue(host))
+    }
     names = sorted(owner)
     with redis.pipeline(transaction=False) as pipe:
         queue_reads(pipe, names)
         figures = queue_figures_of(names, pipe.execute())
-    return [f for f in figures
-            if owner[f["name"]] in listed or f["depth"] or f["delayed"] or f["dead"]
-            or f["in_flight"]]
+    return [
+        f
+        for f in figures
+        if owner[f["name"]] in listed or f["depth"] or f["delayed"] or f["dead"] or f["in_flight"]
+    ]

@@ -24,9 +24,9 @@ EMBEDDED_LABEL = "fakeredis in this process (in memory, not durable)"
 FSYNC_KEEPS = {
     "always": "an acknowledged write survives a crash and a power failure",
     "everysec": "an acknowledged write survives a crash of the engine; a power failure "
-                "may lose the last second",
+    "may lose the last second",
     "no": "an acknowledged write survives a crash of the engine; a power failure may lose "
-          "what the OS had not written yet",
+    "what the OS had not written yet",
 }
 
 
@@ -75,10 +75,15 @@ def read_facts(redis: Redis, label: str | None = None) -> StoreFacts:
         persistence = redis.info("persistence")
     except ResponseError as exc:
         in_memory = bool(label) and "not durable" in str(label)
-        return {"engine": label, "aof": None, "fsync": None, "aof_write": None,
-                "keeps": IN_MEMORY_KEEPS if in_memory else None,
-                "verdict": "not_durable" if in_memory else "unknown",
-                "note": None if label else f"the store does not answer INFO ({exc})"}
+        return {
+            "engine": label,
+            "aof": None,
+            "fsync": None,
+            "aof_write": None,
+            "keeps": IN_MEMORY_KEEPS if in_memory else None,
+            "verdict": "not_durable" if in_memory else "unknown",
+            "note": None if label else f"the store does not answer INFO ({exc})",
+        }
     aof = str(persistence.get("aof_enabled", "0")) == "1"
     fsync, note = None, None
     if aof:
@@ -86,9 +91,19 @@ def read_facts(redis: Redis, label: str | None = None) -> StoreFacts:
             fsync = str(redis.config_get("appendfsync").get("appendfsync") or "") or None
         except ResponseError as exc:
             note = f"this user may not read the fsync policy (CONFIG GET: {exc})"
-    keeps = FSYNC_KEEPS.get(fsync or "") if aof else \
-        "no append-only file: a restart loses every write since the last snapshot"
-    return {"engine": _engine(server), "aof": aof, "fsync": fsync,
-            "aof_write": str(persistence["aof_last_write_status"])
-            if "aof_last_write_status" in persistence else None,
-            "keeps": keeps, "verdict": "durable" if aof else "not_durable", "note": note}
+    keeps = (
+        FSYNC_KEEPS.get(fsync or "")
+        if aof
+        else "no append-only file: a restart loses every write since the last snapshot"
+    )
+    return {
+        "engine": _engine(server),
+        "aof": aof,
+        "fsync": fsync,
+        "aof_write": str(persistence["aof_last_write_status"])
+        if "aof_last_write_status" in persistence
+        else None,
+        "keeps": keeps,
+        "verdict": "durable" if aof else "not_durable",
+        "note": note,
+    }

@@ -29,8 +29,10 @@ def newest_ids(redis: Redis, agent_ids: list[str]) -> dict[str, str]:
         for agent_id in agent_ids:
             pipe.xrevrange(AgentKeys(agent_id).wake_stream, count=1)
         answers = pipe.execute()
-    return {agent_id: replies.text(newest[0][0]) if newest else START
-            for agent_id, newest in zip(agent_ids, answers, strict=True)}
+    return {
+        agent_id: replies.text(newest[0][0]) if newest else START
+        for agent_id, newest in zip(agent_ids, answers, strict=True)
+    }
 
 
 def blocks(redis: Redis) -> bool:
@@ -46,8 +48,12 @@ def woken_after(redis: Redis, after: Mapping[str, str], block_ms: int) -> dict[s
     by_key = {AgentKeys(agent_id).wake_stream: agent_id for agent_id in after}
     reply: XReadReply
     if blocks(redis):
-        reply = cast("XReadReply", redis.xread({k: after[a] for k, a in by_key.items()},
-                                               count=100, block=max(1, block_ms)))
+        reply = cast(
+            "XReadReply",
+            redis.xread(
+                {k: after[a] for k, a in by_key.items()}, count=100, block=max(1, block_ms)
+            ),
+        )
     else:
         with redis.pipeline(transaction=False) as pipe:
             for key, agent_id in by_key.items():

@@ -55,10 +55,15 @@ class AgentServer:
         self.bus = InMemorySubscriptionBus()
         self.subscribers: set[ServerSession] = set()
         self.server: Server[dict[str, object]] = Server(
-            "tidings", version=version("tidings"), instructions=INSTRUCTIONS,
-            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
-            on_list_resources=self.list_resources, on_read_resource=self.read_resource,
-            on_subscribe_resource=self.subscribe, on_unsubscribe_resource=self.unsubscribe,
+            "tidings",
+            version=version("tidings"),
+            instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_read_resource=self.read_resource,
+            on_subscribe_resource=self.subscribe,
+            on_unsubscribe_resource=self.unsubscribe,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
 
@@ -75,10 +80,17 @@ class AgentServer:
     async def list_resources(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[types.Resource(
-            name="attention", uri=ATTENTION_URI, mime_type="application/json",
-            description="The live notifications (the stamped check result); subscribe to "
-                        "hear when a wake signal changes it.")])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name="attention",
+                    uri=ATTENTION_URI,
+                    mime_type="application/json",
+                    description="The live notifications (the stamped check result); subscribe to "
+                    "hear when a wake signal changes it.",
+                )
+            ]
+        )
 
     async def read_resource(
         self, ctx: Context, params: types.ReadResourceRequestParams
@@ -86,8 +98,13 @@ class AgentServer:
         if str(params.uri) != ATTENTION_URI:
             raise ValueError(f"unknown resource {params.uri}")
         stamped = await self.agent.stamp(check_placeholder())
-        return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=ATTENTION_URI, mime_type="application/json", text=for_model(stamped))])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=ATTENTION_URI, mime_type="application/json", text=for_model(stamped)
+                )
+            ]
+        )
 
     async def subscribe(
         self, ctx: Context, params: types.SubscribeRequestParams
@@ -119,8 +136,7 @@ class AgentServer:
             try:
                 if after is None:
                     after = await latest_id(self.agent.hub.aredis, self.agent.agent_id)
-                signals = await signals_after(self.agent.hub.aredis,
-                                                      self.agent.agent_id, after)
+                signals = await signals_after(self.agent.hub.aredis, self.agent.agent_id, after)
             except Exception as exc:
                 log.warning("mcp_wake_watch_failed error=%s", type(exc).__name__)
                 await anyio.sleep(WATCH_RETRY_SECONDS)
@@ -144,11 +160,16 @@ class AgentServer:
                 f"tidings mcp serves HTTP on loopback only, not {host!r}: off loopback the "
                 "DNS-rebinding guard is off and the bearer token would cross the network in "
                 "clear; put a TLS proxy with its own authentication in front instead",
-                reason="not_loopback")
+                reason="not_loopback",
+            )
         return self.server.streamable_http_app(
-            host=host, max_request_body_size=MAX_BODY_BYTES, token_verifier=StaticToken(token),
-            auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{host}:{port}"),
-                              resource_server_url=None))
+            host=host,
+            max_request_body_size=MAX_BODY_BYTES,
+            token_verifier=StaticToken(token),
+            auth=AuthSettings(
+                issuer_url=AnyHttpUrl(f"http://{host}:{port}"), resource_server_url=None
+            ),
+        )
 
     async def serve_http(self, port: int, host: str = "127.0.0.1", *, token: str) -> None:
         """Serve until cancelled; ``TidingsError`` (``not_loopback``) for any other host."""

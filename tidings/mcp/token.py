@@ -35,8 +35,9 @@ Source = Literal["env", "kept", "generated"]
 def _kept(directory: Path) -> str | None:
     """The kept token, if the file is still private and well formed."""
     try:
-        fd = os.open(directory / TOKEN_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                     | os.O_CLOEXEC)
+        fd = os.open(
+            directory / TOKEN_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        )
     except OSError:
         return None
     try:
@@ -53,8 +54,7 @@ def _keep(directory: Path, token: str) -> None:
     """Write the token 0600: temp file + fsync + ``os.replace`` (a link there is replaced)."""
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     temp = directory / f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, f"{token}\n".encode())
         os.fsync(fd)

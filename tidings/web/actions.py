@@ -26,23 +26,34 @@ def foreign() -> Response:
     return PlainTextResponse("403: a post from another site", status_code=403)
 
 
-async def act(request: Request, what: str, run: Callable[[], Mapping[str, object]],
-              **fields: Any) -> Response:
+async def act(
+    request: Request, what: str, run: Callable[[], Mapping[str, object]], **fields: Any
+) -> Response:
     console = console_of(request)
     if not console.allow_actions:
-        return PlainTextResponse("actions are off (start with --allow-actions)",
-                                 status_code=403)
+        return PlainTextResponse("actions are off (start with --allow-actions)", status_code=403)
     if not auth.same_origin(request):
         return foreign()
     form = await auth.form_fields(request)
     if not secrets.compare_digest(form.get("form_key", ""), console.form_key):
         return PlainTextResponse("stale or foreign form", status_code=403)
     result = await anyio.to_thread.run_sync(run)
-    log.event("web_action", level=logging.INFO, action=what, result=result.get("status"),
-              reason=result.get("reason"), client=request.client.host
-              if request.client else None, **fields)
-    return console.page("action.html", status_code=200 if result.get("status") == "ok"
-                        else 409, what=what, result=result, back=form.get("back", "/"))
+    log.event(
+        "web_action",
+        level=logging.INFO,
+        action=what,
+        result=result.get("status"),
+        reason=result.get("reason"),
+        client=request.client.host if request.client else None,
+        **fields,
+    )
+    return console.page(
+        "action.html",
+        status_code=200 if result.get("status") == "ok" else 409,
+        what=what,
+        result=result,
+        back=form.get("back", "/"),
+    )
 
 
 async def ignore(request: Request) -> Response:
@@ -51,15 +62,21 @@ async def ignore(request: Request) -> Response:
     record = console.hub.registry.get(agent_id)
     if record is None:
         return console.page("missing.html", status_code=404, what=f"agent {agent_id}")
-    return await act(request, "ignore", lambda: Agent(console.hub, record).ignore(event_id),
-                     agent_id=agent_id, event_id=event_id)
+    return await act(
+        request,
+        "ignore",
+        lambda: Agent(console.hub, record).ignore(event_id),
+        agent_id=agent_id,
+        event_id=event_id,
+    )
 
 
 async def requeue_dead(request: Request) -> Response:
     message_id = request.path_params["message_id"]
     hub = console_of(request).hub
-    return await act(request, "requeue", lambda: hub.requeue_dead(message_id),
-                     message_id=message_id)
+    return await act(
+        request, "requeue", lambda: hub.requeue_dead(message_id), message_id=message_id
+    )
 
 
 async def login(request: Request) -> Response:

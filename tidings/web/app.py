@@ -27,8 +27,10 @@ from tidings.web.sse import events
 #: Host names a loopback console answers to (DNS rebinding guard).
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
 STATIC = Path(__file__).parent / "static"
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 ROUTES: list[BaseRoute] = [
     Route("/", pages.overview),
@@ -46,13 +48,17 @@ ROUTES: list[BaseRoute] = [
 ]
 
 
-def build_app(hub: Hub, *, allow_actions: bool = False, token: str | None = None,
-              loopback: bool = True) -> Starlette:
+def build_app(
+    hub: Hub, *, allow_actions: bool = False, token: str | None = None, loopback: bool = True
+) -> Starlette:
     """The console over ``hub``; ``token`` gates every request, ``loopback`` pins Host
     (and, off loopback, makes the session cookie ``Secure``)."""
     guard = auth.Guard(token, secure=not loopback)
-    middleware = [Middleware(SecurityHeaders), Middleware(BodyLimit),
-                  Middleware(auth.TokenGate, guard=guard)]
+    middleware = [
+        Middleware(SecurityHeaders),
+        Middleware(BodyLimit),
+        Middleware(auth.TokenGate, guard=guard),
+    ]
     if loopback:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES))
     app = Starlette(routes=ROUTES, middleware=middleware)
@@ -72,10 +78,12 @@ class SecurityHeaders:
                 headers = list(message.get("headers", []))
                 # same-origin, not no-referrer: under no-referrer a browser's own form
                 # posts carry ``Origin: null`` and the Origin check could not tell them apart.
-                headers += [(b"content-security-policy", CSP.encode()),
-                            (b"x-content-type-options", b"nosniff"),
-                            (b"referrer-policy", b"same-origin"),
-                            (b"x-frame-options", b"DENY")]
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"same-origin"),
+                    (b"x-frame-options", b"DENY"),
+                ]
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -52,8 +52,7 @@ class Guard:
     throttle: Throttle = field(default_factory=Throttle)
 
     def is_token(self, given: str) -> bool:
-        return self.token is not None and hmac.compare_digest(given.encode(),
-                                                              self.token.encode())
+        return self.token is not None and hmac.compare_digest(given.encode(), self.token.encode())
 
     def bearer(self, conn: HTTPConnection) -> str | None:
         scheme, _, given = conn.headers.get("authorization", "").partition(" ")
@@ -68,8 +67,11 @@ class Guard:
         wait = self.throttle.blocked(client_address(conn))
         if not wait:
             return None
-        return PlainTextResponse("429: too many failed sign-ins; try again in a minute",
-                                 status_code=429, headers={"Retry-After": str(math.ceil(wait))})
+        return PlainTextResponse(
+            "429: too many failed sign-ins; try again in a minute",
+            status_code=429,
+            headers={"Retry-After": str(math.ceil(wait))},
+        )
 
     def sign_in(self, conn: HTTPConnection, given: str) -> Response | None:
         """A session cookie and the overview for the right token; ``None`` (counted) if wrong."""
@@ -77,8 +79,14 @@ class Guard:
             self.throttle.failed(client_address(conn))
             return None
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, self.sessions.start(), max_age=SESSION_SECONDS,
-                            httponly=True, samesite="strict", secure=self.secure)
+        response.set_cookie(
+            COOKIE,
+            self.sessions.start(),
+            max_age=SESSION_SECONDS,
+            httponly=True,
+            samesite="strict",
+            secure=self.secure,
+        )
         return response
 
     def sign_out(self, conn: HTTPConnection) -> Response:
@@ -94,8 +102,10 @@ def unauthorised(request: Request) -> Response:
     response: Response
     if "text/html" in request.headers.get("accept", ""):
         response = HTMLResponse(
-            '<!doctype html><title>tidings: sign in</title>'
-            '<p>Sign in: <a href="/login">/login</a></p>', status_code=401)
+            "<!doctype html><title>tidings: sign in</title>"
+            '<p>Sign in: <a href="/login">/login</a></p>',
+            status_code=401,
+        )
     else:
         response = PlainTextResponse("401: the console's token is required", status_code=401)
     response.headers["WWW-Authenticate"] = 'Bearer realm="tidings"'
@@ -110,8 +120,11 @@ class TokenGate:
         self.guard = guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.guard.token is None or scope["type"] != "http" \
-                or scope["path"].startswith(OPEN_PATHS):
+        if (
+            self.guard.token is None
+            or scope["type"] != "http"
+            or scope["path"].startswith(OPEN_PATHS)
+        ):
             await self.app(scope, receive, send)
             return
         request = Request(scope)

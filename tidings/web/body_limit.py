@@ -61,6 +61,9 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = PlainTextResponse(f"413: request body over {self.limit} bytes",
-                                     status_code=413, headers={"Connection": "close"})
+        response = PlainTextResponse(
+            f"413: request body over {self.limit} bytes",
+            status_code=413,
+            headers={"Connection": "close"},
+        )
         await response(scope, receive, send)

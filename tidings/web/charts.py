@@ -33,5 +33,12 @@ def sparkline(values: Sequence[float]) -> Sparkline:
     points = [(i * step, HEIGHT - PAD - v * scale) for i, v in enumerate(values)]
     path = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in points)
     area = f"{path} L{WIDTH:.1f},{HEIGHT} L0,{HEIGHT} Z"
-    return {"path": path, "area": area, "peak": peak, "last": values[-1],
-            "mean": sum(values) / len(values), "width": WIDTH, "height": HEIGHT}
+    return {
+        "path": path,
+        "area": area,
+        "peak": peak,
+        "last": values[-1],
+        "mean": sum(values) / len(values),
+        "width": WIDTH,
+        "height": HEIGHT,
+    }

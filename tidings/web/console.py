@@ -45,8 +45,10 @@ def short_id(value: object, keep: int = SHORT_ID) -> str:
 
 
 def templates() -> Environment:
-    env = Environment(loader=PackageLoader("tidings.web", "templates"),
-                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env = Environment(
+        loader=PackageLoader("tidings.web", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
     env.filters["pretty"] = pretty
     env.filters["stamp"] = utc_stamp
     env.filters["workdir_name"] = workdir_name
@@ -74,8 +76,14 @@ class OverviewContext(TypedDict):
 def overview_context(figures: Overview, attention: list[AttentionRow]) -> OverviewContext:
     rates = figures["rates"]
     charts = {kind: sparkline(rates.get(kind, [])) for kind in ("events", "wakes")}
-    return {"o": figures, "charts": charts, "window_minutes": WINDOW_SECONDS // 60,
-            "bucket_seconds": BUCKET_SECONDS, "attention": attention, "meaning": MEANING}
+    return {
+        "o": figures,
+        "charts": charts,
+        "window_minutes": WINDOW_SECONDS // 60,
+        "bucket_seconds": BUCKET_SECONDS,
+        "attention": attention,
+        "meaning": MEANING,
+    }
 
 
 @dataclass
@@ -115,8 +123,7 @@ class Console:
     @classmethod
     def over(cls, hub: Hub, *, allow_actions: bool, guard: Guard) -> Console:
         env = templates()
-        summary = Summary(hub.redis, hub.control,
-                          served_label(hub.url, hub.settings.state_dir))
+        summary = Summary(hub.redis, hub.control, served_label(hub.url, hub.settings.state_dir))
         attention = AttentionList(hub)
 
         def read_summary() -> LiveSummary:
@@ -125,14 +132,25 @@ class Console:
             html = env.get_template("_overview_live.html").render(**context)
             return {"at": figures["at"], "dead": figures["dead"], "html": html}
 
-        return cls(hub, allow_actions, guard, env, summary, attention,
-                   Poller(hub.runtime, read_summary), secrets.token_urlsafe(24))
+        return cls(
+            hub,
+            allow_actions,
+            guard,
+            env,
+            summary,
+            attention,
+            Poller(hub.runtime, read_summary),
+            secrets.token_urlsafe(24),
+        )
 
     def page(self, name: str, status_code: int = 200, **context: object) -> HTMLResponse:
         html = self.env.get_template(name).render(
-            allow_actions=self.allow_actions, form_key=self.form_key,
+            allow_actions=self.allow_actions,
+            form_key=self.form_key,
             signed_in=self.guard.token is not None,
-            server_now=self.hub.clock.now(), **context)
+            server_now=self.hub.clock.now(),
+            **context,
+        )
         return HTMLResponse(html, status_code=status_code)
 
 

@@ -31,9 +31,9 @@ async def agents(request: Request) -> Response:
         page = int(request.query_params.get("page", "1"))
     except ValueError:
         page = 1
-    listing = await anyio.to_thread.run_sync(agents_page, console.hub.redis,
-                                             console.hub.clock.now(), q, page,
-                                             console.hub.control)
+    listing = await anyio.to_thread.run_sync(
+        agents_page, console.hub.redis, console.hub.clock.now(), q, page, console.hub.control
+    )
     name = "_agents_table.html" if request.query_params.get("part") else "agents.html"
     return console.page(name, listing=listing)
 
@@ -42,8 +42,9 @@ async def agent(request: Request) -> Response:
     console = console_of(request)
     record = console.hub.registry.get(request.path_params["agent_id"])
     if record is None:
-        return console.page("missing.html", status_code=404,
-                            what=f"agent {request.path_params['agent_id']}")
+        return console.page(
+            "missing.html", status_code=404, what=f"agent {request.path_params['agent_id']}"
+        )
     view = await anyio.to_thread.run_sync(agent_page, console.hub.runtime, record)
     name = "_agent_live.html" if request.query_params.get("part") else "agent.html"
     return console.page(name, v=view)
@@ -54,14 +55,18 @@ async def spill(request: Request) -> Response:
     no link on any component, non-blocking, a regular file, at most the spill cap."""
     record = console_of(request).hub.registry.get(request.path_params["agent_id"])
     name = request.path_params["name"]
-    if record is None or not name.startswith(ATTENTION_STEM) or "/" in name \
-            or not name.endswith(".json"):
+    if (
+        record is None
+        or not name.startswith(ATTENTION_STEM)
+        or "/" in name
+        or not name.endswith(".json")
+    ):
         return PlainTextResponse("no such spill file", status_code=404)
-    read = await anyio.to_thread.run_sync(files.safe_read, record.root, f"{LOGS_DIR}/{name}",
-                                          MAX_SPILL_BYTES)
+    read = await anyio.to_thread.run_sync(
+        files.safe_read, record.root, f"{LOGS_DIR}/{name}", MAX_SPILL_BYTES
+    )
     if not read.ok:
-        return PlainTextResponse(f"no such spill file ({read.what or read.kind})",
-                                 status_code=404)
+        return PlainTextResponse(f"no such spill file ({read.what or read.kind})", status_code=404)
     return Response(read.data, media_type="text/plain; charset=utf-8")
 
 

@@ -69,8 +69,7 @@ class Subscriber:
     deep: bool
     #: Until the first read: the page may predate a change the poller never saw.
     fresh: bool = True
-    queue: asyncio.Queue[Message] = field(
-        default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+    queue: asyncio.Queue[Message] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
 
     def offer(self, kind: str, data: LiveSummary | ReadFailed | list[str]) -> None:
         with contextlib.suppress(asyncio.QueueFull):
@@ -80,8 +79,12 @@ class Subscriber:
 class Poller:
     """Reads on a timer while pages listen; every page gets the same results."""
 
-    def __init__(self, rt: Runtime, read_summary: Callable[[], LiveSummary],
-                 interval: float = INTERVAL_SECONDS) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        read_summary: Callable[[], LiveSummary],
+        interval: float = INTERVAL_SECONDS,
+    ) -> None:
         self.rt = rt
         self.read_summary = read_summary
         self.interval = interval
@@ -109,8 +112,7 @@ class Poller:
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
 
-    def _read(self, shallow: set[str],
-              deep: set[str]) -> tuple[LiveSummary, dict[str, Signature]]:
+    def _read(self, shallow: set[str], deep: set[str]) -> tuple[LiveSummary, dict[str, Signature]]:
         self.status_reads += 1
         return self.read_summary(), signatures(self.rt, shallow, deep)
 
@@ -125,9 +127,13 @@ class Poller:
             except Exception as exc:  # Redis away: pages say so and the poller goes on
                 summary = ReadFailed(error=f"{type(exc).__name__}: {exc}"[:300])
                 signs = {}
-            changed = {a for a, sign in signs.items()
-                       if a in self._seen and self._seen[a] != sign
-                       and not self._told(a, self._seen[a], sign)}
+            changed = {
+                a
+                for a, sign in signs.items()
+                if a in self._seen
+                and self._seen[a] != sign
+                and not self._told(a, self._seen[a], sign)
+            }
             self._seen = signs
             self.latest = summary
             for sub in subs:
@@ -145,8 +151,12 @@ class Poller:
         """Whether the only change is a wake signal the listener already told of (its id
         is in the newest entry's repr, the signature's first part)."""
         told = self._announced.get(agent_id)
-        return (told is not None and before[0][1:] == now[0][1:] and before[1] == now[1]
-                and told in now[0][0])
+        return (
+            told is not None
+            and before[0][1:] == now[0][1:]
+            and before[1] == now[1]
+            and told in now[0][0]
+        )
 
     def _wait_for_wakes(self, after: dict[str, str]) -> dict[str, str]:
         """The watched agents woken since ``after``, blocking a while for one."""

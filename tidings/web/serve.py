@@ -50,8 +50,10 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         sock.close()
-        raise StartError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another "
-                         "--port", reason="port_in_use") from None
+        raise StartError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port",
+            reason="port_in_use",
+        ) from None
     sock.listen(128)
     return sock
 
@@ -61,14 +63,19 @@ def check_token(host: str, token: str | None) -> None:
     if is_loopback(host):
         return
     if not token:
-        raise StartError(f"refusing to serve on non-loopback {host} without {TOKEN_ENV}; set "
-                         f"it (clients then send 'Authorization: Bearer <token>') or use "
-                         "--host 127.0.0.1", reason="bad_usage")
+        raise StartError(
+            f"refusing to serve on non-loopback {host} without {TOKEN_ENV}; set "
+            f"it (clients then send 'Authorization: Bearer <token>') or use "
+            "--host 127.0.0.1",
+            reason="bad_usage",
+        )
     if len(token) < MIN_TOKEN_CHARS:
-        raise StartError(f"refusing to serve on non-loopback {host}: {TOKEN_ENV} has "
-                         f"{len(token)} characters, at least {MIN_TOKEN_CHARS} are needed "
-                         "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)",
-                         reason="weak_token")
+        raise StartError(
+            f"refusing to serve on non-loopback {host}: {TOKEN_ENV} has "
+            f"{len(token)} characters, at least {MIN_TOKEN_CHARS} are needed "
+            "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)",
+            reason="weak_token",
+        )
 
 
 def console_token(host: str, allow_actions: bool) -> tuple[str | None, bool]:
@@ -91,16 +98,32 @@ def serve(hub: Hub, host: str, port: int, allow_actions: bool) -> int:
     app = build_app(hub, allow_actions=allow_actions, token=token, loopback=is_loopback(host))
     if generated:
         # Printed once, to stderr only: stdout carries the machine-readable ready line.
-        sys.stderr.write(f"tidings web: actions need the console's token; sign in at "
-                         f"http://{shown}:{bound}/login?token={token}\n")
+        sys.stderr.write(
+            f"tidings web: actions need the console's token; sign in at "
+            f"http://{shown}:{bound}/login?token={token}\n"
+        )
         sys.stderr.flush()
-    sys.stdout.write(json.dumps({"status": "ready", "role": "web", "url": f"http://{shown}:{bound}/",
-                                 "allow_actions": allow_actions, "token": token is not None})
-                     + "\n")
+    sys.stdout.write(
+        json.dumps(
+            {
+                "status": "ready",
+                "role": "web",
+                "url": f"http://{shown}:{bound}/",
+                "allow_actions": allow_actions,
+                "token": token is not None,
+            }
+        )
+        + "\n"
+    )
     sys.stdout.flush()
     log.event("web_started", level=20, host=host, port=bound, allow_actions=allow_actions)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                            timeout_graceful_shutdown=GRACE_SECONDS)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        timeout_graceful_shutdown=GRACE_SECONDS,
+    )
     uvicorn.Server(config).run(sockets=[sock])
     return 0
 
@@ -111,12 +134,17 @@ class Background:
     def __init__(self, hub: Hub, host: str = "127.0.0.1", port: int = 0) -> None:
         self.sock = bind(host, port)
         self.url = f"http://{host}:{self.sock.getsockname()[1]}/"
-        config = uvicorn.Config(build_app(hub, loopback=is_loopback(host)), log_level="warning",
-                                lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=GRACE_SECONDS)
+        config = uvicorn.Config(
+            build_app(hub, loopback=is_loopback(host)),
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=GRACE_SECONDS,
+        )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       name="tidings-web", daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, name="tidings-web", daemon=True
+        )
 
     def __enter__(self) -> Background:
         self.thread.start()

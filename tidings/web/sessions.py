@@ -27,8 +27,9 @@ MAX_ADDRESSES = 4096
 class Sessions:
     """Session ids with their expiry, in this process only."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 lifetime: float = SESSION_SECONDS) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, lifetime: float = SESSION_SECONDS
+    ) -> None:
         self.clock = clock
         self.lifetime = lifetime
         self.expiry: OrderedDict[str, float] = OrderedDict()

@@ -37,5 +37,6 @@ async def events(request: Request) -> Response:
         finally:
             poller.unsubscribe(sub)
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store"})
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+    )
