@@ -157,8 +157,10 @@ class SentinelSet:
         replica = info.get("slave0")
         return isinstance(replica, dict) and replica["offset"] == info["master_repl_offset"]
 
-    def wait_promoted(self, old_port: int, timeout: float = 30.0) -> int:
-        """Wait until every Sentinel names a new master that answers as one."""
+    def wait_promoted(self, old_port: int, timeout: float = 60.0) -> int:
+        """Wait until every Sentinel names a new master that answers as one (a failover
+        attempt that aborts is retried only after twice the failover timeout: on a
+        loaded machine one such retry has taken a .ci/run past 30 s)."""
 
         def promoted() -> int | None:
             ports = {
