@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -52,8 +53,9 @@ class AgentRecord(BaseModel):
                 raise ValueError(f"max_events[{channel!r}] must be in 1..10000")
         return value
 
-    @property
+    @cached_property
     def root(self) -> Path:
+        # Built once per record: one visit asks for it a dozen times (C27's hot path).
         return Path(self.workdir)
 
     @property

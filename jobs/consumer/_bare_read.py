@@ -11,6 +11,7 @@ skip D9: an import-linter contract (pyproject.toml, "One way down") lets only
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from redis.exceptions import RedisError
 
@@ -64,10 +65,22 @@ def snapshot(
     return _snapshot(root, allow, exclude)[0]
 
 
-def bare_read(rt: Runtime, agent: AgentRecord, allow: Allowlist | None = None) -> Observation:
+class Opening(NamedTuple):
+    """A fingerprint pass already taken (with the delay target it excluded): the first
+    attempt's opening bookend, so that a visit which has just fingerprinted the files to
+    see whether they changed does not do it again before reading (C22, C27)."""
+
+    target: str | None
+    raw: list[FpEntry]
+
+
+def bare_read(
+    rt: Runtime, agent: AgentRecord, allow: Allowlist | None = None, opening: Opening | None = None
+) -> Observation:
     """C22 without D9: a stable observation of the consumer's view, or an unstable last
     attempt. Reads only, apart from refreshing the agent's stored hook channels (C41)
-    unless ``allow`` is given."""
+    unless ``allow`` is given. ``opening``: a fingerprint pass taken just before, used as
+    the first attempt's opening bookend if it excluded the same delay target."""
     try:
         allow = allow if allow is not None else allowlist(rt, agent)
         target = delay_state.live_target(rt, agent, allow)
@@ -79,8 +92,9 @@ def bare_read(rt: Runtime, agent: AgentRecord, allow: Allowlist | None = None) -
     raw: list[FpEntry] = []
     stable = False
     attempt = 0
-    for attempt in range(1, COHERENT_ATTEMPTS + 1):  # noqa: B007 - reported below
-        before = fingerprint(root, allow, exclude)
+    first = opening.raw if opening is not None and opening.target == target else None
+    for attempt in range(1, COHERENT_ATTEMPTS + 1):
+        before = first if first is not None and attempt == 1 else fingerprint(root, allow, exclude)
         payloads, seen = _snapshot(root, allow, exclude)
         after = fingerprint(root, allow, exclude)
         raw = after

@@ -27,7 +27,7 @@ from tidings.jobs.channels import (
     scan,
 )
 from tidings.jobs.consumer import committed, delay_alarm, delay_state, delivery, own_acts, wake_mask
-from tidings.jobs.consumer._bare_read import bare_read
+from tidings.jobs.consumer._bare_read import Opening, bare_read
 from tidings.jobs.consumer.read import Observation, fingerprint
 from tidings.jobs.consumer.wait_loop import NOTIFICATION_KIND, STREAM_MAXLEN, Entry
 from tidings.jobs.guard import answering
@@ -190,8 +190,9 @@ def _signal(
 
 def _unchanged(
     rt: Runtime, agent: AgentRecord, allow: Allowlist, seen: committed.Committed
-) -> bool:
-    """Whether one fingerprint pass already equals the committed wake fingerprint.
+) -> Opening | None:
+    """``None`` if one fingerprint pass already equals the committed wake fingerprint,
+    else that pass, which opens the coherent read that follows (C22's first bookend).
 
     Most agents are quiet most ticks: then the outcome of C27 is "stop" whatever a
     full coherent read would say, so the tick skips reading and parsing payloads.
@@ -199,7 +200,7 @@ def _unchanged(
     target = delay_state.live_target(rt, agent, allow)
     raw = fingerprint(agent.root, allow, target if target != DAEMON else None)
     masked = wake_mask.masked_fingerprint(agent.root, raw, target)
-    return bool(masked == seen.wake(agent.root, target))
+    return None if masked == seen.wake(agent.root, target) else Opening(target, raw)
 
 
 @answering("sync_agent")
@@ -248,10 +249,11 @@ def _visit(rt: Runtime, agent: AgentRecord, known: Known | None) -> SyncOutcome:
     # Read once, before the files: the compare-and-set below (C26, C53) then refuses a
     # signal if a delivery committed anything while this visit observed.
     seen = known.committed if known else committed.read(rt, agent)
-    if _unchanged(rt, agent, allow, seen):
+    opening = _unchanged(rt, agent, allow, seen)
+    if opening is None:
         found = scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)
         return {**result, "stable": True, "blocked": found.blocked, "oversized": found.oversized}
-    obs = bare_read(rt, agent, allow)
+    obs = bare_read(rt, agent, allow, opening)
     if not obs.stable:
         return {**result, "stable": False, "retry": True}
     found = scan(rt, agent, allow, registry_loaded=state.loaded, known=sets)

@@ -227,10 +227,10 @@ class TestTickIsolation:
         (good.root / ".notification" / "email.json").write_text('{"header": "mail"}')
         real = visit.bare_read
 
-        def poisoned(rt_: Runtime, a: AgentRecord, allow: Any = None) -> Any:
+        def poisoned(rt_: Runtime, a: AgentRecord, *args: Any) -> Any:
             if a.agent_id == "bad":
                 raise RecursionError("maximum recursion depth exceeded")
-            return real(rt_, a, allow)
+            return real(rt_, a, *args)
 
         monkeypatch.setattr(visit, "bare_read", poisoned)
         (tmp_path / "bad" / ".notification").mkdir()

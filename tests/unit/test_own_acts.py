@@ -149,8 +149,8 @@ class TestTickStopsOnAnOwnAct:
         settle(rt, agent)
         real = visit.bare_read
 
-        def act_between(rt_: Runtime, a: AgentRecord, allow: Any = None) -> Any:
-            obs = real(rt_, a, allow)  # the tick has read; now the agent acts
+        def act_between(rt_: Runtime, a: AgentRecord, *args: Any) -> Any:
+            obs = real(rt_, a, *args)  # the tick has read; now the agent acts
             with own_acts.own_act(rt_, a):
                 pass
             return obs

@@ -16,6 +16,7 @@ from tests.conftest import make_agent
 from tidings.jobs import tick
 from tidings.jobs.channels import add, drop, publish_daemon_event, publishing
 from tidings.jobs.channels import blocked as blocked_warnings
+from tidings.jobs.consumer import _bare_read as bare
 from tidings.jobs.consumer import (
     committed,
     delay_alarm,
@@ -238,6 +239,41 @@ class TestC27SyncTick:
         monkeypatch.setattr(visit, "bare_read", lambda *a: Observation(False, [], [], {}))
         assert visit.sync_agent(rt, agent)["stable"] is False
         assert stream_len(rt, agent) == 0
+
+    def test_the_change_check_opens_the_coherent_read(
+        self, rt: Runtime, agent: AgentRecord, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """C22, C27: the fingerprint pass that found a change is the read's opening
+        bookend (two passes per woken visit, not three); a write between that pass and
+        the snapshot makes the attempt unstable, and the next attempt reads it."""
+        write_direct(agent, "mcp.x.json", '{"header": "one"}')
+        passes: list[str] = []
+        real_fp, real_snapshot = reading.fingerprint, bare._snapshot
+
+        def counted(*args: Any) -> Any:
+            passes.append("fp")
+            return real_fp(*args)
+
+        monkeypatch.setattr(visit, "fingerprint", counted)
+        monkeypatch.setattr(bare, "fingerprint", counted)
+        assert visit.sync_agent(rt, agent)["woke"] is True
+        assert passes == ["fp", "fp"]
+
+        write_direct(agent, "mcp.x.json", '{"header": "two"}')
+        snapshots: list[int] = []
+
+        def written_meanwhile(*args: Any) -> Any:
+            if not snapshots:  # after the opening pass, before the first snapshot
+                write_direct(agent, "mcp.x.json", '{"header": "three"}')
+            snapshots.append(1)
+            return real_snapshot(*args)
+
+        monkeypatch.setattr(bare, "_snapshot", written_meanwhile)
+        passes.clear()
+        assert visit.sync_agent(rt, agent)["woke"] is True
+        assert len(snapshots) == 2 and passes == ["fp", "fp", "fp", "fp"]
+        newest = rt.redis.xrevrange(AgentKeys(agent.agent_id).wake_stream, count=1)
+        assert "three" in json.dumps(json.loads(newest[0][1][b"entry"]))
 
     def test_stranded_flush_and_delay_backstop(
         self, rt: Runtime, agent: AgentRecord, jobs_dispatch: Any, monkeypatch: pytest.MonkeyPatch
