@@ -88,6 +88,57 @@ def test_c27_one_agents_visits_never_overlap_and_others_run_beside() -> None:
         visits.close()
 
 
+class Batches:
+    """A visit that records how many batches ran at once; ``slow`` agents take 0.5 s."""
+
+    def __init__(self, slow: frozenset[str] = frozenset()) -> None:
+        self.slow = slow
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+        self.done: dict[str, float] = {}
+
+    def __call__(self, agent_ids: list[str]) -> set[str]:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        for agent_id in agent_ids:
+            time.sleep(0.5 if agent_id in self.slow else 0.001)
+            with self.lock:
+                self.done[agent_id] = time.monotonic()
+        with self.lock:
+            self.running -= 1
+        return set()
+
+
+def test_c27_one_batch_at_a_time_unless_it_stalls() -> None:
+    """Visits are CPU work under the GIL: quick batches never run side by side (two
+    racing for the GIL made a host that fell behind stay behind); a batch that runs
+    past STALL_SECONDS lets another thread visit the other agents beside it."""
+    quick = Batches()
+    visits = PromptVisits(quick, 0.001, threads=2)
+    try:
+        for n in range(200):
+            visits.poke([f"a{n % 50}"])
+            time.sleep(0.0005)
+        wait_until(lambda: visits.pending() == 0, timeout=10, what="the visits to end")
+        assert quick.most == 1
+    finally:
+        visits.close()
+    stalled = Batches(slow=frozenset({"slow"}))
+    visits = PromptVisits(stalled, 0.001, threads=2)
+    try:
+        visits.poke(["slow"])
+        wait_until(lambda: stalled.running == 1, timeout=10, what="the slow visit to start")
+        poked = time.monotonic()
+        visits.poke(["other"])
+        wait_until(lambda: "other" in stalled.done, timeout=10, what="the other visit")
+        assert stalled.done["other"] - poked < prompt.STALL_SECONDS + 0.2
+        assert "slow" not in stalled.done  # it ran beside the stalled one
+    finally:
+        visits.close()
+
+
 def test_c27_busy_elsewhere_is_retried_then_left_to_the_tick() -> None:
     visit = Visits(busy=3)
     visits = PromptVisits(visit, 0.001, threads=1)
