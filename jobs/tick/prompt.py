@@ -14,10 +14,10 @@ Plain threads, as in the scheduler: a few of them run visits, so that one slow
 agent does not hold back the wake of another. A thread takes every agent due at that
 moment (up to :data:`BATCH_LIMIT`), so that their Redis reads go out in one pipeline
 as the tick's do. Only one thread visits at a time unless the running batch has taken
-longer than :data:`STALL_SECONDS`: a visit is CPU work under the GIL, and two threads
-visiting side by side each wait for the GIL after every file and Redis call, so a
-host that falls behind stayed behind (bench/wake.py: wake p99 ~1.2 s at 200 changes/s
-over 2,000 agents with two threads racing, ~30-70 ms with one).
+longer than :data:`STALL_SECONDS` (a stuck agent): a visit is CPU work under the GIL,
+and two threads visiting side by side each wait for the GIL after every file and Redis
+call, so a host that fell behind stayed behind (bench/wake.py: wake p99 ~1.2 s at 200
+changes/s over 2,000 agents with two threads racing, ~30-70 ms with one).
 """
 
 from __future__ import annotations
@@ -41,11 +41,12 @@ VISIT_THREADS = 2
 #: Attempts of a visit that keeps finding its agent busy in another process (about two
 #: seconds at the default debounce) before the tick is left to it.
 BUSY_ATTEMPTS = 200
-#: The most agents one thread takes at once.
-BATCH_LIMIT = 20
+#: The most agents one thread takes at once (a batch of ordinary visits of 20 channels
+#: takes ~25 ms, well inside :data:`STALL_SECONDS` even on a loaded host).
+BATCH_LIMIT = 8
 #: How long a running batch may take before another thread starts the next one beside
-#: it (s): longer than a batch of ordinary visits, short beside a wake's budget.
-STALL_SECONDS = 0.1
+#: it (s): a stuck agent, not a busy moment, is what this is for.
+STALL_SECONDS = 0.25
 #: How long :meth:`PromptVisits.close` waits for a running visit (s).
 CLOSE_TIMEOUT_SECONDS = 10.0
 

@@ -89,7 +89,7 @@ def test_c27_one_agents_visits_never_overlap_and_others_run_beside() -> None:
 
 
 class Batches:
-    """A visit that records how many batches ran at once; ``slow`` agents take 0.5 s."""
+    """A visit that records how many batches ran at once; ``slow`` agents take 1 s."""
 
     def __init__(self, slow: frozenset[str] = frozenset()) -> None:
         self.slow = slow
@@ -103,7 +103,7 @@ class Batches:
             self.running += 1
             self.most = max(self.most, self.running)
         for agent_id in agent_ids:
-            time.sleep(0.5 if agent_id in self.slow else 0.001)
+            time.sleep(1.0 if agent_id in self.slow else 0.001)
             with self.lock:
                 self.done[agent_id] = time.monotonic()
         with self.lock:
