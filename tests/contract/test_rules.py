@@ -181,8 +181,13 @@ def c24_a_failed_or_unstable_read_never_says_nothing_is_active(path: Path, world
     after the coherent read's retries, stamps the check placeholder with
     ``notifications_unavailable`` (a reason and a sentence the model can act on), never
     the bare placeholder that means "no notifications are active"; nothing is committed,
-    and the next good read delivers."""
+    and the next good read delivers.
+
+    In a racing world a prompt visit (C27) commits the publish's wake some time after the
+    publish: what the failed reads commit is measured from once the world has settled,
+    so that it counts their commits alone (C23), not that correct wake."""
     path.publish("soul", SOUL)
+    world.settle()
     before = committed.read(world.hub.runtime, world.record)
     for how, reason in (("refused", "no_permission"), ("unstable", "unstable")):
         with unreadable(how):
