@@ -76,10 +76,18 @@ def delay_soul(path: Path, world: World, seconds: int = DELAY_SECONDS) -> None:
 def d9_overdue_alarm_shows_in_the_same_read_once(path: Path, world: World) -> None:
     """delay.md D9, channels.md C22: the first read after the deadline shows the due
     target and its alarm together; a second read publishes nothing again. The console
-    shows the target with the alarm *overdue* and publishes nothing."""
+    shows the target with the alarm *overdue* and publishes nothing.
+
+    In a racing world every prompt visit reconciles too (D9, C27): one that the delay's
+    write started and that runs only after the deadline publishes the alarm itself, as
+    the scheduler may. Elsewhere it races the first read, which shows the alarm whoever
+    published it; on the console, whose claim is that *it* publishes nothing, the world
+    settles before the deadline passes."""
     path.publish("soul", SOUL)
     delay_soul(path, world)
     assert "soul" not in path.read()
+    if not path.publishes:
+        world.settle()
     world.clock.advance(DELAY_SECONDS + 1)
     first = path.read()
     if not path.publishes:
