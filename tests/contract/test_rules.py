@@ -217,13 +217,32 @@ def _digest8(full: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
+def _written(logs: FsPath) -> dict[str, tuple[int, int]]:
+    """Each file in ``logs``: its inode and modification time (a write replaces or
+    touches it)."""
+    written: dict[str, tuple[int, int]] = {}
+    if logs.is_dir():
+        for f in logs.iterdir():
+            st = f.stat()
+            written[f.name] = (st.st_ino, st.st_mtime_ns)
+    return written
+
+
 def b8_b10_an_over_cap_lane_has_its_marker_and_spill(path: Path, world: World) -> None:
     """block-cap.md B7-B10: over the cap the lane carries ``overflow`` (absolute spill
     path in ``<workdir>/logs/``, full size, truncated) and the comment naming it; the
     spill holds the full map under its B10 name. The console names the same spill but
-    does not write it; the next delivery writes exactly that file."""
+    does not write it; the next delivery writes exactly that file.
+
+    In a racing world the publish's wake signal, a check stamped as C24 (C26, C27),
+    writes that spill itself; so on the console the world settles after the publish,
+    and the console's read must leave ``logs/`` as it was (empty, without prompt
+    visits)."""
     text = "x" * (DEFAULT_MAX_CHARS + 2_000)
     path.publish("soul", {"header": "big", "data": {"text": text}})
+    if not path.publishes:
+        world.settle()
+        written = _written(world.workdir / "logs")
     lane = path.lane()
     marker = lane["overflow"]
     assert marker["truncated"] is True and marker["full_chars"] > DEFAULT_MAX_CHARS
@@ -234,7 +253,7 @@ def b8_b10_an_over_cap_lane_has_its_marker_and_spill(path: Path, world: World) -
     assert str(spill) in lane["comment"]
     assert len(channels_of(lane)["soul"]["data"]["text"]) < len(text)
     if not path.publishes:
-        assert not spill.exists()
+        assert _written(world.workdir / "logs") == written
         assert world.deliver()["_meta"]["agent_meta"]["notifications"]["attention"]["overflow"][
             "path"
         ] == str(spill)
