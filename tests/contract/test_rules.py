@@ -8,8 +8,10 @@ How to read and extend it:
 - ``tests/contract/paths.py`` ``PATHS`` lists the public paths (sync inline, sync with a
   worker, ``tidings.aio``, the CLI, the MCP tools and resource, the console preview);
   a path added there gets every scenario it exposes, with no edit here.
-- ``store`` (conftest) runs the whole table on fakeredis and on a real redis-server;
-  another store kind is one more parameter there.
+- ``store`` (conftest) runs the whole table on fakeredis, on a real redis-server and on
+  a Redis Cluster, and on the redis-server again with prompt visits racing the scenario
+  (``real-racing``: a racing :class:`tests.contract.world.World`, issue 33); another
+  store kind is one more parameter there.
 - Where the console's read-only preview must differ (it reports an overdue alarm
   instead of publishing it, names a spill instead of writing it, commits nothing) the
   scenario asserts exactly that difference (``path.publishes`` / ``path.commits``).
