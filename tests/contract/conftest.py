@@ -3,7 +3,9 @@
 ``store`` is a factory of clients on one store. It is parametrised (``fake``:
 fakeredis, ``real``: the session's redis-server, ``cluster``: agent state on the
 session's three-primary Redis Cluster with the broker on the redis-server, issue 25), so
-every scenario on every path runs on each kind of store.
+every scenario on every path runs on each kind of store. ``real-racing`` is the
+redis-server again, with a racing world (:class:`tests.contract.world.World`): prompt
+visits race every scenario's reads, acts and ticks (issue 33, acceptance 2).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from tidings.store.connection import client_for
 from tidings.store.settings import RedisConfig
 
 StoreFactory = Callable[[], Any]
+#: The ``store`` parameter whose world races prompt visits against the scenario.
+RACING = "real-racing"
 
 
 class ClusterStore:
@@ -40,7 +44,7 @@ class ClusterStore:
         return self.broker.client()
 
 
-@pytest.fixture(params=["fake", "real", "cluster"])
+@pytest.fixture(params=["fake", "real", "cluster", RACING])
 def store(request: pytest.FixtureRequest) -> StoreFactory:
     if request.param == "fake":
         server = fakeredis.FakeServer()
@@ -64,6 +68,7 @@ def world(request: pytest.FixtureRequest, store: StoreFactory, tmp_path: FsPath)
         tmp_path,
         memory=needs_memory,
         new_control=store.control if isinstance(store, ClusterStore) else None,
+        racing=callspec is not None and callspec.params.get("store") == RACING,
     )
     yield w
     w.close()
