@@ -30,6 +30,7 @@ from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer
 from tidings import cli
 from tidings._hub import connect
+from tidings.errors import TidingsError
 from tidings.store.settings import Settings
 
 pytestmark = [pytest.mark.redis_server]
@@ -275,8 +276,6 @@ def test_agents_add_refuses_a_path_that_is_no_work_tree_and_empty_clears(
 
 
 def test_python_connect_with_a_wrong_password_is_auth_failed(store: Store) -> None:
-    from tidings.errors import TidingsError
-
     wrong = store.url(PRODUCER).replace("test-tidings-producer-password", "wrong")
     with pytest.raises(TidingsError) as raised:
         connect(wrong, settings=Settings(host=HOST, redis_url=wrong))
@@ -288,8 +287,6 @@ def test_python_connect_with_a_wrong_password_is_auth_failed(store: Store) -> No
 def test_python_calls_answer_no_permission(store: Store) -> None:
     """The same refusal through ``tidings.connect()``: dict calls answer it, other calls
     raise :class:`tidings.TidingsError` with it (interfaces.md, Errors in Python)."""
-    from tidings.errors import TidingsError
-
     url = store.url(MONITOR)
     with connect(url, settings=Settings(host=HOST, redis_url=url), declare_actors=False) as hub:
         agent = hub.find_agent(store.workdir, inline=True)

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.spills import attention_spiller, spill_files
 from tidings.jobs.cap import attention as cap_attention
-from tidings.jobs.cap import measure, sanitise_attention
+from tidings.jobs.cap import cap_lane, measure, sanitise_attention
 from tidings.jobs.cap.spill import Spill, SpillRequest
 
 
@@ -420,8 +420,6 @@ class TestSanitise:
 
     def test_b4_sanitised_before_measuring(self, tmp_path: Path) -> None:
         """A lane too large only because of the email copy is not capped at all."""
-        from tidings.jobs.cap import cap_lane
-
         attention = {"email": {"header": "h", "data": {"emails": [{"body": "b" * 20_000}]}}}
         persistent = {"email": {"emails": [{"id": "e1"}]}}
         lane = sanitise_attention(attention, persistent)

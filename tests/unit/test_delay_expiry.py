@@ -24,6 +24,7 @@ from tests.support.delay import (
     write_channel,
 )
 from tidings.jobs import tick
+from tidings.jobs.channels import publish
 from tidings.jobs.consumer import delay_alarm, expire, observe, request_delay, visit
 from tidings.jobs.consumer.delay import reconcile
 from tidings.jobs.consumer.delay_alarm import alarm_bytes, changed
@@ -461,8 +462,6 @@ def test_d13_next_alarm_replaces_the_last(
 
 
 def test_d13_delay_alarm_cannot_be_published_by_producers(rt: Runtime, agent: AgentRecord) -> None:
-    from tidings.jobs.channels import publish
-
     assert publish(rt, agent, "delay-alarm", {"header": "x"})["reason"] == "reserved_channel"
 
 

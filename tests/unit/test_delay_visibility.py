@@ -19,7 +19,7 @@ from tests.support.delay import (
     put_state,
     write_channel,
 )
-from tidings.jobs.channels import allowlist
+from tidings.jobs.channels import allowlist, publish
 from tidings.jobs.channels.daemon_runs import DaemonView
 from tidings.jobs.consumer import _bare_read as bare
 from tidings.jobs.consumer import (
@@ -64,8 +64,6 @@ class TestConsumerFilter:
         assert set(render(rt, agent)["attention"]) == {"system"}
 
     def test_d1_target_file_keeps_receiving_updates(self, rt: Runtime, agent: AgentRecord) -> None:
-        from tidings.jobs.channels import publish
-
         request_delay(rt, agent, "email", 60)
         assert publish(rt, agent, "email", {"header": "mail 2"})["status"] == "ok"
         on_disk = json.loads((agent.root / ".notification/email.json").read_bytes())

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tidings.jobs import limits
+from tidings.jobs.channels import show
 from tidings.jobs.limits import MAX_CHARS_ENV, max_chars, system_v2_max_chars
+from tidings.store.models import AgentRecord
 
 VALID_V2: dict[str, Any] = {
     "schema_version": 2,
@@ -229,9 +231,6 @@ class TestSettingsShow:
         caplog: pytest.LogCaptureFixture,
         raw: str | None,
     ) -> None:
-        from tidings.jobs.channels import show
-        from tidings.store.models import AgentRecord
-
         caplog.set_level(logging.WARNING, logger="tidings")
         if raw is not None:
             monkeypatch.setenv(MAX_CHARS_ENV, raw)

@@ -14,7 +14,14 @@ import pytest
 
 from tests.conftest import make_agent
 from tidings.jobs import tick
-from tidings.jobs.channels import add, drop, publish_daemon_event, publishing
+from tidings.jobs.channels import (
+    add,
+    allowlisting,
+    drop,
+    publish_daemon_event,
+    publishing,
+    system_events,
+)
 from tidings.jobs.channels import blocked as blocked_warnings
 from tidings.jobs.consumer import _bare_read as bare
 from tidings.jobs.consumer import (
@@ -22,6 +29,7 @@ from tidings.jobs.consumer import (
     delay_alarm,
     delay_state,
     delivery,
+    dismiss_ref,
     observe,
     visit,
     wake_mask,
@@ -394,7 +402,6 @@ class TestC28C29Warnings:
         add(rt, agent, MANIFEST)
         assert not rt.redis.sismember(blocked, "deploys")
         assert "deploys" in observe(rt, agent).payloads
-        from tidings.jobs.consumer import dismiss_ref
 
         delivery.stamp(rt, agent, {"status": "ok"})
         dismiss_ref(rt, agent, "blocked_channel:deploys")
@@ -416,8 +423,6 @@ class TestC28C29Warnings:
         write_direct(agent, "deploys.json", "{}")
         visit.sync_agent(rt, agent)
         delivery.stamp(rt, agent, {"status": "ok"})
-        from tidings.jobs.channels import allowlisting
-        from tidings.jobs.consumer import dismiss_ref
 
         dismiss_ref(rt, agent, "blocked_channel:deploys")
         allowlisting.invalidate(agent)
@@ -480,8 +485,6 @@ class TestC28C29Warnings:
         assert outside.read_text() == '{"header": "elsewhere"}'
 
     def test_c29_skip_if_ref_exists(self, rt: Runtime, agent: AgentRecord) -> None:
-        from tidings.jobs.channels import system_events
-
         for _ in range(2):
             system_events.notify(rt, agent, source="s", ref_id="r", body="b")
         assert system_refs(agent) == ["r"]
