@@ -265,9 +265,11 @@ class DoorbellConsumer(_RedisConsumer):
         time.sleep(backoff_ms / 1000)
 
     def _wait_seconds(self) -> float:
+        # Worker threads acknowledge (and so drop etas) concurrently: one C-level pass.
+        earliest = min(self._etas.values(), default=None)
         wait_ms = float(self.timeout)
-        if self._etas:
-            wait_ms = min(wait_ms, min(self._etas.values()) - current_millis())
+        if earliest is not None:
+            wait_ms = min(wait_ms, earliest - current_millis())
         return wait_ms / 1000
 
     def _wait_for_ring(self) -> bool:
