@@ -80,7 +80,7 @@ class DoorbellBroker(RedisBroker):
         self.idle_wait_ms = max(1, min(poll_ms, self.heartbeat_timeout // WAITS_PER_HEARTBEAT))
         #: Set from a worker's shutdown until it boots again: consumers poll, not wait.
         self.stopping = threading.Event()
-        self._waiting: set[AbstractConnection] = set()
+        self._waiting: dict[AbstractConnection, str] = {}
         self._waiting_lock = threading.Lock()
         self._maintained: dict[str, float] = {}
         self.add_middleware(_EndWaitsOnShutdown())
@@ -161,28 +161,36 @@ class DoorbellBroker(RedisBroker):
         )
         return fetched
 
-    def waiting(self, connection: AbstractConnection) -> bool:
-        """Register ``connection`` as about to wait; ``False`` once stopping (then it must not)."""
+    def waiting(self, connection: AbstractConnection, bell: str) -> bool:
+        """Register ``connection`` as about to wait on ``bell``; ``False`` once stopping
+        (then it must not)."""
         with self._waiting_lock:
             if self.stopping.is_set():
                 return False
-            self._waiting.add(connection)
+            self._waiting[connection] = bell
             return True
 
     def waited(self, connection: AbstractConnection) -> None:
         with self._waiting_lock:
-            self._waiting.discard(connection)
+            self._waiting.pop(connection, None)
 
     def end_waits(self) -> None:
         """Stop every wait of this broker's consumers now, and let none start (until a
-        worker boots again): a shut-down socket wakes its blocked reader with an error."""
+        worker boots again): a shut-down socket wakes its blocked reader with an error.
+        A connection without an OS socket (an in-process store: fakeredis) cannot be shut
+        down; a ring of its bell ends its wait instead."""
+        unshut: list[str] = []
         with self._waiting_lock:
             self.stopping.set()
-            for connection in self._waiting:
+            for connection, bell in self._waiting.items():
                 sock = getattr(connection, "_sock", None)
                 if isinstance(sock, socket.socket):
                     with contextlib.suppress(OSError):
                         sock.shutdown(socket.SHUT_RDWR)
+                else:
+                    unshut.append(bell)
+        for bell in unshut:
+            self._ring_alone(bell)
 
 
 class _EndWaitsOnShutdown(Middleware):
@@ -292,7 +300,7 @@ class DoorbellConsumer(_RedisConsumer):
             # Connected before it is registered: a shutdown from end_waits then always
             # finds the socket it must wake.
             connection.connect()
-            if not self.broker.waiting(connection):
+            if not self.broker.waiting(connection, self.bell):
                 return False
             try:
                 connection.send_command("BLPOP", self.bell, f"{seconds:.3f}")
