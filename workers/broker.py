@@ -42,9 +42,9 @@ def make_broker(client: Redis, settings: Settings) -> DoorbellBroker:
     Its enqueues ring the queue's doorbell and its idle consumers wait on it for up to
     ``settings.worker_poll_ms`` (:mod:`tidings.workers.doorbell`; ``worker_doorbell``
     off: they poll). Queue maintenance (which moves a dead worker's messages back)
-    runs at least four times per heartbeat per consumed queue; with a heartbeat below
-    dramatiq's default, on every command, so redelivery happens within about one and a
-    half heartbeats.
+    runs at least four times per heartbeat per consumed queue, so redelivery happens
+    within about one and a quarter heartbeats (with a heartbeat below dramatiq's
+    default, maintenance runs on every command as well).
     """
     heartbeat = settings.broker_heartbeat_ms
     middleware = [
