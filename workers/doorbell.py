@@ -129,7 +129,7 @@ class DoorbellBroker(RedisBroker):
             enqueued, *rung = pipe.execute(raise_on_error=False)
         if isinstance(enqueued, NoScriptError):  # a restarted or failed-over store
             script(keys=[self.namespace], args=arguments)
-            rung = [self._ring_alone(bell)]
+            rung = [self.ring(bell)]
         elif isinstance(enqueued, Exception):
             raise enqueued
         failed = next((r for r in rung if isinstance(r, Exception)), None)
@@ -137,7 +137,8 @@ class DoorbellBroker(RedisBroker):
             # The message is enqueued: an idle consumer fetches it within its idle wait.
             log.event("doorbell_ring_failed", queue=queue_name, error=str(failed)[:200])
 
-    def _ring_alone(self, bell: str) -> object:
+    def ring(self, bell: str) -> object:
+        """Ring ``bell`` on its own; the error, if the ring failed."""
         try:
             with self.client.pipeline(transaction=False) as pipe:
                 pipe.lpush(bell, RING)
@@ -190,7 +191,7 @@ class DoorbellBroker(RedisBroker):
                 else:
                     unshut.append(bell)
         for bell in unshut:
-            self._ring_alone(bell)
+            self.ring(bell)
 
 
 class _EndWaitsOnShutdown(Middleware):
@@ -261,6 +262,9 @@ class DoorbellConsumer(_RedisConsumer):
         for message in messages:
             self._etas.pop(message.message_id, None)
         super().requeue(messages)
+        if messages and self.broker.doorbell:
+            # Back in the queue at a worker's stop: another process's consumer takes them.
+            self.broker.ring(self.bell)
 
     def close(self) -> None:
         if self._connection is not None:

@@ -108,6 +108,16 @@ def test_an_enqueue_wakes_a_waiting_consumer_at_once(running: Running) -> None:
         wait_until(lambda: blocked_on_bell(running.admin, 2), what="waiting again")
 
 
+def test_an_enqueue_after_the_scripts_are_gone_still_rings(running: Running) -> None:
+    """A restarted or failed-over store has lost dramatiq's script: the pipelined
+    ``EVALSHA`` fails, the script is loaded and run, and the bell rung after it."""
+    running.admin.script_flush()
+    sent = time.monotonic()
+    running.probe.broker.enqueue(running.probe.message("reloaded"))
+    took = running.probe.ran_within("reloaded", LONG_WAIT_MS / 1000, sent)
+    assert took is not None and took < PROMPT_SECONDS, took
+
+
 def test_a_delayed_message_runs_at_its_eta_not_after_the_idle_wait(running: Running) -> None:
     """The delay queue's consumer waits no longer than the earliest eta it holds (dramatiq's
     retries are delayed messages)."""
