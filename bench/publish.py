@@ -6,9 +6,15 @@ thread count:
 * events/s delivered into one channel by tidings' coalesced path
   (``publish_event`` → buffer → ``flush_channel``), and by a plain dramatiq actor
   that writes the channel file once per event (the baseline);
-* publish → visible-in-file latency p50/p99 at a steady 200 events/s.
+* publish → visible-in-file latency p50/p99 at a steady 200 events/s;
+* the same latency for a ``publish_event`` that finds its worker idle, with the doorbell
+  (the default: the enqueue wakes the waiting consumer) beside polling
+  (``TIDINGS_WORKER_DOORBELL=false``, ``TIDINGS_WORKER_POLL_MS=20``: the design before
+  it), their events interleaved in one run, and each idle worker's CPU.
 
-Prints one JSON object. Goal: coalesced ≥ 10× plain; p99 ≤ 100 ms.
+Prints one JSON object. Goal: coalesced ≥ 10× plain; p99 ≤ 100 ms; the doorbell's idle
+latency no worse than polling's, at a fraction of its idle CPU. ``--idle`` measures the
+idle figures alone.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -35,6 +42,18 @@ PRODUCERS = 4
 LATENCY_RATE = 200
 LATENCY_SECONDS = 5.0
 HOST = "bench"
+#: Idle publishes per design, and the pause before each (s): the worker's queue is
+#: empty and its consumer waiting (or polled out to its ceiling) when the event comes.
+IDLE_EVENTS = 40
+IDLE_GAP_SECONDS = (0.15, 0.35)
+#: How long each idle worker's CPU is measured (s).
+IDLE_CPU_SECONDS = 10.0
+#: The designs of the idle figures: their environments on top of the bench's.
+IDLE_DESIGNS = {
+    "doorbell": {"TIDINGS_WORKER_DOORBELL": "true"},
+    "polling": {"TIDINGS_WORKER_DOORBELL": "false", "TIDINGS_WORKER_POLL_MS": "20"},
+}
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def plain_worker(url: str) -> None:
@@ -268,6 +287,71 @@ def steady_latency(url: str, workdir: Path) -> dict[str, float]:
         }
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` and its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def idle_latency(url: str, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Per design: ``publish_event`` → the event in the channel file, each event sent to
+    an idle worker (the designs take turns, so both see the same machine), and the
+    worker's CPU while nothing happens."""
+    import tidings
+
+    workers: dict[str, subprocess.Popen[str]] = {}
+    agents: dict[str, Any] = {}
+    latencies: dict[str, list[float]] = {design: [] for design in IDLE_DESIGNS}
+    with contextlib.ExitStack() as stack:
+        for design, extra in IDLE_DESIGNS.items():
+            host = f"{HOST}-{design}"
+            worker = start(
+                [sys.executable, "-m", "tidings", "worker", "--threads", str(THREADS)],
+                {**env, "TIDINGS_HOST": host, **extra},
+            )
+            stack.callback(stop, worker)
+            workers[design] = worker
+            hub = stack.enter_context(tidings.connect(url, settings=tidings.Settings(host=host)))
+            (tmp / design).mkdir()
+            agents[design] = hub.agent(tmp / design, max_events={"mcp.idle": 1000})
+        time.sleep(1.0)  # start-up work done
+        before = {d: cpu_seconds(w.pid) for d, w in workers.items()}
+        time.sleep(IDLE_CPU_SECONDS)
+        idle_cores = {
+            d: round((cpu_seconds(w.pid) - before[d]) / IDLE_CPU_SECONDS, 4)
+            for d, w in workers.items()
+        }
+        order = list(IDLE_DESIGNS)
+        for n in range(IDLE_EVENTS):
+            random.shuffle(order)
+            for design in order:
+                time.sleep(random.uniform(*IDLE_GAP_SECONDS))
+                mirror = tmp / design / ".notification" / "mcp.idle.json"
+                sent = time.perf_counter()
+                event_id = agents[design].publish_event("mcp.idle", {"n": n})["event_id"]
+                wait_for(lambda m=mirror, e=event_id: in_file(m, e), timeout=10)
+                latencies[design].append((time.perf_counter() - sent) * 1000)
+    return {
+        design: {
+            "events": len(lat),
+            "p50_ms": round(percentile(lat, 50), 2),
+            "p99_ms": round(percentile(lat, 99), 2),
+            "max_ms": round(max(lat), 2),
+            "worker_idle_cores": idle_cores[design],
+        }
+        for design, lat in latencies.items()
+    }
+
+
+def in_file(mirror: Path, event_id: str) -> bool:
+    try:
+        events = json.loads(mirror.read_bytes())["data"]["events"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return any(e.get("event_id") == event_id for e in events)
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--plain-worker":
         plain_worker(sys.argv[2])
@@ -282,6 +366,14 @@ def main() -> None:
             "TIDINGS_HOST": HOST,
             "PYTHONUNBUFFERED": "1",
         }
+        if sys.argv[1:] == ["--idle"]:
+            idle = idle_latency(url, Path(tmp), env)
+            print(
+                json.dumps(
+                    {"benchmark": "publish", "load_average": os.getloadavg()[0], "idle": idle}
+                )
+            )
+            return
         tidings_worker = start(
             [sys.executable, "-m", "tidings", "worker", "--threads", str(THREADS)], env
         )
@@ -318,6 +410,7 @@ def main() -> None:
         finally:
             stop(tidings_worker)
             stop(plain)
+        idle = idle_latency(url, Path(tmp), env)
     print(
         json.dumps(
             {
@@ -329,6 +422,8 @@ def main() -> None:
                 "steady_rate_events_per_s": LATENCY_RATE,
                 "latency": latency,
                 "goal_p99_ms": 100,
+                "idle": idle,
+                "load_average": os.getloadavg()[0],
             }
         )
     )

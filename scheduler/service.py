@@ -22,7 +22,6 @@ from apscheduler.events import EVENT_SCHEDULER_STARTED
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.base import STATE_STOPPED
 from apscheduler.schedulers.blocking import BlockingScheduler
-from dramatiq import Worker
 from redis import Redis
 from redis.exceptions import RedisError
 
@@ -34,7 +33,7 @@ from tidings.scheduler.jobstore import JsonRedisJobStore
 from tidings.scheduler.lease import LeaderLease, LeaseSettings, holder_name
 from tidings.store.clock import Clock, SystemClock
 from tidings.store.settings import Settings
-from tidings.workers.broker import fetching, make_broker
+from tidings.workers.broker import consuming, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import scheduler_queue
 
@@ -91,13 +90,7 @@ class Activation:
         )
         sync_tick.add_tick_job(self.aps, self.ticker, LOCAL_STORE)
         requests.declare_request_actor(self.broker, self.host, self.aps, self.body)
-        fetching(self.broker)
-        self.worker = Worker(
-            self.broker,
-            queues={scheduler_queue(self.host)},
-            worker_threads=REQUEST_THREADS,
-            worker_timeout=settings.worker_poll_ms,
-        )
+        self.worker = consuming(self.broker, scheduler_queue(self.host), REQUEST_THREADS)
         self._thread = threading.Thread(
             target=self._run_scheduler, name="tidings-apscheduler", daemon=True
         )

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import ClusterNode
-from redis.connection import Connection, SSLConnection
+from redis.connection import AbstractConnection, Connection, SSLConnection
 from redis.exceptions import ConnectionError, ReadOnlyError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
@@ -219,6 +219,21 @@ def _cluster_client(
         **settings,
     )
     return cast(redis.Redis, client)
+
+
+def blocking_connection(client: redis.Redis, read_seconds: float) -> AbstractConnection | None:
+    """A connection of its own, out of ``client``'s pool, for one blocking command at a
+    time (the workers' doorbell waits): its reads wait up to ``read_seconds``, and it
+    tries once, with no failover retry: the waiter falls back to polling through
+    ``client``, which rides the failover out. ``None`` for a client without a pool (a
+    cluster client). The caller disconnects it."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:
+        return None
+    connection: AbstractConnection = pool.make_connection()
+    connection.socket_timeout = read_seconds
+    connection.retry = Retry(NoBackoff(), 0)
+    return connection
 
 
 def redact(url: str) -> str:

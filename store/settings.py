@@ -215,9 +215,16 @@ class Settings(BaseSettings):
     #: How long ``prepare_turn`` waits for its worker group (observation lock wait +
     #: observation) before the turn proceeds without the missing result.
     turn_wait_seconds: float = Field(default=90.0, gt=0)
-    #: Longest idle wait of a worker's queue poll (ms); dramatiq's 1 s default would add
-    #: up to a second of publish-to-file latency on an idle queue.
-    worker_poll_ms: int = Field(default=20, ge=1, le=1000)
+    #: Longest idle wait of a worker's queue consumer (ms), at most a quarter of the broker
+    #: heartbeat. With the doorbell an enqueue through tidings ends the wait at once, and
+    #: this bounds only a message that comes without a ring (a dead worker's, moved back
+    #: by dramatiq; an older client's enqueue). Without it, the polling back-off's ceiling:
+    #: up to this much publish-to-file latency on an idle queue (set it low, e.g. 20).
+    worker_poll_ms: int = Field(default=1000, ge=1, le=60_000)
+    #: An enqueue rings its queue's doorbell and an idle consumer waits on it (``BLPOP``)
+    #: instead of polling (workers/doorbell.py). Off: dramatiq's polling, for a Redis
+    #: proxy without blocking commands (``bench/publish.py`` compares the two).
+    worker_doorbell: bool = True
     #: Port of the Prometheus exposition server; ``None`` disables it.
     metrics_port: int | None = None
     #: Address the exposition server binds: loopback unless an operator opens it up.

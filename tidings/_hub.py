@@ -26,7 +26,7 @@ from tidings.store.registry_migration import migrate_legacy
 from tidings.store.roles import Stores, open_stores
 from tidings.store.settings import Settings
 from tidings.workers import actor_names, dead_letters
-from tidings.workers.broker import fetching, make_broker
+from tidings.workers.broker import consuming, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -378,19 +378,11 @@ class Hub:
         with self._worker_lock:
             if self._worker is not None:
                 return
-            from dramatiq import Worker  # noqa: PLC0415 - a client never starts one
-
             self._prompt_visits()
             self.declare_actors()
             queue = host_queue(self.settings.host)
             self.broker.declare_queue(queue)
-            fetching(self.broker)
-            worker = Worker(
-                self.broker,
-                queues={queue},
-                worker_threads=threads,
-                worker_timeout=self.settings.worker_poll_ms,
-            )
+            worker = consuming(self.broker, queue, threads)
             worker.start()
             self._worker = worker
 

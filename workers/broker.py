@@ -1,9 +1,11 @@
-"""The broker factory: a dramatiq ``RedisBroker`` on an injected client."""
+"""The broker factory: a dramatiq ``RedisBroker`` with a doorbell on an injected client,
+and the dramatiq ``Worker`` that consumes a queue with it."""
 
 from __future__ import annotations
 
 import uuid
 
+from dramatiq import Worker
 from dramatiq.brokers.redis import MAINTENANCE_SCALE, RedisBroker
 from dramatiq.middleware import (
     AgeLimit,
@@ -20,6 +22,7 @@ from redis import Redis
 
 from tidings.store.keys import NAMESPACE
 from tidings.store.settings import DEFAULT_HEARTBEAT_MS, Settings
+from tidings.workers.doorbell import DoorbellBroker
 from tidings.workers.message_metrics import MessageMetrics
 from tidings.workers.presence import Presence
 
@@ -28,14 +31,20 @@ RETRY_MIN_BACKOFF_MS = 500
 RETRY_MAX_BACKOFF_MS = 60_000
 #: How long job results (prepare_turn's group) are kept (ms).
 RESULT_TTL_MS = 10 * 60 * 1000
+#: How often a ``Worker``'s idle worker threads look whether it is stopping (ms): its
+#: ``stop()`` returns within about this. The consumers' idle wait is the broker's.
+WORKER_THREAD_WAKE_MS = 100
 
 
-def make_broker(client: Redis, settings: Settings) -> RedisBroker:
+def make_broker(client: Redis, settings: Settings) -> DoorbellBroker:
     """A broker in namespace ``tidings`` whose heartbeat follows the settings.
 
-    With a heartbeat below dramatiq's default, queue maintenance (which moves a
-    dead worker's messages back) runs on every poll, so redelivery happens within
-    about two heartbeats instead of eventually.
+    Its enqueues ring the queue's doorbell and its idle consumers wait on it for up to
+    ``settings.worker_poll_ms`` (:mod:`tidings.workers.doorbell`; ``worker_doorbell``
+    off: they poll). Queue maintenance (which moves a dead worker's messages back)
+    runs at least four times per heartbeat per consumed queue, so redelivery happens
+    within about one and a quarter heartbeats (with a heartbeat below dramatiq's
+    default, maintenance runs on every command as well).
     """
     heartbeat = settings.broker_heartbeat_ms
     middleware = [
@@ -57,7 +66,9 @@ def make_broker(client: Redis, settings: Settings) -> RedisBroker:
             result_ttl=RESULT_TTL_MS,
         ),
     ]
-    broker = RedisBroker(
+    broker = DoorbellBroker(
+        poll_ms=settings.worker_poll_ms,
+        doorbell=settings.worker_doorbell,
         client=client,
         namespace=NAMESPACE,
         middleware=middleware,
@@ -77,6 +88,15 @@ def enqueuer_id(host: str) -> str:
     this id: the set holds one entry per host for them, however many CLI runs come and go.
     """
     return f"enqueue:{host}"
+
+
+def consuming(broker: RedisBroker, queue: str, threads: int) -> Worker:
+    """A dramatiq ``Worker`` (not started) of ``threads`` threads on ``queue`` and its delay
+    queue, with ``broker`` under an id of its own (:func:`fetching`)."""
+    fetching(broker)
+    return Worker(
+        broker, queues={queue}, worker_threads=threads, worker_timeout=WORKER_THREAD_WAKE_MS
+    )
 
 
 def fetching(broker: RedisBroker) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dramatiq import Worker
 from redis import Redis
 
 from tidings.jobs import metrics
@@ -13,7 +12,7 @@ from tidings.store.clock import SystemClock
 from tidings.store.registry_migration import migrate_legacy
 from tidings.store.settings import Settings
 from tidings.workers.actors import declare_actors
-from tidings.workers.broker import fetching, make_broker
+from tidings.workers.broker import consuming, make_broker
 from tidings.workers.dispatch import BrokerDispatcher
 from tidings.workers.routing import host_queue
 
@@ -46,13 +45,7 @@ class HostWorker:
         declare_actors(self.broker, self.runtime, lambda: self.visits)
         queue = host_queue(settings.host)
         self.broker.declare_queue(queue)
-        fetching(self.broker)
-        self.worker = Worker(
-            self.broker,
-            queues={queue},
-            worker_threads=threads,
-            worker_timeout=settings.worker_poll_ms,
-        )
+        self.worker = consuming(self.broker, queue, threads)
 
     def start(self) -> None:
         self.worker.start()

@@ -73,6 +73,8 @@ def dramatiq_keys() -> list[str]:
         queue,
         f"{queue}.msgs",
         f"{queue}.XQ",
+        broker.bell("tidings.host.h1"),
+        broker.bell("tidings.host.h1.DQ"),
         f"{broker.namespace}:__heartbeats__",
         f"{broker.namespace}:__acks__.w1.q",
         backend.build_message_key(message),
