@@ -1,7 +1,11 @@
 """Delay-alarm lateness with one ``tidings worker`` and one ``tidings scheduler``.
 
 100 agents each delay ``email``; the deadlines are spread over about 10 s. For
-every alarm, lateness = mtime of ``delay-alarm.json`` − ``deadline_epoch``. The
+every alarm, lateness = the time this process sees ``delay-alarm.json`` renamed into
+place (an inotify watch on each agent's ``.notification`` directory, read by a
+thread that does nothing else) − ``deadline_epoch``. A file's mtime is not used: the
+kernel stamps it from its coarse clock, up to a jiffy (4 ms at 250 Hz) behind, which
+made alarms look on time or even early. The
 in-run baseline is a bare APScheduler ``DateTrigger`` job firing a no-op at each
 of the same deadlines in this process, so the ratio shows what the job graph
 (alarm job → D17 in the scheduler process → locked file writes, delay.md D15) adds
@@ -34,6 +38,8 @@ from _redis import redis_server
 from apscheduler.events import EVENT_SCHEDULER_STARTED
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
+from inotify_simple import INotify
+from inotify_simple import flags as inotify_flags
 
 from tidings.jobs.consumer.delay import request_delay
 from tidings.jobs.runtime import Runtime
@@ -118,6 +124,40 @@ class BareBaseline:
         self._thread.join(10)
 
 
+class AlarmArrivals:
+    """When each agent's ``delay-alarm.json`` first appears (this process's clock)."""
+
+    def __init__(self) -> None:
+        self.inotify = INotify()
+        self.agent_of: dict[int, str] = {}
+        self.seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def watch(self, agent_id: str, notification_dir: Path) -> None:
+        wd = self.inotify.add_watch(str(notification_dir), inotify_flags.MOVED_TO)
+        self.agent_of[wd] = agent_id
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            for event in self.inotify.read(timeout=100):
+                if event.name == "delay-alarm.json":
+                    now = time.time()
+                    with self._lock:
+                        self.seen.setdefault(self.agent_of[event.wd], now)
+
+    def arrivals(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self.seen)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.inotify.close()
+
+
 def run(tmp: Path, url: str) -> dict[str, Any]:
     host = f"bench-{uuid.uuid4().hex[:8]}"
     env = {
@@ -129,6 +169,7 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
     client = redis.Redis.from_url(url, protocol=2)
     processes: list[subprocess.Popen[bytes]] = []
     baseline = BareBaseline()
+    arrivals = AlarmArrivals()
     try:
         processes.append(start_tidings("worker", env))
         processes.append(start_tidings("scheduler", env))
@@ -142,6 +183,7 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
             record = AgentRecord(agent_id=f"a{n:03d}", workdir=str(workdir), host=host)
             AgentRegistry(client).put(record)
             atomic_write(record.root, ".notification/email.json", b'{"header":"mail"}')
+            arrivals.watch(record.agent_id, record.root / ".notification")
             agents.append(record)
         deadlines: dict[str, float] = {}
         for n, agent in enumerate(agents):
@@ -150,18 +192,13 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
             state = json.loads((agent.root / ".notification/.delay_state.json").read_bytes())
             deadlines[agent.agent_id] = state["deadline_epoch"]
             baseline.add(state["deadline_epoch"])
-        lateness_ms: dict[str, float] = {}
         give_up = time.monotonic() + TIMEOUT_SECONDS
-        while len(lateness_ms) < len(agents) and time.monotonic() < give_up:
-            for agent in agents:
-                if agent.agent_id in lateness_ms:
-                    continue
-                try:
-                    mtime = (agent.root / ".notification/delay-alarm.json").stat().st_mtime_ns
-                except FileNotFoundError:
-                    continue
-                lateness_ms[agent.agent_id] = (mtime / 1e9 - deadlines[agent.agent_id]) * 1000
-            time.sleep(0.005)
+        while len(arrivals.arrivals()) < len(agents) and time.monotonic() < give_up:
+            time.sleep(0.05)
+        lateness_ms = {
+            agent_id: (seen - deadlines[agent_id]) * 1000
+            for agent_id, seen in arrivals.arrivals().items()
+        }
         published = sum(
             json.loads((a.root / ".notification/.delay_state.json").read_bytes())["status"]
             == "published"
@@ -200,6 +237,7 @@ def run(tmp: Path, url: str) -> dict[str, Any]:
         }
     finally:
         baseline.close()
+        arrivals.close()
         for proc in processes:
             proc.terminate()
         for proc in processes:

@@ -3,12 +3,14 @@
 An alarm job is an APScheduler ``DateTrigger`` job whose id is the request id.
 Its body runs ``expire_delay`` (D17) at once in this process — the scheduler is on
 the agent's host, and D17 is idempotent —, so the alarm is not late by a queue
-hop. When that cannot be done here (the agent lives on another host, its workdir
-is not on this one, the expiry failed and the alarm is still owed), the body
-enqueues ``expire_delay(agent_id, request_id)`` on the agent's host queue instead;
-whichever path runs second is a no-op (D17). The job store keeps the body's
-reference, :data:`ALARM_JOB_REF`, and binds it to this process when it rebuilds a
-job, so nothing but this function can run.
+hop. The precise timer of scheduler/alarm_timer.py, which mirrors the alarm jobs,
+usually runs it first, at the deadline itself; the body then only claims the
+request and finds nothing left to do. When D17 cannot be done here (the agent
+lives on another host, its workdir is not on this one, the expiry failed and the
+alarm is still owed), the body enqueues ``expire_delay(agent_id, request_id)`` on
+the agent's host queue instead; whichever path runs second is a no-op (D17). The
+job store keeps the body's reference, :data:`ALARM_JOB_REF`, and binds it to this
+process when it rebuilds a job, so nothing but this function can run.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 
+from apscheduler.events import (
+    EVENT_ALL_JOBS_REMOVED,
+    EVENT_JOB_ADDED,
+    EVENT_JOB_MODIFIED,
+    EVENT_JOB_REMOVED,
+    JobEvent,
+    SchedulerEvent,
+)
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.date import DateTrigger
@@ -26,6 +36,7 @@ from dramatiq import Broker
 from tidings.jobs import log
 from tidings.jobs.consumer import alarm_plan, expire
 from tidings.jobs.runtime import Runtime
+from tidings.scheduler.alarm_timer import AlarmTimer
 from tidings.store.placement import RunFence
 from tidings.store.registry import parse_record
 from tidings.workers import actor_names
@@ -52,23 +63,57 @@ def enqueue_expire(broker: Broker, host: str, agent_id: str, request_id: str) ->
     send(broker, actor_names.EXPIRE_DELAY, host_queue(host), agent_id, request_id)
 
 
-def expire_here(rt: Runtime, broker: Broker, agent_id: str, request_id: str) -> None:
-    """D15: the whole body of an alarm job — D17 in this process, else the actor."""
+def _run_fenced(
+    rt: Runtime, agent_id: str, request_id: str, wait: Callable[[], bool] | None = None
+) -> bool:
+    """D17 here, inside the run fence; ``True`` when no alarm for ``request_id`` is owed
+    any more, ``False`` when it is still owed or the agent is not served from here.
+    ``wait`` (the timer's) runs once the fence is entered and the record read, and
+    ``False`` from it gives up before D17."""
     host = rt.settings.host
     fence = RunFence(rt.redis, rt.clock)
-    ran = False
+    # As an actor does: a move of the agent waits for this run (store/placement.py).
+    token, raw = fence.enter_reading(agent_id, host)
     try:
-        # As an actor does: a move of the agent waits for this run (store/placement.py).
-        token, raw = fence.enter_reading(agent_id, host)
-        try:
-            agent = parse_record(raw, agent_id)
-            if agent is not None and agent.host == host and os.path.isdir(agent.workdir):
-                expire(rt, agent, request_id)
-                # D11 answers false on a failure too: only an alarm still owed goes on.
-                plan = alarm_plan(rt, agent)
-                ran = plan is None or plan.request_id != request_id or plan.action != "expire"
-        finally:
-            fence.leave(agent_id, token)
+        agent = parse_record(raw, agent_id)
+        if agent is None or agent.host != host or not os.path.isdir(agent.workdir):
+            return False
+        if wait is not None and not wait():
+            return False
+        expire(rt, agent, request_id)
+        # D11 answers false on a failure too: only an alarm still owed goes on.
+        plan = alarm_plan(rt, agent)
+        return plan is None or plan.request_id != request_id or plan.action != "expire"
+    finally:
+        fence.leave(agent_id, token)
+
+
+def expire_on_time(
+    rt: Runtime,
+    agent_id: str,
+    request_id: str,
+    deadline: float,
+    wait_until: Callable[[float], bool],
+) -> bool:
+    """The precise timer's run (scheduler/alarm_timer.py): prepared before the deadline,
+    D17 at it."""
+    return _run_fenced(rt, agent_id, request_id, partial(wait_until, deadline))
+
+
+def expire_here(
+    rt: Runtime,
+    broker: Broker,
+    agent_id: str,
+    request_id: str,
+    *,
+    timer: AlarmTimer | None = None,
+) -> None:
+    """D15: the whole body of an alarm job — nothing if the precise timer already ran
+    D17 for it, else D17 in this process, else the actor."""
+    if timer is not None and timer.claim(request_id):
+        return
+    try:
+        ran = _run_fenced(rt, agent_id, request_id)
     except Exception as exc:  # the queue is the fallback, whatever failed here
         log.event(
             "scheduler_alarm_fallback",
@@ -77,13 +122,46 @@ def expire_here(rt: Runtime, broker: Broker, agent_id: str, request_id: str) -> 
             error=type(exc).__name__,
             detail=str(exc)[:200],
         )
+        ran = False
     if not ran:
-        enqueue_expire(broker, host, agent_id, request_id)
+        enqueue_expire(broker, rt.settings.host, agent_id, request_id)
 
 
-def bind(rt: Runtime, broker: Broker) -> AlarmBody:
+def bind(rt: Runtime, broker: Broker, timer: AlarmTimer | None = None) -> AlarmBody:
     """The body as this process runs it: ``(agent_id, request_id) -> None``."""
-    return partial(expire_here, rt, broker)
+    return partial(expire_here, rt, broker, timer=timer)
+
+
+def timer_for(rt: Runtime) -> AlarmTimer:
+    """The precise timer of an active scheduler, firing :func:`expire_on_time`."""
+    return AlarmTimer(partial(expire_on_time, rt), rt.clock)
+
+
+def track_jobs(scheduler: BaseScheduler, timer: AlarmTimer) -> None:
+    """Keep ``timer`` armed with exactly the alarm jobs ``scheduler`` holds (D15, D18):
+    added or replaced jobs are armed at their run date, removed ones disarmed."""
+
+    def on_job_event(event: SchedulerEvent) -> None:
+        if event.code == EVENT_ALL_JOBS_REMOVED:
+            if event.alias in (None, ALARM_STORE):  # None: every store
+                timer.disarm_all()
+            return
+        if not isinstance(event, JobEvent) or event.jobstore != ALARM_STORE:
+            return
+        if event.code == EVENT_JOB_REMOVED:
+            timer.disarm(event.job_id)
+            return
+        job = scheduler.get_job(event.job_id, jobstore=ALARM_STORE)
+        if job is None or job.next_run_time is None or len(job.args) != 2:
+            timer.disarm(event.job_id)
+            return
+        agent_id, request_id = (str(arg) for arg in job.args)
+        timer.arm(agent_id, request_id, job.next_run_time.timestamp())
+
+    scheduler.add_listener(
+        on_job_event,
+        EVENT_JOB_ADDED | EVENT_JOB_MODIFIED | EVENT_JOB_REMOVED | EVENT_ALL_JOBS_REMOVED,
+    )
 
 
 def schedule(

@@ -2,7 +2,8 @@
 
 While active (an :class:`Activation`) it runs a ``BlockingScheduler`` in its own
 thread with two job stores — alarm jobs as JSON in Redis, the sync tick in
-memory —, a filesystem watcher over the host's agents that starts their prompt visits
+memory —, a precise timer that fires each alarm job's D17 at its deadline (the job
+is its backstop), a filesystem watcher over the host's agents that starts their prompt visits
 and tells the tick what else to visit (C27), and,
 after the start-up reconcile, a dramatiq worker that alone consumes the host's
 alarm-request queue. A keeper thread renews the lease; when it is lost (or the
@@ -63,7 +64,9 @@ class Activation:
         self._on_failure = on_failure
         self.broker = make_broker(control, settings)
         self.runtime = Runtime(redis, clock, settings, BrokerDispatcher(self.broker), control)
-        self.body = alarm_job.bind(self.runtime, self.broker)
+        # The precise timer fires each alarm at its deadline; the job is its backstop (D15).
+        self.timer = alarm_job.timer_for(self.runtime)
+        self.body = alarm_job.bind(self.runtime, self.broker, self.timer)
         refs = (alarm_job.ALARM_JOB_REF, *alarm_job.LEGACY_ALARM_JOB_REFS)
         self.aps = BlockingScheduler(
             timezone=UTC,
@@ -89,6 +92,7 @@ class Activation:
             clock.monotonic,
         )
         sync_tick.add_tick_job(self.aps, self.ticker, LOCAL_STORE)
+        alarm_job.track_jobs(self.aps, self.timer)
         requests.declare_request_actor(self.broker, self.host, self.aps, self.body)
         self.worker = consuming(self.broker, scheduler_queue(self.host), REQUEST_THREADS)
         self._thread = threading.Thread(
@@ -134,6 +138,7 @@ class Activation:
             self.aps.shutdown(wait=False)
         if self._thread.is_alive():
             self._thread.join(START_TIMEOUT_SECONDS)
+        self.timer.close()
         if self.watcher is not None:
             self.watcher.close()
         if self._own_visits and self.visits is not None:
