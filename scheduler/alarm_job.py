@@ -53,6 +53,9 @@ LEGACY_ALARM_JOB_REFS = (
 )
 #: The job store alias of alarm jobs (the sync tick lives in memory).
 ALARM_STORE = "alarms"
+#: A job's run date is the deadline rounded to the microsecond (a ``datetime``): the
+#: timer waits a microsecond more, so it never runs before the state's own deadline.
+RUN_DATE_RESOLUTION = 1e-6
 
 AlarmBody = Callable[[str, str], None]
 
@@ -83,7 +86,8 @@ def _run_fenced(
         expire(rt, agent, request_id)
         # D11 answers false on a failure too: only an alarm still owed goes on.
         plan = alarm_plan(rt, agent)
-        return plan is None or plan.request_id != request_id or plan.action != "expire"
+        # Still pending ("add": run before its deadline) is not done either.
+        return plan is None or plan.request_id != request_id
     finally:
         fence.leave(agent_id, token)
 
@@ -156,7 +160,7 @@ def track_jobs(scheduler: BaseScheduler, timer: AlarmTimer) -> None:
             timer.disarm(event.job_id)
             return
         agent_id, request_id = (str(arg) for arg in job.args)
-        timer.arm(agent_id, request_id, job.next_run_time.timestamp())
+        timer.arm(agent_id, request_id, job.next_run_time.timestamp() + RUN_DATE_RESOLUTION)
 
     scheduler.add_listener(
         on_job_event,

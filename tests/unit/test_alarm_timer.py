@@ -14,7 +14,7 @@ from datetime import UTC
 from typing import Any
 
 import pytest
-from apscheduler.events import EVENT_SCHEDULER_STARTED
+from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_SCHEDULER_STARTED
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -211,31 +211,48 @@ def test_d15_timer_and_job_publish_exactly_one_alarm_at_the_deadline(
     at the same run date, claims the request and enqueues nothing (D17, D19)."""
     agent = make_agent(real_rt, tmp_path / "workdir")
     now = time.time()
-    put_state(agent, active_state(now, seconds=60, started=now - 60 + AHEAD * 2))
+    put_state(agent, active_state(now, seconds=60, started=now - 60 + 1.0))
     deadline = state_of(agent)["deadline_epoch"]
     broker = NoQueue()
     timer = alarm_job.timer_for(real_rt)
     body = alarm_job.bind(real_rt, broker, timer)  # type: ignore[arg-type]
     aps = BlockingScheduler(timezone=UTC, jobstores={alarm_job.ALARM_STORE: MemoryJobStore()})
     alarm_job.track_jobs(aps, timer)
-    started = threading.Event()
+    started, ran = threading.Event(), threading.Event()
     aps.add_listener(lambda _e: started.set(), EVENT_SCHEDULER_STARTED)
+    aps.add_listener(lambda _e: ran.set(), EVENT_JOB_EXECUTED)
     thread = threading.Thread(target=aps.start, daemon=True)
     thread.start()
     try:
         assert started.wait(10)
         alarm_job.schedule(aps, body, agent.agent_id, REQUEST_ID, deadline)
-        assert timer.armed() == 1
+        assert timer.armed() == 1, "the add armed the timer"
         wait_until(lambda: state_of(agent)["status"] == "published", timeout=10, what="alarm")
         done = alarm_of(agent)["data"]["delay_alarm"]
         assert done["actual_seconds"] >= done["requested_seconds"]
-        wait_until(lambda: not aps.get_jobs(), timeout=10, what="the job's own run")
+        assert time.time() >= deadline
+        assert ran.wait(10), "the job's own run"  # it waited for the timer's run to end
         assert broker.sent == []
         assert real_rt.redis.xlen(AgentKeys(agent.agent_id).wake_stream) == 1
     finally:
         aps.shutdown(wait=True)
         thread.join(10)
         timer.close()
+
+
+def test_d15_a_run_before_the_deadline_is_not_done(rt: Runtime, agent: Any) -> None:
+    """A run that comes before the deadline (a run date a microsecond early) publishes
+    nothing and says so: the job then runs its own path, not the timer's "done"."""
+    put_state(agent, active_state(rt.clock.now(), seconds=10))
+    reached: list[float] = []
+
+    def wait(deadline: float) -> bool:
+        reached.append(deadline)
+        return True
+
+    deadline = state_of(agent)["deadline_epoch"]
+    assert alarm_job.expire_on_time(rt, agent.agent_id, REQUEST_ID, deadline, wait) is False
+    assert reached == [deadline] and state_of(agent)["status"] == "active"
 
 
 def test_d15_removing_the_job_disarms_the_timer(real_rt: Runtime) -> None:
