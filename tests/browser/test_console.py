@@ -369,8 +369,10 @@ def readable_and_clickable(browser: Any, table: str, button: str, width: int) ->
 
 
 def test_the_console_reads_at_800_1400_and_1900_px(stack: Stack, browser: Any) -> None:
-    workdir = stack.tmp / "billing-agent"
-    workdir.mkdir()
+    # A path deep enough to be cut at the path column's widest whatever the temporary
+    # directory (pytest's is longer under xdist): the table is read at its widest.
+    workdir = stack.tmp / "srv" / "customer-support" / "ticketing-bridges" / "billing-agent"
+    workdir.mkdir(parents=True)
     agent = stack.hub.agent(workdir, host=stack.host)  # a digest id: the name leads
     for summary in SUMMARIES:
         assert agent.admit("ticket", summary)["status"] == "ok"
