@@ -19,9 +19,12 @@ demo: venv
 
 SCREENSHOTS := $(CURDIR)/build/screenshots
 
+# pytest-xdist workers of `make test` (the suite mostly waits on processes; 2 cores).
+TEST_WORKERS ?= 2
+
 test: venv lint
 	@echo "web console screenshots (browser tests): $(SCREENSHOTS)"
-	TIDINGS_SCREENSHOTS=$(SCREENSHOTS) $(BIN)/python -m pytest -q
+	TIDINGS_SCREENSHOTS=$(SCREENSHOTS) $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # mypy and import-linter read files, not imports: they run over the installed shape of the
 # package, laid out as links (the layer folders install as tidings.<layer>).

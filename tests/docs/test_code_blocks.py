@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.docblocks import REFUSED, Block, Machine, documents, parse
+from tests.support.groups import DOCS
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, DOCS]
 
 BLOCKS = {path: parse(path) for path in documents()}
 RUN = [

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.groups import TIMING
 from tests.support.processes import ProcessGroup, add_agent, run_cli
 from tests.support.redis_server import RedisServer, free_port
 from tidings import cli
@@ -109,6 +110,7 @@ def test_a_second_up_on_a_busy_port_exits_2(
     assert str(port) in line and "--port" in line
 
 
+@TIMING
 def test_rediss_to_a_plain_server_fails_within_the_connect_timeout(
     redis_server: RedisServer, e2e_env: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.support.delay import ALARM, STATE
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
@@ -237,6 +238,7 @@ def test_d15_worker_down_the_scheduler_alone_publishes_once(
     assert json.loads((agent.root / STATE).read_bytes())["status"] == "published"
 
 
+@TIMING
 def test_d18_two_schedulers_one_leads_and_hands_over(
     side: Side, procs: ProcessGroup, tmp_path: Path
 ) -> None:

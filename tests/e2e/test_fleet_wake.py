@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
@@ -32,7 +33,7 @@ from tidings.store.keys import AgentKeys
 from tidings.store.models import AgentRecord
 from tidings.store.registry import AgentRegistry
 
-pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis_server, TIMING]
 
 AGENTS = 2000
 CHANNELS = 20

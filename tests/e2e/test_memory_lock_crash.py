@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import tidings
+from tests.support.groups import TIMING
 from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer
 from tidings.jobs.memory import lock as observe_lock
@@ -65,6 +66,7 @@ def observer(
         child.stdout.close()
 
 
+@TIMING
 def test_acceptance_5_restart_after_sigkill_mid_observation(
     own_redis: RedisServer,
     observer: tuple[subprocess.Popen[bytes], MemoryRepo],

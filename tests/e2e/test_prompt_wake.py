@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 import tidings
 import tidings.aio
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer, free_port
@@ -205,6 +206,7 @@ def up(
                 listener.close()
 
 
+@TIMING
 def test_c27_a_write_wakes_promptly_and_once_on_every_path(
     up: dict[str, Any], redis_server: RedisServer
 ) -> None:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.groups import TIMING
 from tests.support.processes import ProcessGroup
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, TIMING]
 
 #: interfaces.md (TIDINGS_LOG_LEVEL) and issue 14: the window and the most lines it may hold.
 WINDOW_SECONDS = 60.0

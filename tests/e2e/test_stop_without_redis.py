@@ -14,12 +14,13 @@ import time
 
 import pytest
 
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.proctree import descendants, running
 from tests.support.redis_server import RedisServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.redis_server]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis_server, TIMING]
 
 #: The longest stop allowed (s). What remains of a stop is dramatiq's 3 s consumer
 #: restart pause, twice for ``up`` (its two workers stop one after the other).

@@ -31,6 +31,7 @@ import pytest
 
 import tidings
 from tests.e2e.test_default_store import engines, record, settings_for, start_up
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, run_cli
 
@@ -83,6 +84,7 @@ threading.Event().wait()
 """
 
 
+@TIMING
 def test_a_hung_engine_ends_up_and_clients_say_store_unresponsive(
     procs: ProcessGroup,
     e2e_env: dict[str, str],
@@ -107,6 +109,7 @@ def test_a_hung_engine_ends_up_and_clients_say_store_unresponsive(
     assert not printed_tracebacks(up.stderr)
 
 
+@TIMING
 def test_an_engine_that_dies_under_load_ends_up_within_15_s(
     procs: ProcessGroup,
     e2e_env: dict[str, str],
@@ -189,6 +192,7 @@ def _record_or_none(state: Path) -> dict[str, Any] | None:
     return None
 
 
+@TIMING
 def test_d18_the_alarm_comes_on_time_after_a_sigkill_of_up(
     procs: ProcessGroup,
     e2e_env: dict[str, str],

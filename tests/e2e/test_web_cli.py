@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess, run_cli
 from tests.support.redis_server import RedisServer, free_port
@@ -45,6 +46,7 @@ def test_non_loopback_without_token_refuses_to_start(e2e_env: dict[str, str]) ->
 TOKEN = "t0ken-" + "x" * 26
 
 
+@TIMING
 def test_non_loopback_with_token_answers_401_without_it(
     procs: ProcessGroup, own_redis: RedisServer
 ) -> None:

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup
 from tests.support.redis_server import RedisServer
@@ -26,6 +27,7 @@ def gone(pid: int) -> bool:
         return True
 
 
+@TIMING
 def test_sigkill_of_one_child_stops_the_pool_with_a_non_zero_exit(
     procs: ProcessGroup, e2e_env: dict[str, str], redis_server: RedisServer
 ) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 import tidings
 import tidings.aio
+from tests.support.groups import TIMING
 from tests.support.redis_server import RedisServer
 from tidings.jobs.consumer import sync_agent
 
@@ -66,6 +67,7 @@ def test_coroutines_give_the_sync_results(fake_redis: Any, tmp_path: Path) -> No
     asyncio.run(scenario())
 
 
+@TIMING
 def test_wait_returns_on_a_wake_appended_while_waiting(fake_redis: Any, tmp_path: Path) -> None:
     async def scenario() -> None:
         hub = await tidings.aio.connect(client=fake_redis)

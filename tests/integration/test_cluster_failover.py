@@ -21,6 +21,7 @@ import pytest
 import redis
 
 import tidings
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.redis_cluster import RedisCluster
 from tests.support.redis_server import RedisServer
@@ -157,6 +158,7 @@ def test_publishing_goes_on_through_a_primary_failover(
         cluster.stop()
 
 
+@TIMING
 def test_a_stop_cuts_a_cluster_retry_short(tmp_path: Path, own_redis: RedisServer) -> None:
     """The failover retry of a cluster client ends at once when the process stops
     (store.connection.stop_retrying), as the Sentinel clients' does."""

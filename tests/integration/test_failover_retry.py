@@ -15,6 +15,7 @@ from redis.connection import AbstractConnection
 
 from tests.conftest import TEST_HOST, make_agent
 from tests.support.dispatch import InlineJobs
+from tests.support.groups import TIMING
 from tests.support.memory_repo import MemoryRepo
 from tests.support.redis_server import RedisServer, free_port
 from tidings.jobs.channels.publishing import append_event
@@ -30,6 +31,7 @@ from tidings.store.settings import RedisConfig, Settings
 pytestmark = pytest.mark.redis_server
 
 
+@TIMING
 def test_retry_budget_is_time_since_first_failure_not_a_count() -> None:
     """Nested connect and command retries stop together when the budget is spent."""
     client = client_for(
@@ -42,6 +44,7 @@ def test_retry_budget_is_time_since_first_failure_not_a_count() -> None:
     client.close()
 
 
+@TIMING
 def test_a_stop_ends_the_nested_connect_and_command_retries_at_once() -> None:
     """Against a Redis that is gone a command waits in its connect retry inside its
     command retry (30 s each); once the stop event is set it raises within a moment."""
@@ -70,6 +73,7 @@ def test_a_stop_ends_the_nested_connect_and_command_retries_at_once() -> None:
     assert time.monotonic() - set_at < 2.0
 
 
+@TIMING
 def test_ping_fails_at_once_and_keeps_the_failover_retry() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
     client = client_for(RedisConfig.from_url(url))
@@ -196,6 +200,7 @@ def test_m40_lost_admission_reply_is_resent_and_admits_nothing_twice(
     assert memory_event_ids(rt, agent) == [result["event_id"]]
 
 
+@TIMING
 def test_m52_lost_lock_reply_is_not_mistaken_for_a_busy_lock(
     memory_agent: tuple[Runtime, AgentRecord, MemoryRepo], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import tidings
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.processes import ProcessGroup, TidingsProcess
 from tests.support.redis_server import RedisServer
@@ -69,6 +70,7 @@ def drain(agent: tidings.Agent) -> None:
         pass
 
 
+@TIMING
 def test_acceptance3_direct_write_wakes_and_blocked_channel_warns_once(
     env: dict[str, str], procs: ProcessGroup, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ import time
 import pytest
 from redis.exceptions import ConnectionError
 
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tidings.store import connection
 from tidings.store.connection import FailoverRetry
@@ -32,6 +33,7 @@ class Failing:
         self.failed.append(error)
 
 
+@TIMING
 def test_a_stopping_process_gives_up_at_the_first_failure() -> None:
     stopping = threading.Event()
     stopping.set()
@@ -43,6 +45,7 @@ def test_a_stopping_process_gives_up_at_the_first_failure() -> None:
     assert failing.calls == 1 and len(failing.failed) == 1
 
 
+@TIMING
 def test_a_retry_pausing_in_back_off_wakes_when_the_stop_begins(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -81,6 +84,7 @@ def test_while_not_stopping_a_failing_command_is_retried_until_it_answers() -> N
     assert result == "answered" and failing.calls == 4
 
 
+@TIMING
 def test_while_not_stopping_the_budget_is_time_since_the_first_failure() -> None:
     failing = Failing()
     started = time.monotonic()

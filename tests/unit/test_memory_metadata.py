@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.groups import TIMING
 from tests.support.memory_repo import MemoryRepo
 from tests.support.polling import wait_until
 from tidings.jobs.memory import ObserveResult, indexfile, observe_worktree, watchdog
@@ -212,6 +213,7 @@ def test_ordinary_repositories_and_linked_work_trees_still_observe(tmp_path: Pat
     assert indexfile.INDEX_MAX_BYTES >= 1 << 20
 
 
+@TIMING
 def test_an_observation_past_its_time_limit_answers_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

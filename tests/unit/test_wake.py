@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_agent
+from tests.support.groups import TIMING
 from tidings.jobs import tick
 from tidings.jobs.channels import (
     add,
@@ -170,6 +171,7 @@ class TestC26WakeStream:
         cursor = rt.redis.get(AgentKeys(agent.agent_id).wake_cursor).decode()
         assert cursor == second["wake_id"]
 
+    @TIMING
     def test_blocks_until_a_signal_arrives(self, rt: Runtime, agent: AgentRecord) -> None:
         timer = threading.Timer(0.2, lambda: wake_stream.append(rt, agent, {"kind": "inbox"}))
         timer.start()
@@ -179,6 +181,7 @@ class TestC26WakeStream:
         assert got is not None and got["kind"] == "inbox"
         assert time.monotonic() - started < 3
 
+    @TIMING
     def test_timeout_returns_none(self, rt: Runtime, agent: AgentRecord) -> None:
         started = time.monotonic()
         assert wake_stream.wait_for_wake(rt, agent, 0.2) is None
