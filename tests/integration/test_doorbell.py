@@ -17,6 +17,7 @@ import redis
 from dramatiq import Worker
 from dramatiq.brokers.redis import RedisBroker
 
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
 from tidings.store.connection import client_for
@@ -26,7 +27,7 @@ from tidings.workers.broker import consuming, make_broker
 from tidings.workers.doorbell import DoorbellBroker, bell_key
 from tidings.workers.routing import host_queue
 
-pytestmark = pytest.mark.redis_server
+pytestmark = [pytest.mark.redis_server, TIMING]
 
 HOST = "bell"
 QUEUE = host_queue(HOST)

@@ -28,6 +28,7 @@ from tests.support.delay import (
     put_state,
     state_of,
 )
+from tests.support.groups import TIMING
 from tests.support.polling import wait_until
 from tidings.jobs.runtime import Runtime
 from tidings.scheduler import alarm_job
@@ -35,6 +36,9 @@ from tidings.scheduler.alarm_timer import AlarmTimer
 from tidings.store.clock import SystemClock
 from tidings.store.keys import AgentKeys
 from tidings.store.settings import Settings
+
+#: A timer run is timed against the wall clock: never beside another time-bound test.
+pytestmark = TIMING
 
 #: Deadlines in these tests are this far ahead (s): long enough to arm before them.
 AHEAD = 0.25
