@@ -198,3 +198,27 @@ def run_in_thread(fn: Callable[[], bool]) -> bool:
     thread.start()
     thread.join(10)
     return answer[0]
+
+
+def test_c27_only_a_plan_into_an_empty_heap_wakes_the_visit_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each waiting thread already wakes at the first due time (or at a stall), and a
+    later plan is due after it: pokes into a non-empty plan, or of an agent already
+    planned, wake no thread (a wake per poke was CPU spent going back to sleep)."""
+    visits = PromptVisits(Visits(), 10.0, threads=0)  # no thread: count the wakes only
+    wakes: list[int] = []
+    notify = visits._cond.notify
+
+    def counted(n: int = 1) -> None:
+        wakes.append(n)
+        notify(n)
+
+    monkeypatch.setattr(visits._cond, "notify", counted)
+    visits.poke(["a1"])
+    assert len(wakes) == 1
+    visits.poke(["a1", "a2"])
+    visits.poke(["a3"])
+    assert len(wakes) == 1
+    assert visits.pending() == 3
+    visits.close()
