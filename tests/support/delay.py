@@ -82,3 +82,20 @@ def events(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, Any]]:
 
 def capture(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="tidings")
+
+
+class SentMessages:
+    """A broker that records what the alarm body enqueues."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def declare_queue(self, name: str) -> None:
+        pass
+
+    def enqueue(self, message: Any) -> Any:
+        self.sent.append(message)
+        return message
+
+    def expires(self) -> list[tuple[str, str, tuple[Any, ...]]]:
+        return [(m.queue_name, m.actor_name, m.args) for m in self.sent]

@@ -21,6 +21,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from tests.conftest import make_agent
 from tests.support.delay import (
     REQUEST_ID,
+    SentMessages,
     active_state,
     alarm_of,
     capture,
@@ -192,20 +193,6 @@ def real_rt(redis_client: Any, settings: Settings, rt: Runtime) -> Runtime:
     return Runtime(redis_client, SystemClock(), settings, rt.dispatch)
 
 
-class NoQueue:
-    """A broker the alarm job must not need: the timer published the alarm."""
-
-    def __init__(self) -> None:
-        self.sent: list[Any] = []
-
-    def declare_queue(self, name: str) -> None:
-        pass
-
-    def enqueue(self, message: Any) -> Any:
-        self.sent.append(message)
-        return message
-
-
 def test_d15_timer_and_job_publish_exactly_one_alarm_at_the_deadline(
     real_rt: Runtime, tmp_path: Any
 ) -> None:
@@ -217,7 +204,7 @@ def test_d15_timer_and_job_publish_exactly_one_alarm_at_the_deadline(
     now = time.time()
     put_state(agent, active_state(now, seconds=60, started=now - 60 + 1.0))
     deadline = state_of(agent)["deadline_epoch"]
-    broker = NoQueue()
+    broker = SentMessages()
     timer = alarm_job.timer_for(real_rt)
     body = alarm_job.bind(real_rt, broker, timer)  # type: ignore[arg-type]
     aps = BlockingScheduler(timezone=UTC, jobstores={alarm_job.ALARM_STORE: MemoryJobStore()})
@@ -269,7 +256,7 @@ def test_d15_removing_the_job_disarms_the_timer(real_rt: Runtime) -> None:
     thread.start()
     try:
         assert started.wait(10)
-        body = alarm_job.bind(real_rt, NoQueue(), timer)  # type: ignore[arg-type]
+        body = alarm_job.bind(real_rt, SentMessages(), timer)  # type: ignore[arg-type]
         alarm_job.schedule(aps, body, "a1", REQUEST_ID, time.time() + 60)
         alarm_job.schedule(aps, body, "a2", "f" * 32, time.time() + 60)
         assert timer.armed() == 2

@@ -22,6 +22,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from tests.support.delay import (
     REQUEST_ID,
+    SentMessages,
     active_state,
     alarm_bytes_of,
     capture,
@@ -284,23 +285,6 @@ class TestAlarmJobs:
             aps.shutdown(wait=True)
             thread.join(10)
         assert body.calls == [("agent1", RID)]
-
-
-class SentMessages:
-    """A broker that records what the alarm body enqueues."""
-
-    def __init__(self) -> None:
-        self.sent: list[Any] = []
-
-    def declare_queue(self, name: str) -> None:
-        pass
-
-    def enqueue(self, message: Any) -> Any:
-        self.sent.append(message)
-        return message
-
-    def expires(self) -> list[tuple[str, str, tuple[Any, ...]]]:
-        return [(m.queue_name, m.actor_name, m.args) for m in self.sent]
 
 
 def test_d15_body_runs_d17_here_and_enqueues_nothing(
