@@ -1,7 +1,9 @@
-"""A throwaway redis-server for benchmarks (never the shared one on 6379)."""
+"""A throwaway redis-server for benchmarks (never the shared one on 6379), and the
+figures the benchmarks share."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -75,3 +77,14 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+#: Clock ticks per second of ``/proc/<pid>/stat``'s CPU times.
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` and its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS

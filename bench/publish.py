@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _redis import percentile, redis_server
+from _redis import cpu_seconds, percentile, redis_server
 
 THREADS = 4
 THROUGHPUT_EVENTS = 3000
@@ -53,7 +53,6 @@ IDLE_DESIGNS = {
     "doorbell": {"TIDINGS_WORKER_DOORBELL": "true"},
     "polling": {"TIDINGS_WORKER_DOORBELL": "false", "TIDINGS_WORKER_POLL_MS": "20"},
 }
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def plain_worker(url: str) -> None:
@@ -285,13 +284,6 @@ def steady_latency(url: str, workdir: Path) -> dict[str, float]:
             "p99_ms": round(percentile(lat, 99), 2),
             "max_ms": round(max(lat), 2),
         }
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and its threads."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def idle_latency(url: str, tmp: Path, env: dict[str, str]) -> dict[str, Any]:

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from _redis import percentile, redis_server
+from _redis import cpu_seconds, percentile, redis_server
 
 from tidings.jobs.channels.allowlisting import Allowlist
 from tidings.jobs.consumer import wake_mask
@@ -76,20 +76,12 @@ QUIET_SECONDS = float(os.environ.get("BENCH_QUIET_SECONDS", "10"))
 WARM_RATE = 1000.0
 #: The content number of the warm pass' first write (the measured pass' start at 0).
 WARM_FIRST = 10**7
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and its threads."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def build(client: Any, root: Path, host: str, agents: int) -> list[AgentRecord]:
