@@ -6,7 +6,9 @@ alarm itself then still has the run fence and D11's durable ``expiring`` write t
 do. This timer takes the first part off the alarm's path: it mirrors the alarm job
 store (every job added is armed here at its run date, every job removed disarmed),
 and one thread prepares each alarm :data:`LEAD_SECONDS` before its deadline (the run
-fence, the agent's record), waits for the deadline itself and runs D17 at once.
+fence, the agent's record), rehearses D17's first reads just before the deadline (a
+thread that slept that long reads cold), waits for the deadline itself and runs D17 at
+once.
 
 The job still fires as D15 says. Its body :meth:`AlarmTimer.claim`\\ s the request
 first: if the timer has published the alarm (or found none owed) the job has nothing

@@ -8,7 +8,7 @@ wait loop. Outside this package, import only the names below (guide.md, Layout).
 
 from tidings.jobs.consumer.attention import render_attention
 from tidings.jobs.consumer.coherent import observe
-from tidings.jobs.consumer.delay import alarm_plan, expire
+from tidings.jobs.consumer.delay import alarm_plan, expire, rehearse_expiry
 from tidings.jobs.consumer.delay_alarm import owes_alarm, wake_deadline
 from tidings.jobs.consumer.delay_request import request_delay
 from tidings.jobs.consumer.delay_state import STATE_FILE, read_state, structural_problem
@@ -55,6 +55,7 @@ __all__ = [
     "prefetch",
     "prefetch_records",
     "read_state",
+    "rehearse_expiry",
     "render",
     "render_attention",
     "request_delay",

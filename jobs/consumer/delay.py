@@ -14,13 +14,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tidings.jobs.consumer import visit
-from tidings.jobs.consumer.delay_alarm import owes_alarm, reconcile
+from tidings.jobs.consumer.delay_alarm import owes_alarm, reconcile, rehearse
 from tidings.jobs.consumer.delay_request import request_delay
 from tidings.jobs.consumer.delay_state import live_target, read_state, structural_problem
 from tidings.jobs.runtime import Runtime
 from tidings.store.models import AgentRecord
 
-__all__ = ["AlarmPlan", "alarm_plan", "expire", "live_target", "reconcile", "request_delay"]
+__all__ = [
+    "AlarmPlan",
+    "alarm_plan",
+    "expire",
+    "live_target",
+    "reconcile",
+    "rehearse_expiry",
+    "request_delay",
+]
 
 
 def expire(rt: Runtime, agent: AgentRecord, request_id: str) -> bool:
@@ -29,6 +37,12 @@ def expire(rt: Runtime, agent: AgentRecord, request_id: str) -> bool:
     if published:
         visit.sync_agent(rt, agent, wait=visit.VISIT_WAIT_SECONDS)
     return published
+
+
+def rehearse_expiry(agent: AgentRecord, request_id: str, deadline: float) -> None:
+    """What :func:`expire` reads first, read just before ``deadline`` and dropped: the
+    precise alarm timer's warm-up (see :func:`tidings.jobs.consumer.delay_alarm.rehearse`)."""
+    rehearse(agent.root, request_id, deadline)
 
 
 @dataclass(frozen=True)

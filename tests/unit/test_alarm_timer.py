@@ -243,7 +243,49 @@ def test_d15_a_run_before_the_deadline_is_not_done(rt: Runtime, agent: Any) -> N
 
     deadline = state_of(agent)["deadline_epoch"]
     assert alarm_job.expire_on_time(rt, agent.agent_id, REQUEST_ID, deadline, wait) is False
-    assert reached == [deadline] and state_of(agent)["status"] == "active"
+    assert reached == [deadline - alarm_job.REHEARSAL_SECONDS, deadline]
+    assert state_of(agent)["status"] == "active"
+
+
+def test_d15_the_timer_rehearses_the_first_reads_just_before_the_deadline(
+    rt: Runtime, agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timer's run waits until :data:`REHEARSAL_SECONDS` before the deadline, runs
+    the lock-free look once (changing nothing), then waits for the deadline and only
+    then runs D11 (issue 33: a thread that slept reads cold)."""
+    now = rt.clock.now()
+    put_state(agent, active_state(now, seconds=10, started=now - 10))
+    deadline = state_of(agent)["deadline_epoch"]
+    steps: list[str] = []
+    state_file = agent.root / ".notification/.delay_state.json"
+
+    def rehearse(record: Any, request_id: str, at: float) -> None:
+        before = state_file.read_bytes()
+        steps.append(f"rehearse {request_id} {at == deadline}")
+        real_rehearse(record, request_id, at)
+        assert state_file.read_bytes() == before, "a rehearsal changes nothing"
+
+    real_rehearse = alarm_job.rehearse_expiry
+    monkeypatch.setattr(alarm_job, "rehearse_expiry", rehearse)
+
+    def wait(until: float) -> bool:
+        steps.append("deadline" if until == deadline else "rehearsal")
+        return True
+
+    assert alarm_job.expire_on_time(rt, agent.agent_id, REQUEST_ID, deadline, wait) is True
+    assert steps == ["rehearsal", f"rehearse {REQUEST_ID} True", "deadline"]
+    assert state_of(agent)["status"] == "published"
+
+
+def test_d15_a_timer_closed_before_the_rehearsal_does_nothing(rt: Runtime, agent: Any) -> None:
+    now = rt.clock.now()
+    put_state(agent, active_state(now, seconds=10, started=now - 10))
+    deadline = state_of(agent)["deadline_epoch"]
+    assert (
+        alarm_job.expire_on_time(rt, agent.agent_id, REQUEST_ID, deadline, lambda _d: False)
+        is False
+    )
+    assert state_of(agent)["status"] == "active"
 
 
 def test_d15_removing_the_job_disarms_the_timer(real_rt: Runtime) -> None:

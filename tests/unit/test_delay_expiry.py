@@ -485,3 +485,21 @@ def test_d19_a_crash_never_hides_a_channel(
     write_channel(agent, "email", {"header": "mail"})
     put_state(agent, active_state(clock.now(), status="expiring", completion={}))
     assert "email" in observe(rt, agent).payloads
+
+
+@pytest.mark.parametrize("content", ["due", "corrupt", "absent"])
+def test_d10_a_rehearsal_reads_changes_nothing_and_never_raises(
+    rt: Runtime, agent: AgentRecord, clock: FakeClock, content: str
+) -> None:
+    """The precise timer's warm-up before a deadline (issue 33) is D10's look and no
+    more: no lock taken, no file written, no alarm, whatever the state holds."""
+    state_file = agent.root / ".notification/.delay_state.json"
+    if content == "due":
+        due(agent, clock)
+    elif content == "corrupt":
+        state_file.parent.mkdir(parents=True, exist_ok=True)
+        state_file.write_bytes(b"{not json")
+    before = {p.name: p.read_bytes() for p in agent.root.rglob("*") if p.is_file()}
+    delay_alarm.rehearse(agent.root, REQUEST_ID, clock.now())
+    after = {p.name: p.read_bytes() for p in agent.root.rglob("*") if p.is_file()}
+    assert after == before  # a lock file would be a new file here

@@ -112,6 +112,7 @@ FRONT_DOORS: dict[str, list[str]] = {
         "prefetch",
         "prefetch_records",
         "read_state",
+        "rehearse_expiry",
         "render",
         "render_attention",
         "request_delay",
