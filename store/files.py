@@ -136,18 +136,83 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _write_temp(dir_fd: int, temp: str, data: bytes) -> None:
-    fd = os.open(
+def _create_temp(dir_fd: int, temp: str) -> int:
+    return os.open(
         temp,
         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
         file_mode(dir_fd),
         dir_fd=dir_fd,
     )
+
+
+def _write_temp(dir_fd: int, temp: str, data: bytes) -> None:
+    fd = _create_temp(dir_fd, temp)
     try:
         _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _refuse_link(dir_fd: int, name: str, rel: str) -> None:
+    existing = _lstat_at(dir_fd, name)
+    if existing is not None and stat.S_ISLNK(existing.st_mode):
+        raise UnsafePathError(f"{rel} is a symlink")
+
+
+class StagedWrite:
+    """A C16 write whose temp is created and written, not yet fsynced or renamed.
+
+    :meth:`commit` takes C16's remaining steps in C16's order: fsync the temp, replace
+    the target, fsync the directory. Other writes may run before it: delay.md D11
+    stages the alarm before it writes the ``expiring`` state, so the alarm's temp is
+    created while the directory is warm and that creation is committed with the state's
+    journal commit; when the alarm's turn comes, its fsync has only its few data blocks
+    left to write (issue 33, ext4 on this VM: 0.14 ms, against a cold create + fsync).
+    """
+
+    def __init__(self, dir_fd: int, name: str, rel: str, temp: str, fd: int) -> None:
+        self._dir_fd, self._name, self._rel, self._temp, self._fd = dir_fd, name, rel, temp, fd
+        self._renamed = False
+
+    def write(self, data: bytes) -> None:
+        _write_all(self._fd, data)
+
+    def commit(self) -> None:
+        """Make the staged content the target's, durably; raises
+        :class:`UnsafePathError` if the target became a symlink meanwhile."""
+        os.fsync(self._fd)
+        _refuse_link(self._dir_fd, self._name, self._rel)
+        os.replace(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+        self._renamed = True
+        os.fsync(self._dir_fd)
+
+    def _close(self) -> None:
+        os.close(self._fd)
+        if not self._renamed:
+            with suppress(FileNotFoundError):
+                os.unlink(self._temp, dir_fd=self._dir_fd)
+
+
+@contextmanager
+def staged_write(root: Path, rel: str, data: bytes) -> Iterator[StagedWrite]:
+    """Stage ``data`` for ``rel`` (C16's temp, created and written); the temp is removed
+    on leaving unless :meth:`StagedWrite.commit` renamed it into place.
+
+    Raises :class:`UnsafePathError` if a directory on the way or the target is a
+    symlink; the link is left untouched.
+    """
+    parts = _split(rel)
+    with open_dir(root, parts[:-1], create=True) as dir_fd:
+        name = parts[-1]
+        _refuse_link(dir_fd, name, rel)
+        temp = f".{name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        staged = StagedWrite(dir_fd, name, rel, temp, _create_temp(dir_fd, temp))
+        try:
+            staged.write(data)
+            yield staged
+        finally:
+            staged._close()
 
 
 def atomic_write(root: Path, rel: str, data: bytes) -> None:
@@ -156,21 +221,8 @@ def atomic_write(root: Path, rel: str, data: bytes) -> None:
     Raises :class:`UnsafePathError` if a directory on the way or the target is a
     symlink; the link is left untouched.
     """
-    parts = _split(rel)
-    with open_dir(root, parts[:-1], create=True) as dir_fd:
-        name = parts[-1]
-        existing = _lstat_at(dir_fd, name)
-        if existing is not None and stat.S_ISLNK(existing.st_mode):
-            raise UnsafePathError(f"{rel} is a symlink")
-        temp = f".{name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-        try:
-            _write_temp(dir_fd, temp, data)
-            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with suppress(FileNotFoundError):
-                os.unlink(temp, dir_fd=dir_fd)
-            raise
-        os.fsync(dir_fd)
+    with staged_write(root, rel, data) as staged:
+        staged.commit()
 
 
 def exclusive_create(root: Path, rel: str, data: bytes) -> bool:

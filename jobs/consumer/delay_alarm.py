@@ -33,7 +33,7 @@ from tidings.jobs.consumer.delay_state import (
 )
 from tidings.jobs.runtime import Runtime
 from tidings.store import faults, locks
-from tidings.store.files import atomic_write
+from tidings.store.files import staged_write
 from tidings.store.jsonfmt import compact_sorted, utc_stamp
 from tidings.store.models import AgentRecord
 
@@ -170,6 +170,7 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
         return False
     if expected is not None and state.raw.get("request_id") != expected:
         return False
+    expiring: dict[str, object] | None = None
     if state.status == ACTIVE:
         now = rt.clock.now()
         if structural_problem(state, now) is not None or not is_due(state, now):
@@ -177,15 +178,19 @@ def _transact(rt: Runtime, agent: AgentRecord, expected: str | None, seen: _Seen
         same = state.target == seen.target and state.request_id == seen.request_id
         current = seen.current if same and seen.current is not None else TargetStats(present=None)
         expiring = state.changed(status=EXPIRING, completion=completion(state, now, current))
-        write_state(root, expiring)
-        faults.reach("expire.after_expiring")
         state = DelayState.parse(expiring)
     elif not _complete(state.completion):
         return False
     done = state.completion
-    if done is None:  # written just above, or found complete
+    if done is None:  # computed just above, or found complete
         return False
-    atomic_write(root, ALARM_FILE, alarm_bytes(done))
+    # The alarm's temp is written before the expiring state (StagedWrite: its fsync then
+    # finds little left to do), and renamed into place only once that state is durable.
+    with staged_write(root, ALARM_FILE, alarm_bytes(done)) as alarm:
+        if expiring is not None:
+            write_state(root, expiring)
+            faults.reach("expire.after_expiring")
+        alarm.commit()
     deadline = state.deadline_epoch
     metrics.alarm_published(rt.clock.now() - deadline if deadline is not None else 0.0)
     faults.reach("expire.after_alarm")

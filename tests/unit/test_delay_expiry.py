@@ -274,13 +274,13 @@ class TestRacesAndCrashes:
         ``expire_delay``: exactly one caller wins, the alarm is written once."""
         due(agent, clock)
         writes: list[str] = []
-        real_write = delay_alarm.atomic_write
+        real_stage = delay_alarm.staged_write
 
-        def write(root: Any, rel: str, data: bytes) -> None:
+        def stage(root: Any, rel: str, data: bytes) -> Any:
             writes.append(rel)
-            real_write(root, rel, data)
+            return real_stage(root, rel, data)
 
-        monkeypatch.setattr(delay_alarm, "atomic_write", write)
+        monkeypatch.setattr(delay_alarm, "staged_write", stage)
         barrier = threading.Barrier(6)
         results: list[bool] = []
 

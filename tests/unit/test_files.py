@@ -67,6 +67,48 @@ def test_c16_symlinks_refused_and_left_untouched(tmp_path: Path, link: str) -> N
     assert sorted(os.listdir(outside)) == ["target.json"]
 
 
+def test_c16_a_staged_write_shows_nothing_until_its_commit(tmp_path: Path) -> None:
+    """Issue 33, delay.md D11: the temp is created and written at once; the target
+    changes only at the commit; another write can run in between."""
+    files.atomic_write(tmp_path, ".notification/alarm.json", b"old")
+    d = tmp_path / ".notification"
+    with files.staged_write(tmp_path, ".notification/alarm.json", b"new") as staged:
+        (temp,) = (n for n in os.listdir(d) if n.endswith(".tmp"))
+        assert (d / temp).read_bytes() == b"new"
+        assert (d / "alarm.json").read_bytes() == b"old"
+        files.atomic_write(tmp_path, ".notification/state.json", b"expiring")
+        assert (d / "alarm.json").read_bytes() == b"old"
+        staged.commit()
+        assert (d / "alarm.json").read_bytes() == b"new"
+    assert sorted(os.listdir(d)) == ["alarm.json", "state.json"]
+
+
+def test_c16_a_staged_write_left_uncommitted_leaves_no_temp(tmp_path: Path) -> None:
+    files.atomic_write(tmp_path, ".notification/alarm.json", b"old")
+    with (
+        pytest.raises(KeyboardInterrupt),
+        files.staged_write(tmp_path, ".notification/alarm.json", b"new"),
+    ):
+        raise KeyboardInterrupt
+    with files.staged_write(tmp_path, ".notification/alarm.json", b"unused"):
+        pass
+    assert os.listdir(tmp_path / ".notification") == ["alarm.json"]
+    assert (tmp_path / ".notification/alarm.json").read_bytes() == b"old"
+
+
+def test_c16_a_target_that_became_a_symlink_is_refused_at_the_commit(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.json"
+    outside.write_text("keep")
+    (tmp_path / ".notification").mkdir()
+    with files.staged_write(tmp_path, ".notification/alarm.json", b"new") as staged:
+        (tmp_path / ".notification/alarm.json").symlink_to(outside)
+        with pytest.raises(UnsafePathError):
+            staged.commit()
+    assert outside.read_text() == "keep"
+    assert os.path.islink(tmp_path / ".notification/alarm.json")
+    assert os.listdir(tmp_path / ".notification") == ["alarm.json"]
+
+
 def test_c19_safe_read_kinds(tmp_path: Path) -> None:
     d = tmp_path / ".notification"
     d.mkdir()
