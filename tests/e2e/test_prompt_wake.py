@@ -196,8 +196,9 @@ def up(
             listeners["console"] = console_listener(port, "sync")
             for listener in listeners.values():
                 assert listener.ready.wait(30), listener.error
-            time.sleep(0.3)  # the console's listener and the MCP watcher are reading
-            for listener in listeners.values():  # the console's first read tells all
+            # The console's first read tells all: its snapshot of the agent, not a wake.
+            listeners["console"].next(30)
+            for listener in listeners.values():
                 while not listener.quiet():
                     listener.next(0)
             yield {"env": env, "workdirs": workdirs, "listeners": listeners, "kinds": kinds}
@@ -246,8 +247,10 @@ def test_c27_a_write_wakes_promptly_and_once_on_every_path(
                     timeout=2,
                 )
             assert agents["sync"].wait_for_wake(0) is None
-        # once: a second arrival for any change would still be waiting here
-        time.sleep(0.3)
-        assert all(listener.quiet() for listener in listeners.values())
+        # once: a second arrival for any change would come within these waits
+        for name, listener in listeners.items():
+            with pytest.raises(queue.Empty):
+                listener.next(0.1)
+                pytest.fail(f"a second arrival on {name}")
         for name in workdirs:
             assert admin.xlen(AgentKeys(name).wake_stream) == len(producers)

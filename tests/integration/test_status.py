@@ -16,6 +16,7 @@ from rich.console import Console
 
 import tidings
 from tests.support.delay import STATE
+from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
 from tidings.cli.status_view import print_tables
 from tidings.demo.chapters import CHAPTERS, Tour
@@ -162,7 +163,7 @@ def test_an_overdue_delay_is_reported_not_published(hub: tidings.Hub, tmp_path: 
     ``alarm_overdue`` and stays unpublished."""
     agent = hub.agent(tmp_path, agent_id="late")
     assert agent.notification("delay", {"channel": "email", "seconds": 1})["status"] == "ok"
-    time.sleep(1.1)
+    wait_until(lambda: hub.status()["agents"][0]["alarm_overdue"], timeout=10, what="due")
     [figure] = hub.status()["agents"]
     assert figure["live_delay"] is None and figure["alarm_overdue"] is True
     assert figure["attention"] == ["overdue_delay"]  # interfaces.md, Never silent
