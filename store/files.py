@@ -199,13 +199,13 @@ def staged_write(root: Path, rel: str, data: bytes) -> Iterator[StagedWrite]:
     """Stage ``data`` for ``rel`` (C16's temp, created and written); the temp is removed
     on leaving unless :meth:`StagedWrite.commit` renamed it into place.
 
-    Raises :class:`UnsafePathError` if a directory on the way or the target is a
-    symlink; the link is left untouched.
+    Raises :class:`UnsafePathError` if a directory on the way is a symlink, and the
+    commit raises it if the target is one (checked once, just before the rename); the
+    link is left untouched.
     """
     parts = _split(rel)
     with open_dir(root, parts[:-1], create=True) as dir_fd:
         name = parts[-1]
-        _refuse_link(dir_fd, name, rel)
         temp = f".{name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
         staged = StagedWrite(dir_fd, name, rel, temp, _create_temp(dir_fd, temp))
         try:
