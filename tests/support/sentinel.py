@@ -25,6 +25,8 @@ DOWN_AFTER_MS = 2000
 FAILOVER_TIMEOUT_MS = 3000
 #: Longest write pause of a planned switchover (ms); lifted as soon as it is done.
 SWITCHOVER_PAUSE_MS = 15000
+#: Ports tried for one Sentinel before giving up (each from :func:`free_port`).
+PORT_ATTEMPTS = 5
 
 
 class SentinelProcess:
@@ -37,6 +39,18 @@ class SentinelProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> SentinelProcess:
+        """Start on :attr:`port`, or on a fresh port if another process holds it (a port
+        from :func:`free_port` can be taken by a parallel test before this binds it)."""
+        for _ in range(PORT_ATTEMPTS):
+            self._launch()
+            wait_until(self._settled, timeout=10, what=f"sentinel on {self.port}")
+            if self._ours():
+                return self
+            self.stop()
+            self.port = free_port()
+        raise RuntimeError(f"no free port for a sentinel after {PORT_ATTEMPTS} attempts")
+
+    def _launch(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         conf = self.directory / "sentinel.conf"
         conf.write_text(
@@ -52,19 +66,28 @@ class SentinelProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_until(self._answers, timeout=10, what=f"sentinel on {self.port}")
-        return self
 
-    def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, protocol=2, decode_responses=True)
-
-    def _answers(self) -> bool:
+    def _settled(self) -> bool:
+        """Our process exited (its port was taken), or something answers on the port."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            return True
         try:
             with self.client() as c:
                 return bool(c.ping())
         except redis.ConnectionError:
-            assert self.process is not None and self.process.poll() is None, "sentinel exited"
             return False
+
+    def _ours(self) -> bool:
+        """Whether the process answering on :attr:`port` is this Sentinel."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            return False
+        with self.client() as c:
+            return int(c.info("server")["process_id"]) == self.process.pid
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, protocol=2, decode_responses=True)
 
     def command(self, *args: Any) -> Any:
         with self.client() as c:
