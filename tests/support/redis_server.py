@@ -72,6 +72,10 @@ def redis_binary(name: str = "redis-server") -> str:
     return path
 
 
+#: Ports tried for one server whose port another process took (each from free_port).
+PORT_ATTEMPTS = 5
+
+
 class RedisServer:
     """One redis-server process; ``aof=True`` turns on the append-only file.
 
@@ -92,6 +96,8 @@ class RedisServer:
         self.directory = directory
         self.aof = aof
         self.port = port or free_port()
+        self._auto_port = port is None
+        self._served = False
         self.extra = extra
         self.acl = acl
         self.process: subprocess.Popen[bytes] | None = None
@@ -105,6 +111,22 @@ class RedisServer:
         return f"redis://{user}:{acl_password(user)}@127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        """Start on :attr:`port`. A port this object chose itself, never yet served on,
+        is replaced by a fresh one if another process holds it (:func:`free_port`'s
+        port can be taken by a parallel test before redis-server binds it); a restart
+        keeps its port, which clients already hold."""
+        for _ in range(PORT_ATTEMPTS):
+            self._launch()
+            if self._answers_as_ours():
+                self._served = True
+                return self
+            self.stop()
+            if self._served or not self._auto_port:
+                break
+            self.port = free_port()
+        raise RuntimeError(f"redis-server did not start on {self.port}")
+
+    def _launch(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         config: list[str] = []
         if self.acl:
@@ -131,14 +153,20 @@ class RedisServer:
             *self.extra,
         ]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def _answers_as_ours(self) -> bool:
+        """``True`` once this process answers; ``False`` if it exited or another
+        process answers on its port."""
+        assert self.process is not None
         deadline = time.monotonic() + 10
         while True:
             try:
                 with self.client() as c:
-                    c.ping()
-                return self
-            except redis.ConnectionError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
+                    return int(c.info("server")["process_id"]) == self.process.pid
+            except redis.RedisError:  # not up yet, or another server refusing our login
+                if self.process.poll() is not None:
+                    return False
+                if time.monotonic() > deadline:
                     raise RuntimeError(f"redis-server did not start on {self.port}") from None
                 time.sleep(0.02)
 

@@ -14,7 +14,7 @@ from typing import Any
 import redis
 
 from tests.support.polling import wait_until
-from tests.support.redis_server import RedisServer, free_port, redis_binary
+from tests.support.redis_server import PORT_ATTEMPTS, RedisServer, free_port, redis_binary
 
 #: The monitored service, as in ``redis+sentinel://.../mymaster/0``.
 SERVICE = "mymaster"
@@ -25,8 +25,6 @@ DOWN_AFTER_MS = 2000
 FAILOVER_TIMEOUT_MS = 3000
 #: Longest write pause of a planned switchover (ms); lifted as soon as it is done.
 SWITCHOVER_PAUSE_MS = 15000
-#: Ports tried for one Sentinel before giving up (each from :func:`free_port`).
-PORT_ATTEMPTS = 5
 
 
 class SentinelProcess:
@@ -75,7 +73,7 @@ class SentinelProcess:
         try:
             with self.client() as c:
                 return bool(c.ping())
-        except redis.ConnectionError:
+        except redis.RedisError:
             return False
 
     def _ours(self) -> bool:
@@ -121,8 +119,12 @@ class SentinelSet:
         return f"redis+sentinel://{','.join(hosts)}/{SERVICE}/0"
 
     def start(self) -> SentinelSet:
-        for server in self.servers:
-            server.start()
+        master, replica = self.servers
+        master.start()  # its port may have moved (RedisServer.start): tell the others
+        replica.extra = ("--replicaof", "127.0.0.1", str(master.port))
+        replica.start()
+        for sentinel in self.sentinels:
+            sentinel.master_port = master.port
         wait_until(lambda: self._link_up(self.servers[1]), timeout=15, what="replica in sync")
         for sentinel in self.sentinels:
             sentinel.start()
