@@ -102,10 +102,8 @@ class SentinelSet:
 
     def __init__(self, directory: Path, sentinels: int = 1) -> None:
         master = RedisServer(directory / "node0")
-        replica = RedisServer(
-            directory / "node1", extra=("--replicaof", "127.0.0.1", str(master.port))
-        )
-        self.servers = [master, replica]
+        # Its --replicaof is set at start, once the master's port is final.
+        self.servers = [master, RedisServer(directory / "node1")]
         self.sentinels = [
             SentinelProcess(directory / f"sentinel{i}", master.port) for i in range(sentinels)
         ]
